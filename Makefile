@@ -1,0 +1,34 @@
+# Two entry points: `make run` (the main job on the shipped example data) and `make test`.
+# Both create .venv on first use. torch is pinned to the CPU wheel here; in your own
+# environment install rewardrouter next to the torch build you already have.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+TORCH_SPEC ?= torch==2.13.0
+
+.PHONY: run test lint schema bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet "$(TORCH_SPEC)"
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/rewardrouter router=mixed
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check rewardrouter tests benchmarks
+	$(BIN)/ruff format --check rewardrouter tests benchmarks
+	$(BIN)/mypy
+
+schema: $(STAMP)
+	$(BIN)/python -m rewardrouter.config.schema --write
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info outputs multirun

@@ -1,0 +1,1 @@
+"""rewardrouter: declarative, compiled reward routing for RL post-training."""

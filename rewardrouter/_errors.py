@@ -1,0 +1,76 @@
+"""The exception tree of rewardrouter.
+
+::
+
+    RewardRouterError                 base of everything rewardrouter raises on purpose
+    ├── ConfigError                   a config that cannot be loaded, validated or compiled;
+    │                                 lists every problem, each with its YAML path
+    ├── RoutingError                  a sample that no route accepts, or that names a function
+    │                                 it may not run (sample index, fields seen, what to do)
+    └── RewardError                   a reward call that failed under ``on_error: raise``
+                                      (sample index, route, term, function, cause)
+
+User mistakes are printed by the command line without a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+class RewardRouterError(Exception):
+    """Base class of every error rewardrouter raises on purpose."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem found in a config: where, what was found, what was expected, what to do."""
+
+    path: str
+    message: str
+    hint: str | None = None
+
+    def __str__(self) -> str:
+        where = self.path or "<root>"
+        text = f"{where}: {self.message}"
+        return f"{text}\n    {self.hint}" if self.hint else text
+
+
+class ConfigError(RewardRouterError):
+    """A config that cannot be loaded, validated or compiled.
+
+    ``problems`` holds every problem found, not only the first, so that a user fixes a config in
+    one pass.
+    """
+
+    def __init__(self, problems: Sequence[Problem], source: str | None = None) -> None:
+        self.problems = tuple(problems)
+        self.source = source
+        head = f"invalid reward router config{f' in {source}' if source else ''}"
+        count = len(self.problems)
+        body = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(f"{head} ({count} problem{'s' if count != 1 else ''}):\n{body}")
+
+
+class RoutingError(RewardRouterError):
+    """A sample that cannot be routed, or that names a function it is not allowed to run."""
+
+
+class RewardError(RewardRouterError):
+    """A reward call failed and its term's ``on_error`` policy is ``raise``."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        index: int | None = None,
+        route: str | None = None,
+        term: str | None = None,
+        function: str | None = None,
+    ) -> None:
+        self.index = index
+        self.route = route
+        self.term = term
+        self.function = function
+        super().__init__(message)

@@ -1,0 +1,138 @@
+"""Turn pydantic and OmegaConf failures into :class:`Problem` lists with YAML paths."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping, Sequence
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+
+from rewardrouter._errors import Problem
+
+
+def yaml_path(parts: Iterable[str | int]) -> str:
+    """``("routes", "gsm8k", "rewards")`` → ``routes.gsm8k.rewards``; ints become ``[i]``."""
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
+    """``"did you mean 'x'?"`` for the closest choice, or None when nothing is close."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}?" if close else None
+
+
+def _walk_input(data: Any, loc: Sequence[str | int]) -> tuple[list[str | int], Any, Any]:
+    """Follow ``loc`` through the input, dropping entries that name a union member.
+
+    pydantic puts the tag of a discriminated union (``clip``) or a member's type into the
+    location; those are not keys of the YAML. Returns (path, parent node, node).
+    """
+    path: list[str | int] = []
+    parent: Any = None
+    node = data
+    for i, part in enumerate(loc):
+        is_last = i == len(loc) - 1
+        if isinstance(node, Mapping) and part in node:
+            parent, node = node, node[part]
+            path.append(part)
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            parent, node = node, node[part]
+            path.append(part)
+        elif is_last:
+            # A key that is not in the input: a missing field, or an unexpected one.
+            path.append(part)
+            parent, node = node, None
+        # Otherwise a union tag: skip it.
+    return path, parent, node
+
+
+def _fields_at(model: type[BaseModel], loc: Sequence[str | int]) -> list[str]:
+    """Field names of the model that validates the mapping at pydantic location ``loc``."""
+    current: Any = model
+    for part in loc:
+        current = _step(current, part)
+        if current is None:
+            return []
+    return list(current.model_fields) if _is_model(current) else []
+
+
+def _is_model(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, BaseModel)
+
+
+def _step(tp: Any, part: str | int) -> Any:
+    """The type found one location step below ``tp`` (a field, dict value, item or union tag)."""
+    if _is_model(tp):
+        field = tp.model_fields.get(part) if isinstance(part, str) else None
+        return field.annotation if field is not None else None
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is Annotated:
+        return _step(args[0], part)
+    if origin is dict:
+        return args[1]
+    if origin is list:
+        return args[0] if isinstance(part, int) else None
+    if origin in (Union, UnionType):
+        for member in args:
+            if _is_model(member):
+                kind = member.model_fields.get("kind")
+                if kind is not None and kind.default == part:
+                    return member
+                if member.__name__ == part:
+                    return member
+        models = [m for m in args if _is_model(m)]
+        return _step(models[0], part) if len(models) == 1 else None
+    return None
+
+
+def problems_from_validation(
+    error: ValidationError, data: Any, model: type[BaseModel], prefix: Sequence[str | int] = ()
+) -> list[Problem]:
+    """One :class:`Problem` per pydantic error, located by YAML path, with "did you mean"."""
+    problems: list[Problem] = []
+    seen: set[tuple[str, str]] = set()
+    for err in error.errors(include_url=False):
+        loc = list(err["loc"])
+        path, parent, node = _walk_input(data, loc)
+        kind = err["type"]
+        hint: str | None = None
+        if kind == "extra_forbidden":
+            key = str(path[-1]) if path else ""
+            fields = _fields_at(model, loc[:-1])
+            message = f"unknown key {key!r}"
+            hint = did_you_mean(key, fields)
+            if fields:
+                hint = (hint + " " if hint else "") + f"expected one of: {', '.join(fields)}"
+        elif kind == "missing":
+            message = f"missing required key {str(path[-1])!r}"
+        elif kind == "union_tag_invalid":
+            ctx = err.get("ctx", {})
+            found = ctx.get("tag")
+            expected = ctx.get("expected_tags", "")
+            message = f"unknown kind {found!r}; expected one of {expected}"
+            hint = did_you_mean(str(found), [t.strip(" '") for t in str(expected).split(",")])
+            path = [*path, "kind"] if path and path[-1] != "kind" else path
+        elif kind == "union_tag_not_found":
+            message = "stage has no `kind`"
+            hint = f"add `kind:` — one of {err.get('ctx', {}).get('expected_tags', '')}"
+        else:
+            found = node if node is not None or parent is None else None
+            message = err["msg"]
+            if kind not in ("value_error", "assertion_error") and found is not None:
+                message += f" (found {found!r})"
+            if message.startswith("Value error, "):
+                message = message[len("Value error, ") :]
+        where = yaml_path([*prefix, *path])
+        if (where, message) in seen:
+            continue
+        seen.add((where, message))
+        problems.append(Problem(where, message, hint))
+    return problems

@@ -1,0 +1,40 @@
+"""The command line's job config: a router config plus where data comes from and goes to."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rewardrouter.config.models import RouterConfig
+
+
+class DataConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str | None = Field(
+        default=None, description="JSONL input; null: the example data shipped with rewardrouter."
+    )
+    limit: int | None = Field(default=None, ge=1, description="Score only the first N rows.")
+
+
+class OutputConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str | None = Field(
+        default=None, description="JSONL output; null: rewards.jsonl in the job's output folder."
+    )
+    progress: bool | None = Field(
+        default=None, description="Progress bar; null: on for inputs of 1,000 rows or more."
+    )
+    evaluation: bool = Field(default=False, description="Score with each term's eval_key.")
+
+
+class JobConfig(RouterConfig):
+    """What ``rewardrouter`` (the Hydra app) composes: router fields at the top level."""
+
+    data: DataConfig = Field(default_factory=DataConfig)
+    output: OutputConfig = Field(default_factory=OutputConfig)
+
+    def router(self) -> RouterConfig:
+        """The router part of the job, validated as a :class:`RouterConfig`."""
+        fields = {name: getattr(self, name) for name in RouterConfig.model_fields}
+        return RouterConfig.model_validate(fields)

@@ -1,0 +1,160 @@
+"""The router config: frozen pydantic models with their defaults on the fields.
+
+A YAML file, a Hydra compose and a Python dict all pass through :meth:`RouterConfig.model_validate`
+(see :func:`rewardrouter.load_config`); nothing downstream reads raw dicts.
+
+Example::
+
+    RouterConfig.model_validate({
+        "routes": {
+            "gsm8k": {
+                "match": ["openai/gsm8k"],
+                "rewards": {"correct": {"kind": "exact_match"}},
+            }
+        }
+    })
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from rewardrouter.config.stages import (
+    ADVANTAGE_KINDS,
+    PostProcessStage,
+    ShapingStage,
+)
+
+_IMPORT_PATH = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*([.:][A-Za-z_][\w]*)$")
+_IDENT = re.compile(r"^[A-Za-z_][\w-]*$")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class FallbackValue(_Model):
+    """``on_error: {value: x}``: score a failed call as ``x`` and record the failure."""
+
+    value: float
+
+
+OnError = Literal["raise", "skip"] | FallbackValue
+
+
+class RewardTerm(_Model):
+    """One weighted reward function of a route.
+
+    Exactly one of ``kind`` (a built-in, e.g. ``math``, ``boxed_f1``) or ``path`` (an import
+    path ``pkg.module.fn`` or ``pkg.module:fn``) names the function.
+    """
+
+    kind: str | None = None
+    path: str | None = None
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+    weight: float = 1.0
+    key: str | None = Field(
+        default=None, description="For dict-valued rewards: the entry used as the training value."
+    )
+    eval_key: str | None = Field(
+        default=None, description="Entry used when scoring for evaluation; defaults to `key`."
+    )
+    mode: Literal["auto", "single", "group"] = Field(
+        default="auto",
+        description="single: fn(args, sample); group: fn(args, samples). auto: read the signature.",
+    )
+    on_error: OnError = Field(
+        default="raise",
+        description="raise, skip (reward None, left out of group statistics) or {value: x}.",
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> RewardTerm:
+        if (self.kind is None) == (self.path is None):
+            found = "both" if self.kind is not None else "neither"
+            raise ValueError(
+                f"set exactly one of `kind` (a built-in) or `path` (an import path); found {found}"
+            )
+        if self.path is not None and not _IMPORT_PATH.match(self.path):
+            raise ValueError(
+                f"path {self.path!r} is not an import path; expected `package.module.function`"
+            )
+        return self
+
+
+class RouteExample(_Model):
+    """A hand-scored case: ``check`` scores it and compares with ``reward``."""
+
+    prompt: str = ""
+    response: str
+    label: Any = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    reward: float | None
+    tolerance: float = Field(default=1e-6, ge=0)
+
+
+class Route(_Model):
+    """A named entry of the reward map: the datasets it takes and how they are scored."""
+
+    match: list[str] = Field(
+        default_factory=list,
+        description="Dataset strings routed here; the route's own name always matches too.",
+    )
+    rewards: dict[str, RewardTerm] = Field(min_length=1)
+    shaping: list[ShapingStage] = Field(default_factory=list)
+    examples: list[RouteExample] = Field(default_factory=list)
+
+
+class RouterConfig(_Model):
+    """A whole reward router: the reward map, how samples find routes, and post-processing."""
+
+    route_by: list[str] = Field(
+        default_factory=lambda: ["dataset", "data_source", "source_name"],
+        description="Metadata fields tried in order to find a sample's route.",
+    )
+    default_route: str | None = Field(
+        default=None, description="Route for samples that match none; null makes that an error."
+    )
+    allowed_modules: list[str] = Field(
+        default_factory=lambda: ["rewardrouter"],
+        description="Module prefixes whose functions a *sample* may name (custom_rm_path).",
+    )
+    reward_key: str | None = Field(
+        default=None,
+        description="Key of dict rewards from functions that samples name (rm_type, custom_rm_path).",
+    )
+    eval_reward_key: str | None = None
+    max_concurrency: int = Field(
+        default=64, ge=1, description="Single-mode calls in flight at once, per route group."
+    )
+    rescore: bool = Field(
+        default=False, description="Re-score samples that already carry a reward."
+    )
+    routes: dict[str, Route] = Field(default_factory=dict)
+    post_process: list[PostProcessStage] = Field(default_factory=list)
+
+    @field_validator("routes")
+    @classmethod
+    def _route_names(cls, routes: dict[str, Route]) -> dict[str, Route]:
+        for name in routes:
+            if not _IDENT.match(name):
+                raise ValueError(
+                    f"route name {name!r} is not a plain identifier; name the route e.g. "
+                    f"{re.sub(r'[^A-Za-z0-9_]+', '_', name).strip('_') or 'route'!r} "
+                    f"and put {name!r} under its `match:`"
+                )
+        return routes
+
+    @field_validator("post_process")
+    @classmethod
+    def _advantage_last(cls, stages: list[PostProcessStage]) -> list[PostProcessStage]:
+        for i, stage in enumerate(stages[:-1]):
+            if stage.kind in ADVANTAGE_KINDS:
+                raise ValueError(
+                    f"advantage stage `{stage.kind}` at position {i} must be the last stage "
+                    f"(it turns rewards into advantages); move it to the end"
+                )
+        return stages

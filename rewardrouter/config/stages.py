@@ -1,0 +1,171 @@
+"""Typed shaping and advantage stages, discriminated by ``kind``.
+
+Shaping stages map one reward to another (per sample, in declared order). Advantage stages turn
+the rewards of a whole batch into advantages using the prompt groups, and may only stand last in
+``post_process``. The implementations live in :mod:`rewardrouter.shape` and
+:mod:`rewardrouter.advantage`; these models are what a YAML file may say.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Stage(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ClipStage(_Stage):
+    """Clamp rewards into ``[min, max]``; either bound may be left open."""
+
+    kind: Literal["clip"] = "clip"
+    min: float | None = None
+    max: float | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ClipStage:
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min ({self.min}) is greater than max ({self.max}); swap them")
+        return self
+
+
+class ScaleStage(_Stage):
+    """Affine map ``reward * mul + add``, or map ``source`` range linearly onto ``target``."""
+
+    kind: Literal["scale"] = "scale"
+    mul: float = 1.0
+    add: float = 0.0
+    source: tuple[float, float] | None = None
+    target: tuple[float, float] | None = None
+
+    @model_validator(mode="after")
+    def _ranges(self) -> ScaleStage:
+        if (self.source is None) != (self.target is None):
+            raise ValueError("set both `source` and `target` ranges, or neither")
+        if self.source is not None:
+            if self.source[0] == self.source[1]:
+                raise ValueError(f"source range {list(self.source)} is empty")
+            if self.mul != 1.0 or self.add != 0.0:
+                raise ValueError("use either `mul`/`add` or `source`/`target`, not both")
+        return self
+
+
+class OverlongPenaltyStage(_Stage):
+    """DAPO's soft overlong penalty from ``response_length``.
+
+    Lengths up to ``max_len - buffer`` are not penalised; from there to ``max_len`` the penalty
+    grows linearly to ``-factor``; beyond ``max_len`` it is ``-factor``. The penalty is added.
+    """
+
+    kind: Literal["overlong_penalty"] = "overlong_penalty"
+    max_len: int = Field(gt=0)
+    buffer: int = Field(ge=0)
+    factor: float = 1.0
+
+    @model_validator(mode="after")
+    def _buffer_fits(self) -> OverlongPenaltyStage:
+        if self.buffer > self.max_len:
+            raise ValueError(f"buffer ({self.buffer}) exceeds max_len ({self.max_len})")
+        return self
+
+
+class TruncationPenaltyStage(_Stage):
+    """For samples whose status is ``truncated``: multiply by ``factor`` or set ``value``."""
+
+    kind: Literal["truncation_penalty"] = "truncation_penalty"
+    factor: float | None = None
+    value: float | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> TruncationPenaltyStage:
+        if (self.factor is None) == (self.value is None):
+            raise ValueError("set exactly one of `factor` (multiply) or `value` (replace)")
+        return self
+
+
+class QuantizeStage(_Stage):
+    """Round rewards to the nearest multiple of ``step``."""
+
+    kind: Literal["quantize"] = "quantize"
+    step: float = Field(gt=0)
+
+
+class CustomStage(_Stage):
+    """A stage of your own: ``path`` names ``fn(rewards: Tensor, batch: ShapeBatch, **kwargs)``."""
+
+    kind: Literal["custom"] = "custom"
+    path: str
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+
+
+Device = Annotated[str, Field(pattern=r"^(auto|cpu|cuda(:\d+)?)$")]
+
+
+class _AdvantageStage(_Stage):
+    device: Device = "auto"
+    dtype: Literal["float32", "float64", "bfloat16"] = "float32"
+    group_by: Literal["index", "position"] = "index"
+    n_samples_per_prompt: int | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _position_needs_n(self) -> _AdvantageStage:
+        if self.group_by == "position" and self.n_samples_per_prompt is None:
+            raise ValueError("group_by: position needs `n_samples_per_prompt`")
+        return self
+
+
+class GRPOStage(_AdvantageStage):
+    """GRPO: reward minus group mean, divided by the std of ``std`` scope (``none``: Dr.GRPO)."""
+
+    kind: Literal["grpo"] = "grpo"
+    std: Literal["group", "batch", "none"] = "group"
+    eps: float = Field(default=1e-6, ge=0)
+
+
+class RLOOStage(_AdvantageStage):
+    """RLOO: reward minus the mean of the other members of its group."""
+
+    kind: Literal["rloo"] = "rloo"
+
+
+class ReinforcePPBaselineStage(_AdvantageStage):
+    """REINFORCE++ with baseline: subtract the group mean, then whiten over the batch."""
+
+    kind: Literal["reinforce_pp_baseline"] = "reinforce_pp_baseline"
+    eps: float = Field(default=1e-6, ge=0)
+
+
+class NoAdvantageStage(_AdvantageStage):
+    """Raw (shaped) rewards pass through as advantages."""
+
+    kind: Literal["none"] = "none"
+
+
+ShapingStage = Annotated[
+    ClipStage
+    | ScaleStage
+    | OverlongPenaltyStage
+    | TruncationPenaltyStage
+    | QuantizeStage
+    | CustomStage,
+    Field(discriminator="kind"),
+]
+
+AdvantageStage = GRPOStage | RLOOStage | ReinforcePPBaselineStage | NoAdvantageStage
+ADVANTAGE_KINDS = frozenset({"grpo", "rloo", "reinforce_pp_baseline", "none"})
+
+PostProcessStage = Annotated[
+    ClipStage
+    | ScaleStage
+    | OverlongPenaltyStage
+    | TruncationPenaltyStage
+    | QuantizeStage
+    | CustomStage
+    | GRPOStage
+    | RLOOStage
+    | ReinforcePPBaselineStage
+    | NoAdvantageStage,
+    Field(discriminator="kind"),
+]
