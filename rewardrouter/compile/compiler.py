@@ -1,0 +1,169 @@
+"""``compile_router``: resolve every function, check every reference, report all problems at once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+from rewardrouter._errors import ConfigError, Problem
+from rewardrouter.compile.functions import (
+    ResolveError,
+    RewardFn,
+    resolve_builtin,
+    resolve_path,
+)
+from rewardrouter.compile.routes import BoundTerm, CompiledRoute
+from rewardrouter.config._errors import did_you_mean
+from rewardrouter.config.load import validate
+from rewardrouter.config.models import RewardTerm, RouterConfig
+
+if TYPE_CHECKING:
+    from rewardrouter.router import Router
+
+
+def _check_key(fn: RewardFn, term: RewardTerm, where: str) -> list[Problem]:
+    """Dict-returning built-ins need ``key``; number-returning ones must not have one."""
+    if fn.returns_dict is None:
+        return []
+    keys = ", ".join(fn.dict_keys)
+    problems: list[Problem] = []
+    if fn.returns_dict:
+        if term.key is None:
+            problems.append(
+                Problem(
+                    f"{where}.key",
+                    f"built-in {fn.name!r} returns a dict {{{keys}}} but the term sets no `key`",
+                    f"set `key: {fn.dict_keys[0]}` to train on {fn.dict_keys[0]!r}",
+                )
+            )
+        for field, value in (("key", term.key), ("eval_key", term.eval_key)):
+            if value is not None and value not in fn.dict_keys:
+                problems.append(
+                    Problem(
+                        f"{where}.{field}",
+                        f"built-in {fn.name!r} returns no entry {value!r} (entries: {keys})",
+                        did_you_mean(value, fn.dict_keys),
+                    )
+                )
+    elif term.key is not None or term.eval_key is not None:
+        problems.append(
+            Problem(
+                f"{where}.key",
+                f"built-in {fn.name!r} returns a number, so `key`/`eval_key` has nothing to pick",
+                "remove `key` and `eval_key` from this term",
+            )
+        )
+    return problems
+
+
+def _resolve(term: RewardTerm) -> RewardFn:
+    if term.kind is not None:
+        fn = resolve_builtin(term.kind, term.kwargs)
+        if term.mode == "group":
+            raise ResolveError(f"built-in {term.kind!r} scores single samples; remove `mode: group`")
+        return fn
+    assert term.path is not None
+    return resolve_path(term.path, term.kwargs, term.mode)
+
+
+def _compile_routes(config: RouterConfig) -> tuple[dict[str, CompiledRoute], list[Problem]]:
+    problems: list[Problem] = []
+    routes: dict[str, CompiledRoute] = {}
+    owner: dict[str, str] = {}
+    for name, route in config.routes.items():
+        terms: list[BoundTerm] = []
+        for term_name, term in route.rewards.items():
+            where = f"routes.{name}.rewards.{term_name}"
+            field = "kind" if term.kind is not None else "path"
+            try:
+                fn = _resolve(term)
+            except ResolveError as exc:
+                message = str(exc)
+                sub = field
+                if message.startswith("kwargs."):
+                    sub, _, message = message.partition(": ")
+                problems.append(Problem(f"{where}.{sub}", message, exc.hint))
+                continue
+            problems += _check_key(fn, term, where)
+            terms.append(
+                BoundTerm(
+                    route=name,
+                    name=term_name,
+                    fn=fn,
+                    kwargs=dict(term.kwargs),
+                    weight=term.weight,
+                    key=term.key,
+                    eval_key=term.eval_key,
+                    on_error=term.on_error,
+                    where=where,
+                )
+            )
+        for j, dataset in enumerate((name, *route.match)):
+            other = owner.get(dataset)
+            if other is not None and other != name:
+                problems.append(
+                    Problem(
+                        f"routes.{name}.match[{j - 1}]" if j else f"routes.{name}",
+                        f"dataset {dataset!r} is already matched by route {other!r}",
+                        "a dataset string may be matched by one route only; remove one of them",
+                    )
+                )
+            owner.setdefault(dataset, name)
+        routes[name] = CompiledRoute(name, tuple(terms), tuple(route.shaping), tuple(route.match))
+    if config.default_route is not None and config.default_route not in config.routes:
+        problems.append(
+            Problem(
+                "default_route",
+                f"route {config.default_route!r} does not exist "
+                f"(routes: {', '.join(config.routes) or 'none'})",
+                did_you_mean(config.default_route, config.routes) or "name one of the routes, or null",
+            )
+        )
+    return routes, problems
+
+
+def data_route_factory(
+    config: RouterConfig,
+) -> Callable[[Literal["custom_rm_path", "rm_type"], str], CompiledRoute]:
+    """Builds the one-term route for a function that a *sample* names (rm_type, custom_rm_path)."""
+
+    def build(level: Literal["custom_rm_path", "rm_type"], name: str) -> CompiledRoute:
+        if level == "rm_type":
+            fn = resolve_builtin(name, {})
+            key = config.reward_key if fn.returns_dict else None
+            eval_key = config.eval_reward_key if fn.returns_dict else None
+            if fn.returns_dict and key is None:
+                raise ResolveError(
+                    f"built-in {name!r} returns a dict {{{', '.join(fn.dict_keys)}}}",
+                    f"set `reward_key: {fn.dict_keys[0]}` in the router config",
+                )
+        else:
+            # Data cannot say `mode:`; a second parameter named `samples` still means group mode.
+            fn = resolve_path(name, {}, "lenient")
+            key, eval_key = config.reward_key, config.eval_reward_key
+        route = f"{level}:{name}"
+        term = BoundTerm(route, name, fn, {}, key=key, eval_key=eval_key, where=route)
+        return CompiledRoute(route, (term,))
+
+    return build
+
+
+def compile_router(config: RouterConfig | Mapping[str, Any]) -> Router:
+    """Compile a validated config (or plain data) into a :class:`~rewardrouter.Router`.
+
+    Every built-in kind and import path is resolved and every signature checked here, before any
+    sample is scored; all problems are raised together as one :class:`ConfigError`.
+    """
+    from rewardrouter.router import Router
+
+    if not isinstance(config, RouterConfig):
+        config = validate(config, RouterConfig)
+    routes, problems = _compile_routes(config)
+    for i, module in enumerate(config.allowed_modules):
+        if not all(part.isidentifier() for part in module.split(".")):
+            problems.append(
+                Problem(f"allowed_modules[{i}]", f"{module!r} is not a module name", "e.g. my_rewards")
+            )
+    if problems:
+        raise ConfigError(problems)
+    return Router(config, routes)

@@ -1,0 +1,55 @@
+"""Compiled routes: reward terms bound to resolved functions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rewardrouter.compile.functions import RewardFn
+from rewardrouter.config.models import OnError
+from rewardrouter.config.stages import ShapingStage
+
+
+def _canonical(kwargs: Mapping[str, Any]) -> str:
+    return json.dumps(kwargs, sort_keys=True, default=repr)
+
+
+@dataclass(frozen=True)
+class BoundTerm:
+    """One reward term of a route with its function resolved.
+
+    ``call_key`` identifies the call: samples whose terms share it form one route group, even
+    across routes, because they would be scored by the same function with the same kwargs.
+    """
+
+    route: str
+    name: str
+    fn: RewardFn
+    kwargs: Mapping[str, Any]
+    weight: float = 1.0
+    key: str | None = None
+    eval_key: str | None = None
+    on_error: OnError = "raise"
+    where: str = ""
+    call_key: tuple[str, str, str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "call_key", (self.fn.name, self.fn.mode, _canonical(self.kwargs)))
+
+    def key_for(self, evaluation: bool) -> str | None:
+        """The dict entry that is the training (or evaluation) value."""
+        if evaluation and self.eval_key is not None:
+            return self.eval_key
+        return self.key
+
+
+@dataclass(frozen=True)
+class CompiledRoute:
+    """A route ready to score: its terms and its own shaping stages."""
+
+    name: str
+    terms: tuple[BoundTerm, ...]
+    shaping: tuple[ShapingStage, ...] = ()
+    match: tuple[str, ...] = ()

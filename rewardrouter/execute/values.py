@@ -1,0 +1,52 @@
+"""Read the training value out of what a reward function returned."""
+
+from __future__ import annotations
+
+import math
+from numbers import Real
+from typing import Any
+
+
+class InvalidReturn(Exception):
+    """A return value the router cannot use; the message says what was found and expected."""
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def to_value(raw: Any, key: str | None) -> float | None:
+    """The float that ``raw`` stands for; ``None`` means "not applicable".
+
+    A number (bool included) is used as it is; a dict gives its ``key`` entry. NaN, ±inf,
+    strings and other types, a dict without ``key`` or a dict when no key is configured are
+    :class:`InvalidReturn`.
+    """
+    if raw is None:
+        return None
+    if isinstance(raw, dict):
+        if key is None:
+            raise InvalidReturn(
+                f"returned a dict with keys {sorted(map(str, raw))}; set `key:` on the term "
+                f"to name the training value"
+            )
+        if key not in raw:
+            raise InvalidReturn(
+                f"returned a dict without key {key!r} (keys: {sorted(map(str, raw))})"
+            )
+        entry = raw[key]
+        if isinstance(entry, dict):
+            raise InvalidReturn(f"entry {key!r} of the returned dict is a dict: {_short(entry)}")
+        return to_value(entry, None)
+    if isinstance(raw, Real) or (hasattr(raw, "__float__") and not isinstance(raw, str | bytes)):
+        try:
+            value = float(raw)
+        except (TypeError, ValueError):
+            raise InvalidReturn(f"returned {_short(raw)}, which is not a number") from None
+        if not math.isfinite(value):
+            raise InvalidReturn(f"returned {value}; rewards must be finite")
+        return value
+    raise InvalidReturn(
+        f"returned {type(raw).__name__} {_short(raw)}; expected a number, a dict or None"
+    )

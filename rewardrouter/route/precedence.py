@@ -1,0 +1,132 @@
+"""Which route scores a sample: DESIGN's precedence, first match wins.
+
+1. ``sample.custom_rm_path`` (slime/vime), ``sample.reward_spec.custom_rm_path`` (miles) or
+   ``metadata.custom_rm_path`` — only for modules under ``allowed_modules``;
+2. ``reward_spec.rm_type`` / ``metadata.rm_type`` — a built-in kind;
+3. the route whose ``match`` holds ``metadata[f]`` for the first field ``f`` of ``route_by``
+   that matches;
+4. ``default_route``; otherwise the sample cannot be routed (an error, never a silent 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from rewardrouter._errors import RoutingError
+from rewardrouter.compile.functions import ResolveError, module_allowed
+from rewardrouter.compile.routes import CompiledRoute
+from rewardrouter.config._errors import did_you_mean
+from rewardrouter.route.sample import metadata_of, spec_field
+
+Level = Literal["custom_rm_path", "rm_type", "route", "default_route"]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The route a sample goes to, the precedence level that chose it, and why."""
+
+    route: CompiledRoute
+    level: Level
+    reason: str
+
+
+class Unroutable(Exception):
+    """A sample that no precedence level accepts; the message says why and what to do."""
+
+
+class Resolver:
+    """Applies the precedence rules; data-named functions are resolved once and cached."""
+
+    def __init__(
+        self,
+        routes: Mapping[str, CompiledRoute],
+        route_by: tuple[str, ...],
+        default_route: str | None,
+        allowed_modules: tuple[str, ...],
+        data_route: Callable[[Literal["custom_rm_path", "rm_type"], str], CompiledRoute],
+    ) -> None:
+        self._routes = routes
+        self._route_by = route_by
+        self._default = routes[default_route] if default_route is not None else None
+        self._allowed = allowed_modules
+        self._data_route = data_route
+        self._table: dict[str, CompiledRoute] = {}
+        for route in routes.values():
+            for dataset in (route.name, *route.match):
+                self._table[dataset] = route
+        self._cache: dict[tuple[str, str], CompiledRoute | ResolveError] = {}
+
+    @property
+    def datasets(self) -> list[str]:
+        return sorted(self._table)
+
+    def _named(self, level: Literal["custom_rm_path", "rm_type"], name: str) -> CompiledRoute:
+        cached = self._cache.get((level, name))
+        if cached is None:
+            try:
+                cached = self._data_route(level, name)
+            except ResolveError as exc:
+                cached = exc
+            self._cache[(level, name)] = cached
+        if isinstance(cached, ResolveError):
+            hint = f"; {cached.hint}" if cached.hint else ""
+            raise Unroutable(f"{level} {name!r}: {cached}{hint}")
+        return cached
+
+    def decide(self, sample: Any) -> Decision:
+        """The :class:`Decision` for ``sample``; raises :class:`Unroutable`."""
+        metadata = metadata_of(sample)
+        spec = getattr(sample, "reward_spec", None)
+        for where, path in (
+            ("sample.custom_rm_path", getattr(sample, "custom_rm_path", None)),
+            ("reward_spec.custom_rm_path", spec_field(spec, "custom_rm_path")),
+            ("metadata.custom_rm_path", metadata.get("custom_rm_path")),
+        ):
+            if path:
+                if not module_allowed(str(path), self._allowed):
+                    raise Unroutable(
+                        f"{where} {path!r} is outside allowed_modules {list(self._allowed)}; "
+                        f"data may only name functions in those modules — add its module to "
+                        f"`allowed_modules` if you trust this data"
+                    )
+                route = self._named("custom_rm_path", str(path))
+                return Decision(route, "custom_rm_path", f"{where} = {path!r}")
+        for where, kind in (
+            ("reward_spec.rm_type", spec_field(spec, "rm_type")),
+            ("metadata.rm_type", metadata.get("rm_type")),
+        ):
+            if kind:
+                route = self._named("rm_type", str(kind))
+                return Decision(route, "rm_type", f"{where} = {kind!r}")
+        for name in self._route_by:
+            value = metadata.get(name)
+            if value is not None:
+                found = self._table.get(str(value))
+                if found is not None:
+                    return Decision(found, "route", f"metadata.{name} = {value!r}")
+        if self._default is not None:
+            return Decision(self._default, "default_route", self._seen(metadata))
+        raise Unroutable(self._no_route(metadata))
+
+    def _seen(self, metadata: Mapping[str, Any]) -> str:
+        shown = ", ".join(f"{name}={metadata.get(name)!r}" for name in self._route_by)
+        return f"no route matched ({shown})"
+
+    def _no_route(self, metadata: Mapping[str, Any]) -> str:
+        values = [str(metadata[n]) for n in self._route_by if metadata.get(n) is not None]
+        close = next((h for v in values if (h := did_you_mean(v, self._table))), None)
+        return (
+            f"{self._seen(metadata)} and default_route is null; known dataset strings: "
+            f"{', '.join(self.datasets) or 'none'}"
+            + (f"; {close}" if close else "")
+            + " — add the value to a route's `match:`, or set `default_route`"
+        )
+
+
+def raise_unroutable(failures: list[tuple[int, str]]) -> None:
+    """One :class:`RoutingError` listing (up to ten of) the samples that could not be routed."""
+    shown = "\n".join(f"  - sample {i}: {why}" for i, why in failures[:10])
+    more = f"\n  … and {len(failures) - 10} more" if len(failures) > 10 else ""
+    raise RoutingError(f"{len(failures)} sample(s) could not be routed:\n{shown}{more}")

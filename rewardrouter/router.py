@@ -1,0 +1,189 @@
+"""The compiled router: route, batch per route group, execute, combine, post-process."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from types import TracebackType
+from typing import Any, TypeVar
+
+from rewardrouter._errors import RewardRouterError
+from rewardrouter.compile.compiler import data_route_factory
+from rewardrouter.compile.routes import BoundTerm, CompiledRoute
+from rewardrouter.config.models import RouterConfig
+from rewardrouter.execute.combine import combine
+from rewardrouter.execute.outcome import Outcome
+from rewardrouter.execute.result import RewardResult
+from rewardrouter.execute.runners import run_calls
+from rewardrouter.execute.values import InvalidReturn, to_value
+from rewardrouter.route.groups import RouteGroup, plan_groups
+from rewardrouter.route.precedence import Decision, Resolver, Unroutable, raise_unroutable
+from rewardrouter.route.sample import as_sample, status_of
+
+T = TypeVar("T")
+
+
+class Router:
+    """A compiled reward router. Build it with :func:`rewardrouter.compile_router`.
+
+    >>> router = compile_router(load_config("conf/router/mixed.yaml"))
+    >>> results = router.score_sync([{"response": "42", "label": "42",
+    ...                                "metadata": {"dataset": "gsm8k"}}])
+    >>> results[0].reward
+    1.0
+
+    A router owns a thread pool (and, with the process executor, worker processes): close it, or
+    use it as a context manager, when done.
+    """
+
+    def __init__(self, config: RouterConfig, routes: Mapping[str, CompiledRoute]) -> None:
+        self.config = config
+        self.routes = dict(routes)
+        self.resolver = Resolver(
+            self.routes,
+            tuple(config.route_by),
+            config.default_route,
+            tuple(config.allowed_modules),
+            data_route_factory(config),
+        )
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+        self._closed = False
+
+    # -- life cycle -------------------------------------------------------------------------
+
+    @property
+    def pool(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._closed:
+                raise RewardRouterError("this router is closed; compile a new one")
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(
+                    max_workers=self.config.max_concurrency, thread_name_prefix="rewardrouter"
+                )
+            return self._pool
+
+    def close(self) -> None:
+        """Free the router's threads and workers. Idempotent."""
+        with self._pool_lock:
+            self._closed = True
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> Router:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- routing ---------------------------------------------------------------------------
+
+    def decide(self, sample: Any) -> Decision:
+        """Which route scores ``sample`` and why (raises :class:`RoutingError` if none)."""
+        try:
+            return self.resolver.decide(as_sample(sample))
+        except Unroutable as exc:
+            raise_unroutable([(0, str(exc))])
+            raise  # unreachable
+
+    # -- scoring ---------------------------------------------------------------------------
+
+    async def score(
+        self, samples: Iterable[Any], *, args: Any = None, evaluation: bool = False
+    ) -> list[RewardResult]:
+        """Score ``samples``; one :class:`RewardResult` per sample, in input order.
+
+        Aborted samples are not scored (status ``aborted``); samples that carry a reward keep it
+        (status ``kept``) unless the config says ``rescore: true``. ``args`` is handed to every
+        reward function as its first argument (a trainer's argument namespace, or None).
+        ``evaluation`` picks each term's ``eval_key``.
+        """
+        views = [as_sample(s, f"sample {i}") for i, s in enumerate(samples)]
+        results: list[RewardResult | None] = [None] * len(views)
+        decisions: list[Decision | None] = [None] * len(views)
+        unroutable: list[tuple[int, str]] = []
+        rescore = self.config.rescore
+        decide = self.resolver.decide
+        for i, sample in enumerate(views):
+            if status_of(sample) == "aborted":
+                results[i] = RewardResult(None, "aborted", error_message="aborted sample: not scored")
+                continue
+            preset = getattr(sample, "reward", None)
+            if preset is not None and not rescore:
+                results[i] = self._kept(preset, evaluation)
+                continue
+            try:
+                decisions[i] = decide(sample)
+            except Unroutable as exc:
+                unroutable.append((i, str(exc)))
+        if unroutable:
+            raise_unroutable(unroutable)
+        groups = plan_groups(decisions)
+        outcomes = await asyncio.gather(*(self._run_group(g, views, args) for g in groups))
+        per_sample: list[list[tuple[BoundTerm, Outcome]]] = [[] for _ in views]
+        for group, group_outcomes in zip(groups, outcomes, strict=True):
+            for (i, term), outcome in zip(group.members, group_outcomes, strict=True):
+                per_sample[i].append((term, outcome))
+        for i, decision in enumerate(decisions):
+            if decision is not None:
+                calls = per_sample[i]
+                if len(calls) > 1:
+                    order = {t.name: k for k, t in enumerate(decision.route.terms)}
+                    calls.sort(key=lambda c: order[c[0].name])
+                results[i] = combine(i, decision.route.name, decision.level, calls, evaluation)
+        return results  # type: ignore[return-value]  (every slot is filled above)
+
+    def _kept(self, preset: Any, evaluation: bool) -> RewardResult:
+        key = self.config.eval_reward_key if evaluation else None
+        try:
+            value = to_value(preset, key or self.config.reward_key)
+        except InvalidReturn as exc:
+            return RewardResult(None, "kept", raw=preset, error_message=f"preset reward {exc}")
+        return RewardResult(value, "kept", raw=preset)
+
+    async def _run_group(self, group: RouteGroup, views: Sequence[Any], args: Any) -> list[Outcome]:
+        members = [views[i] for i, _ in group.members]
+        return await run_calls(
+            group.fn,
+            args,
+            members,
+            dict(group.kwargs),
+            cap=self.config.max_concurrency,
+            pool=self.pool,
+        )
+
+    def score_sync(
+        self, samples: Iterable[Any], *, args: Any = None, evaluation: bool = False
+    ) -> list[RewardResult]:
+        """:meth:`score` for synchronous callers (also inside a running event loop's thread)."""
+        return run_sync(self.score(samples, args=args, evaluation=evaluation))
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to completion from synchronous code, even if this thread runs a loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="rewardrouter-sync")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]
