@@ -14,6 +14,7 @@ class DataConfig(BaseModel):
         default=None, description="JSONL input; null: the example data shipped with rewardrouter."
     )
     limit: int | None = Field(default=None, ge=1, description="Score only the first N rows.")
+    batch_size: int = Field(default=4096, ge=1, description="Rows per router call.")
 
 
 class OutputConfig(BaseModel):

@@ -1,0 +1,1 @@
+"""The command line: the Hydra job and its subcommands."""

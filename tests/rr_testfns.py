@@ -1,0 +1,78 @@
+"""Reward functions that the tests name by import path (``rr_testfns.<name>``).
+
+Group-mode functions record every call in ``CALLS`` so tests can count them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+CALLS: list[tuple[str, list[Any]]] = []
+
+
+def row(response: str = "", label: Any = None, **metadata: Any) -> dict[str, Any]:
+    """A dict sample with the given metadata."""
+    return {"response": response, "label": label, "metadata": metadata}
+
+
+def length(args: Any, sample: Any) -> float:
+    return float(len(sample.response))
+
+
+async def async_length(args: Any, sample: Any) -> float:
+    await asyncio.sleep(0)
+    return float(len(sample.response))
+
+
+def label_match(args: Any, sample: Any, *, bonus: float = 0.0) -> float:
+    return float(sample.response == sample.label) + bonus
+
+
+def group_len(args: Any, samples: list[Any]) -> list[float]:
+    CALLS.append(("group_len", [s.response for s in samples]))
+    return [float(len(s.response)) for s in samples]
+
+
+async def async_group_len(args: Any, samples: list[Any], *, scale: float = 1.0) -> list[float]:
+    CALLS.append(("async_group_len", [s.response for s in samples]))
+    return [scale * len(s.response) for s in samples]
+
+
+def slow(args: Any, sample: Any) -> float:
+    time.sleep(0.2)
+    return 1.0
+
+
+async def async_slow(args: Any, sample: Any) -> float:
+    await asyncio.sleep(0.2)
+    return 1.0
+
+
+def returns(args: Any, sample: Any) -> Any:
+    """Returns ``sample.metadata['value']`` as it is: for invalid-return tests."""
+    return sample.metadata["value"]
+
+
+def raises(args: Any, sample: Any) -> float:
+    raise ValueError(f"cannot score {sample.response!r}")
+
+
+def short_group(args: Any, samples: list[Any]) -> list[float]:
+    return [1.0] * (len(samples) - 1)
+
+
+def dict_reward(args: Any, sample: Any) -> dict[str, Any]:
+    return {"score": 1.0 if sample.response == sample.label else -1.0, "acc": True}
+
+
+def no_sample_param(args: Any, item: Any) -> float:
+    return 0.0
+
+
+def needs_kw(args: Any, sample: Any, *, threshold: float) -> float:
+    return float(len(sample.response) > threshold)
+
+
+NOT_CALLABLE = 3

@@ -1,0 +1,91 @@
+"""The ``rewardrouter`` command end to end, run as a user runs it: another folder, a subprocess."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXE = shutil.which("rewardrouter", path=str(Path(sys.executable).parent)) or "rewardrouter"
+
+
+def run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [EXE, *args], cwd=cwd, capture_output=True, text=True, timeout=120,
+        env={"PATH": str(Path(sys.executable).parent), "COLUMNS": "200", "HOME": str(cwd)},
+    )
+
+
+def rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_no_arguments_scores_the_shipped_example(tmp_path: Path) -> None:
+    done = run(tmp_path)
+    assert done.returncode == 0, done.stderr
+    [out] = tmp_path.glob("outputs/*/*/rewards.jsonl")
+    scored = rows(out)
+    assert len(scored) == 28
+    assert {r["route"] for r in scored} == {"exact", None}
+    assert "rewards per route" in done.stdout
+
+
+def test_mixed_router_on_example_data_from_another_folder(tmp_path: Path) -> None:
+    done = run(tmp_path, "router=mixed", "output.path=scored.jsonl")
+    assert done.returncode == 0, done.stderr
+    scored = rows(tmp_path / "scored.jsonl")
+    by_route: dict[str | None, list[float | None]] = {}
+    for r in scored:
+        by_route.setdefault(r["route"], []).append(r["reward"])
+    # Hand-scored: the last \\boxed{} must equal the label; row 3 has no \\boxed{} at all.
+    assert by_route["gsm8k"] == [1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0]
+    assert by_route["squad"] == [1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0]
+    assert by_route["gpqa"] == [1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0]
+    first = scored[0]
+    assert (first["route"], first["level"], first["status"], first["reward"]) == ("gsm8k", "route", "ok", 1.0)
+    assert first["terms"] == {"correct": 1.0}
+    aborted = scored[11]
+    assert (aborted["status"], aborted["reward"], aborted["route"]) == ("aborted", None, None)
+    for route in ("gsm8k", "squad", "gpqa"):
+        assert route in done.stdout
+
+
+def test_launch_command_overrides_reach_the_router(tmp_path: Path) -> None:
+    data = tmp_path / "my.jsonl"
+    data.write_text(json.dumps({"response": "\\boxed{4}", "label": "4", "metadata": {"dataset": "gsm8k"}}) + "\n")
+    done = run(
+        tmp_path, "router=mixed", "routes.gsm8k.rewards.correct.weight=0.2",
+        f"data.path={data}", "output.path=out.jsonl",
+    )
+    assert done.returncode == 0, done.stderr
+    assert rows(tmp_path / "out.jsonl")[0]["reward"] == pytest.approx(0.2)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(["routes.exact.rewards.correct.wieght=1"], "did you mean 'weight'?", id="typo_in_override"),
+        pytest.param(["router=mixed", "default_route=nope"], "default_route: route 'nope' does not exist", id="bad_reference"),
+        pytest.param(["data.path=missing.jsonl"], "data.path: file not found", id="missing_data"),
+        pytest.param(["router=mixed", "data.path=unroutable.jsonl"], "sample 0: no route matched", id="unroutable"),
+    ],
+)
+def test_user_errors_exit_2_without_traceback(tmp_path: Path, args: list[str], message: str) -> None:
+    (tmp_path / "unroutable.jsonl").write_text('{"response": "x", "metadata": {"dataset": "other"}}\n')
+    done = run(tmp_path, *args)
+    assert done.returncode == 2
+    assert message in " ".join(done.stderr.split())
+    assert "Traceback" not in done.stderr
+
+
+def test_bad_json_line_is_located(tmp_path: Path) -> None:
+    (tmp_path / "bad.jsonl").write_text('{"response": "x"}\n{"response": \n')
+    done = run(tmp_path, "data.path=bad.jsonl")
+    assert done.returncode == 2
+    assert "bad.jsonl:2: invalid JSON" in " ".join(done.stderr.split())
