@@ -7,7 +7,7 @@ import threading
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from rewardrouter._errors import RewardRouterError
 from rewardrouter.compile.compiler import data_route_factory
@@ -114,7 +114,9 @@ class Router:
         decide = self.resolver.decide
         for i, sample in enumerate(views):
             if status_of(sample) == "aborted":
-                results[i] = RewardResult(None, "aborted", error_message="aborted sample: not scored")
+                results[i] = RewardResult(
+                    None, "aborted", error_message="aborted sample: not scored"
+                )
                 continue
             preset = getattr(sample, "reward", None)
             if preset is not None and not rescore:
@@ -139,7 +141,7 @@ class Router:
                     order = {t.name: k for k, t in enumerate(decision.route.terms)}
                     calls.sort(key=lambda c: order[c[0].name])
                 results[i] = combine(i, decision.route.name, decision.level, calls, evaluation)
-        return results  # type: ignore[return-value]  (every slot is filled above)
+        return cast("list[RewardResult]", results)  # every slot is filled above
 
     def _kept(self, preset: Any, evaluation: bool) -> RewardResult:
         key = self.config.eval_reward_key if evaluation else None

@@ -4,8 +4,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
 import rr_testfns
+
 from rewardrouter import Router, compile_router
 
 

@@ -17,7 +17,11 @@ EXE = shutil.which("rewardrouter", path=str(Path(sys.executable).parent)) or "re
 
 def run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [EXE, *args], cwd=cwd, capture_output=True, text=True, timeout=120,
+        [EXE, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={"PATH": str(Path(sys.executable).parent), "COLUMNS": "200", "HOME": str(cwd)},
     )
 
@@ -48,7 +52,12 @@ def test_mixed_router_on_example_data_from_another_folder(tmp_path: Path) -> Non
     assert by_route["squad"] == [1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0]
     assert by_route["gpqa"] == [1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0]
     first = scored[0]
-    assert (first["route"], first["level"], first["status"], first["reward"]) == ("gsm8k", "route", "ok", 1.0)
+    assert (first["route"], first["level"], first["status"], first["reward"]) == (
+        "gsm8k",
+        "route",
+        "ok",
+        1.0,
+    )
     assert first["terms"] == {"correct": 1.0}
     aborted = scored[11]
     assert (aborted["status"], aborted["reward"], aborted["route"]) == ("aborted", None, None)
@@ -58,10 +67,16 @@ def test_mixed_router_on_example_data_from_another_folder(tmp_path: Path) -> Non
 
 def test_launch_command_overrides_reach_the_router(tmp_path: Path) -> None:
     data = tmp_path / "my.jsonl"
-    data.write_text(json.dumps({"response": "\\boxed{4}", "label": "4", "metadata": {"dataset": "gsm8k"}}) + "\n")
+    data.write_text(
+        json.dumps({"response": "\\boxed{4}", "label": "4", "metadata": {"dataset": "gsm8k"}})
+        + "\n"
+    )
     done = run(
-        tmp_path, "router=mixed", "routes.gsm8k.rewards.correct.weight=0.2",
-        f"data.path={data}", "output.path=out.jsonl",
+        tmp_path,
+        "router=mixed",
+        "routes.gsm8k.rewards.correct.weight=0.2",
+        f"data.path={data}",
+        "output.path=out.jsonl",
     )
     assert done.returncode == 0, done.stderr
     assert rows(tmp_path / "out.jsonl")[0]["reward"] == pytest.approx(0.2)
@@ -70,14 +85,30 @@ def test_launch_command_overrides_reach_the_router(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        pytest.param(["routes.exact.rewards.correct.wieght=1"], "did you mean 'weight'?", id="typo_in_override"),
-        pytest.param(["router=mixed", "default_route=nope"], "default_route: route 'nope' does not exist", id="bad_reference"),
+        pytest.param(
+            ["routes.exact.rewards.correct.wieght=1"],
+            "did you mean 'weight'?",
+            id="typo_in_override",
+        ),
+        pytest.param(
+            ["router=mixed", "default_route=nope"],
+            "default_route: route 'nope' does not exist",
+            id="bad_reference",
+        ),
         pytest.param(["data.path=missing.jsonl"], "data.path: file not found", id="missing_data"),
-        pytest.param(["router=mixed", "data.path=unroutable.jsonl"], "sample 0: no route matched", id="unroutable"),
+        pytest.param(
+            ["router=mixed", "data.path=unroutable.jsonl"],
+            "sample 0: no route matched",
+            id="unroutable",
+        ),
     ],
 )
-def test_user_errors_exit_2_without_traceback(tmp_path: Path, args: list[str], message: str) -> None:
-    (tmp_path / "unroutable.jsonl").write_text('{"response": "x", "metadata": {"dataset": "other"}}\n')
+def test_user_errors_exit_2_without_traceback(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    (tmp_path / "unroutable.jsonl").write_text(
+        '{"response": "x", "metadata": {"dataset": "other"}}\n'
+    )
     done = run(tmp_path, *args)
     assert done.returncode == 2
     assert message in " ".join(done.stderr.split())

@@ -141,7 +141,9 @@ def test_dict_builtin_without_key_says_which_key(monkeypatch: pytest.MonkeyPatch
     ]
 
 
-def test_module_that_fails_to_import_is_reported(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_module_that_fails_to_import_is_reported(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "broken_rewards.py").write_text("import not_installed_dependency\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     problems = _problems(_term({"path": "broken_rewards.fn"}))

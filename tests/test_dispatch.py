@@ -43,7 +43,8 @@ def test_group_mode_called_once_per_route_group_with_its_members(make_router: An
 
 
 @pytest.mark.parametrize(
-    "path", [pytest.param("rr_testfns.slow", id="sync"), pytest.param("rr_testfns.async_slow", id="async")]
+    "path",
+    [pytest.param("rr_testfns.slow", id="sync"), pytest.param("rr_testfns.async_slow", id="async")],
 )
 def test_single_mode_runs_concurrently(make_router: Any, path: str) -> None:
     router = make_router({"default_route": "s", "routes": {"s": _route(("t", {"path": path}))}})
@@ -57,7 +58,11 @@ def test_single_mode_runs_concurrently(make_router: Any, path: str) -> None:
 
 def test_concurrency_cap_is_respected(make_router: Any) -> None:
     router = make_router(
-        {"max_concurrency": 2, "default_route": "s", "routes": {"s": _route(("t", {"path": "rr_testfns.async_slow"}))}}
+        {
+            "max_concurrency": 2,
+            "default_route": "s",
+            "routes": {"s": _route(("t", {"path": "rr_testfns.async_slow"}))},
+        }
     )
     start = time.perf_counter()
     router.score_sync([row(str(i)) for i in range(4)])
@@ -69,7 +74,10 @@ def test_order_preserved_across_interleaved_routes(make_router: Any) -> None:
         {
             "routes": {
                 "sync": _route(("t", {"path": "rr_testfns.length"})),
-                "async": _route(("t", {"path": "rr_testfns.async_length"}), ("u", {"kind": "exact_match", "weight": 100})),
+                "async": _route(
+                    ("t", {"path": "rr_testfns.async_length"}),
+                    ("u", {"kind": "exact_match", "weight": 100}),
+                ),
                 "group": _route(("t", {"path": "rr_testfns.group_len"})),
                 "exact": _route(("t", {"kind": "exact_match"})),
             }
@@ -81,7 +89,10 @@ def test_order_preserved_across_interleaved_routes(make_router: Any) -> None:
     for sample, result in zip(samples, results, strict=True):
         n = len(sample["response"])
         expected = {
-            "sync": n, "group": n, "exact": float(n == 2), "async": n + 100 * float(n == 2)
+            "sync": n,
+            "group": n,
+            "exact": float(n == 2),
+            "async": n + 100 * float(n == 2),
         }[sample["metadata"]["dataset"]]
         assert (result.route, result.reward) == (sample["metadata"]["dataset"], expected)
 
@@ -105,7 +116,9 @@ def test_weighted_terms_and_not_applicable(make_router: Any) -> None:
 
 
 def test_every_term_not_applicable_gives_no_reward(make_router: Any) -> None:
-    router = make_router({"default_route": "r", "routes": {"r": _route(("c", {"kind": "exact_match"}))}})
+    router = make_router(
+        {"default_route": "r", "routes": {"r": _route(("c", {"kind": "exact_match"}))}}
+    )
     [result] = router.score_sync([row("abc", None)])
     assert (result.reward, result.status) == (None, "skipped")
 
@@ -140,14 +153,20 @@ def test_dict_reward_uses_key_and_eval_key(make_router: Any) -> None:
         pytest.param(float("nan"), "returned nan; rewards must be finite", id="nan"),
         pytest.param(math.inf, "returned inf", id="inf"),
         pytest.param("1.0", "returned str '1.0'; expected a number", id="string"),
-        pytest.param({"acc": 1.0}, "returned a dict with keys ['acc']; set `key:`", id="dict_without_configured_key"),
+        pytest.param(
+            {"acc": 1.0},
+            "returned a dict with keys ['acc']; set `key:`",
+            id="dict_without_configured_key",
+        ),
         pytest.param([1.0], "returned list [1.0]", id="list"),
     ],
 )
 def test_invalid_return_is_an_error_naming_sample_route_and_term(
     make_router: Any, value: Any, found: str
 ) -> None:
-    router = make_router({"default_route": "r", "routes": {"r": _route(("t", {"path": "rr_testfns.returns"}))}})
+    router = make_router(
+        {"default_route": "r", "routes": {"r": _route(("t", {"path": "rr_testfns.returns"}))}}
+    )
     samples = [row("ok", value=1.0), row("bad", value=value)]
     with pytest.raises(RewardError) as info:
         router.score_sync(samples)
@@ -193,7 +212,9 @@ def test_group_return_of_wrong_length_is_invalid_for_every_member(make_router: A
 def test_score_sync_inside_a_running_event_loop(make_router: Any) -> None:
     import asyncio
 
-    router = make_router({"default_route": "r", "routes": {"r": _route(("t", {"path": "rr_testfns.length"}))}})
+    router = make_router(
+        {"default_route": "r", "routes": {"r": _route(("t", {"path": "rr_testfns.length"}))}}
+    )
 
     async def caller() -> float | None:
         return router.score_sync([row("abc")])[0].reward
@@ -204,7 +225,9 @@ def test_score_sync_inside_a_running_event_loop(make_router: Any) -> None:
 def test_closed_router_refuses_work(make_router: Any) -> None:
     from rewardrouter import RewardRouterError
 
-    router = make_router({"default_route": "r", "routes": {"r": _route(("t", {"path": "rr_testfns.length"}))}})
+    router = make_router(
+        {"default_route": "r", "routes": {"r": _route(("t", {"path": "rr_testfns.length"}))}}
+    )
     router.close()
     with pytest.raises(RewardRouterError, match="closed"):
         router.score_sync([row("abc")])

@@ -44,49 +44,62 @@ def test_config_is_frozen(tmp_path: Path) -> None:
     ("text", "overrides", "expected"),
     [
         pytest.param(
-            GOOD + "default_route: ???\n", (), ["default_route: mandatory value `???` was never set"],
+            GOOD + "default_route: ???\n",
+            (),
+            ["default_route: mandatory value `???` was never set"],
             id="missing_mandatory",
         ),
         pytest.param(
-            GOOD.replace("[openai/gsm8k]", '["${datasets.gsm}"]'), (),
+            GOOD.replace("[openai/gsm8k]", '["${datasets.gsm}"]'),
+            (),
             ["routes.gsm8k.match[0]: interpolation '${datasets.gsm}' does not resolve"],
             id="bad_interpolation",
         ),
         pytest.param(
             GOOD.replace("correct: {kind: exact_match}", "correct: {kind: exact_match, wieght: 2}"),
             (),
-            ["routes.gsm8k.rewards.correct.wieght: unknown key 'wieght'\n    did you mean 'weight'?"],
+            [
+                "routes.gsm8k.rewards.correct.wieght: unknown key 'wieght'\n    did you mean 'weight'?"
+            ],
             id="typo_in_term",
         ),
         pytest.param(
-            GOOD + "post_process:\n  - {kind: clip, mn: 0}\n", (),
+            GOOD + "post_process:\n  - {kind: clip, mn: 0}\n",
+            (),
             ["post_process[0].mn: unknown key 'mn'"],
             id="typo_inside_tagged_union_reported_as_key",
         ),
         pytest.param(
-            GOOD + "post_process:\n  - {kind: clp}\n", (),
+            GOOD + "post_process:\n  - {kind: clp}\n",
+            (),
             ["post_process[0].kind: unknown kind 'clp'"],
             id="unknown_stage_kind",
         ),
         pytest.param(
-            GOOD + "post_process:\n  - {kind: grpo}\n  - {kind: clip, max: 1}\n", (),
+            GOOD + "post_process:\n  - {kind: grpo}\n  - {kind: clip, max: 1}\n",
+            (),
             ["post_process: advantage stage `grpo` at position 0 must be the last stage"],
             id="advantage_not_last",
         ),
         pytest.param(
-            GOOD, ["routes.gsm8k.rewards.correct.weight=heavy"],
+            GOOD,
+            ["routes.gsm8k.rewards.correct.weight=heavy"],
             ["routes.gsm8k.rewards.correct.weight: Input should be a valid number"],
             id="override_of_wrong_type",
         ),
         pytest.param(
-            GOOD.replace("correct: {kind: exact_match}", "correct: {weight: 1}"), (),
+            GOOD.replace("correct: {kind: exact_match}", "correct: {weight: 1}"),
+            (),
             ["routes.gsm8k.rewards.correct: set exactly one of `kind` (a built-in) or `path`"],
             id="term_without_function",
         ),
         pytest.param(
-            GOOD.replace("gsm8k:\n", "openai/gsm8k:\n"), (),
-            ["routes: route name 'openai/gsm8k' is not a plain identifier; name the route e.g. "
-             "'openai_gsm8k' and put 'openai/gsm8k' under its `match:`"],
+            GOOD.replace("gsm8k:\n", "openai/gsm8k:\n"),
+            (),
+            [
+                "routes: route name 'openai/gsm8k' is not a plain identifier; name the route e.g. "
+                "'openai_gsm8k' and put 'openai/gsm8k' under its `match:`"
+            ],
             id="route_name_not_identifier",
         ),
     ],

@@ -49,42 +49,65 @@ class MilesSample(SlimeSample):
     ("sample", "route", "level"),
     [
         pytest.param(
-            SlimeSample("abc", "abc", metadata={"dataset": "org/exact", "rm_type": "exact_match"},
-                        custom_rm_path="rr_testfns.length"),
-            "custom_rm_path:rr_testfns.length", "custom_rm_path",
+            SlimeSample(
+                "abc",
+                "abc",
+                metadata={"dataset": "org/exact", "rm_type": "exact_match"},
+                custom_rm_path="rr_testfns.length",
+            ),
+            "custom_rm_path:rr_testfns.length",
+            "custom_rm_path",
             id="slime_custom_rm_path_beats_rm_type_and_route",
         ),
         pytest.param(
-            MilesSample("abc", "abc", reward_spec=RewardSpec(custom_rm_path="rr_testfns.length",
-                                                      rm_type="exact_match")),
-            "custom_rm_path:rr_testfns.length", "custom_rm_path",
+            MilesSample(
+                "abc",
+                "abc",
+                reward_spec=RewardSpec(custom_rm_path="rr_testfns.length", rm_type="exact_match"),
+            ),
+            "custom_rm_path:rr_testfns.length",
+            "custom_rm_path",
             id="miles_reward_spec_custom_rm_path_beats_its_rm_type",
         ),
         pytest.param(
             MilesSample("abc", "abc", reward_spec={"rm_type": "exact_match"}),
-            "rm_type:exact_match", "rm_type",
+            "rm_type:exact_match",
+            "rm_type",
             id="miles_reward_spec_as_dict",
         ),
         pytest.param(
             row("abc", "abc", dataset="org/lengths", custom_rm_path="rr_testfns.length"),
-            "custom_rm_path:rr_testfns.length", "custom_rm_path",
+            "custom_rm_path:rr_testfns.length",
+            "custom_rm_path",
             id="metadata_custom_rm_path",
         ),
         pytest.param(
             row("abc", "abc", dataset="org/lengths", rm_type="boxed_exact_match"),
-            "rm_type:boxed_exact_match", "rm_type",
+            "rm_type:boxed_exact_match",
+            "rm_type",
             id="metadata_rm_type_beats_route",
         ),
-        pytest.param(row("abc", "abc", dataset="org/lengths"), "lengths", "route",
-                     id="route_by_first_field"),
-        pytest.param(row("abc", "abc", dataset="unknown", data_source="org/exact"), "exact", "route",
-                     id="route_by_second_field_when_first_matches_nothing"),
-        pytest.param(row("abc", "abc", dataset="lengths"), "lengths", "route",
-                     id="route_name_matches_itself"),
-        pytest.param(row("abc", "abc", dataset="nowhere"), "fallback", "default_route",
-                     id="default_route"),
-        pytest.param(SlimeSample("abc", "abc", metadata={"dataset": "org/exact"}), "exact", "route",
-                     id="slime_object_routed_by_metadata"),
+        pytest.param(
+            row("abc", "abc", dataset="org/lengths"), "lengths", "route", id="route_by_first_field"
+        ),
+        pytest.param(
+            row("abc", "abc", dataset="unknown", data_source="org/exact"),
+            "exact",
+            "route",
+            id="route_by_second_field_when_first_matches_nothing",
+        ),
+        pytest.param(
+            row("abc", "abc", dataset="lengths"), "lengths", "route", id="route_name_matches_itself"
+        ),
+        pytest.param(
+            row("abc", "abc", dataset="nowhere"), "fallback", "default_route", id="default_route"
+        ),
+        pytest.param(
+            SlimeSample("abc", "abc", metadata={"dataset": "org/exact"}),
+            "exact",
+            "route",
+            id="slime_object_routed_by_metadata",
+        ),
     ],
 )
 def test_precedence_level(make_router: Any, sample: Any, route: str, level: str) -> None:

@@ -22,7 +22,9 @@ from rewardrouter.config import JobConfig, to_container, validate
 from rewardrouter.config.schema import render_all
 
 ROOT = Path(__file__).resolve().parents[1]
-YAMLS = sorted(p for p in (ROOT / "conf").rglob("*.yaml")) + sorted((ROOT / "examples").rglob("*.yaml"))
+YAMLS = sorted(p for p in (ROOT / "conf").rglob("*.yaml")) + sorted(
+    (ROOT / "examples").rglob("*.yaml")
+)
 ROUTERS = sorted(p.stem for p in (ROOT / "conf" / "router").glob("*.yaml"))
 MODELINE = re.compile(r"^# yaml-language-server: \$schema=(\S+)$", re.M)
 
@@ -60,7 +62,10 @@ def test_schema_files_are_fresh() -> None:
 def _tracked_files() -> list[str]:
     listed = subprocess.run(
         ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return [line for line in listed.stdout.splitlines() if (ROOT / line).is_file()]
 
@@ -73,8 +78,18 @@ def test_wheel_from_clean_tree_contains_every_yaml(tmp_path: Path) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, target)
     subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path / "dist")],
-        cwd=tree, check=True, capture_output=True,
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--wheel",
+            "--no-isolation",
+            "--outdir",
+            str(tmp_path / "dist"),
+        ],
+        cwd=tree,
+        check=True,
+        capture_output=True,
     )
     [wheel] = (tmp_path / "dist").glob("*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
@@ -88,11 +103,18 @@ def test_wheel_from_clean_tree_contains_every_yaml(tmp_path: Path) -> None:
     zipfile.ZipFile(wheel).extractall(site)
     work = tmp_path / "elsewhere"
     work.mkdir()
-    code = "import sys; from rewardrouter.cli.main import main; sys.argv[0] = 'rewardrouter'; main()"
+    code = (
+        "import sys; from rewardrouter.cli.main import main; sys.argv[0] = 'rewardrouter'; main()"
+    )
     done = subprocess.run(
         [sys.executable, "-c", code, "router=mixed", "output.path=out.jsonl"],
-        cwd=work, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(site)},
+        cwd=work,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(site)},
     )
     assert done.returncode == 0, done.stderr
-    assert str(site / "rewardrouter" / "example_data" / "mixed.jsonl") in done.stdout.replace("\n", "")
+    assert str(site / "rewardrouter" / "example_data" / "mixed.jsonl") in done.stdout.replace(
+        "\n", ""
+    )
     assert len((work / "out.jsonl").read_text().splitlines()) == 28

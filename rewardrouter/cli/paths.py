@@ -22,5 +22,6 @@ def conf_dir() -> Path:
 def example_data() -> Path:
     """The example JSONL that the job scores when ``data.path`` is null."""
     return _first_existing(
-        _PACKAGE / "example_data" / "mixed.jsonl", _PACKAGE.parent / "examples" / "data" / "mixed.jsonl"
+        _PACKAGE / "example_data" / "mixed.jsonl",
+        _PACKAGE.parent / "examples" / "data" / "mixed.jsonl",
     )

@@ -41,9 +41,10 @@ def score_rows(job: JobConfig, rows: list[dict[str, Any]], console: Console) -> 
     """Score ``rows`` in batches of ``data.batch_size``, with a progress bar on long inputs."""
     show = job.output.progress if job.output.progress is not None else len(rows) >= PROGRESS_FROM
     results: list[RewardResult] = []
-    with compile_router(job.router()) as router, Progress(
-        console=console, disable=not show, transient=True
-    ) as progress:
+    with (
+        compile_router(job.router()) as router,
+        Progress(console=console, disable=not show, transient=True) as progress,
+    ):
         task = progress.add_task("scoring", total=len(rows))
         for batch in chunks(rows, job.data.batch_size):
             results += router.score_sync(batch, evaluation=job.output.evaluation)

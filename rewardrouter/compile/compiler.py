@@ -60,7 +60,9 @@ def _resolve(term: RewardTerm) -> RewardFn:
     if term.kind is not None:
         fn = resolve_builtin(term.kind, term.kwargs)
         if term.mode == "group":
-            raise ResolveError(f"built-in {term.kind!r} scores single samples; remove `mode: group`")
+            raise ResolveError(
+                f"built-in {term.kind!r} scores single samples; remove `mode: group`"
+            )
         return fn
     assert term.path is not None
     return resolve_path(term.path, term.kwargs, term.mode)
@@ -116,7 +118,8 @@ def _compile_routes(config: RouterConfig) -> tuple[dict[str, CompiledRoute], lis
                 "default_route",
                 f"route {config.default_route!r} does not exist "
                 f"(routes: {', '.join(config.routes) or 'none'})",
-                did_you_mean(config.default_route, config.routes) or "name one of the routes, or null",
+                did_you_mean(config.default_route, config.routes)
+                or "name one of the routes, or null",
             )
         )
     return routes, problems
@@ -162,7 +165,9 @@ def compile_router(config: RouterConfig | Mapping[str, Any]) -> Router:
     for i, module in enumerate(config.allowed_modules):
         if not all(part.isidentifier() for part in module.split(".")):
             problems.append(
-                Problem(f"allowed_modules[{i}]", f"{module!r} is not a module name", "e.g. my_rewards")
+                Problem(
+                    f"allowed_modules[{i}]", f"{module!r} is not a module name", "e.g. my_rewards"
+                )
             )
     if problems:
         raise ConfigError(problems)

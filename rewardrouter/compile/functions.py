@@ -6,7 +6,6 @@ import asyncio
 import importlib
 import inspect
 import pkgutil
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -69,7 +68,9 @@ def import_path(path: str) -> Callable[..., Any]:
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
-        if exc.name is not None and (module_name == exc.name or module_name.startswith(exc.name + ".")):
+        if exc.name is not None and (
+            module_name == exc.name or module_name.startswith(exc.name + ".")
+        ):
             hint = _module_suggestions(exc.name) or (
                 "check the spelling, and that the module is installed or on PYTHONPATH"
             )
@@ -87,7 +88,8 @@ def import_path(path: str) -> Callable[..., Any]:
         public = [n for n in dir(module) if not n.startswith("_")]
         raise ResolveError(
             f"module {module_name!r} has no attribute {attr!r}",
-            did_you_mean(attr, public) or f"it defines: {', '.join(public[:12]) or 'nothing public'}",
+            did_you_mean(attr, public)
+            or f"it defines: {', '.join(public[:12]) or 'nothing public'}",
         )
     obj = getattr(module, attr)
     if not callable(obj):
@@ -102,9 +104,7 @@ def _is_async(fn: Callable[..., Any]) -> bool:
     return call is not None and inspect.iscoroutinefunction(call)
 
 
-def _check_kwargs(
-    sig: inspect.Signature, fixed: int, kwargs: Mapping[str, Any], name: str
-) -> None:
+def _check_kwargs(sig: inspect.Signature, fixed: int, kwargs: Mapping[str, Any], name: str) -> None:
     params = list(sig.parameters.values())[fixed:]
     takes_var_kw = any(p.kind is p.VAR_KEYWORD for p in params)
     accepted = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
@@ -154,12 +154,15 @@ def inspect_function(
             f"(args, sample, **kwargs) or (args, samples, **kwargs) (signature {name + str(sig)})",
             "add the missing parameters; `args` is the trainer's argument namespace (may be unused)",
         )
-    if mode in ("auto", "lenient"):
+    resolved: Mode
+    if mode in ("single", "group"):
+        resolved = mode
+    else:
         second = positional[1].name if len(positional) >= 2 else ""
         if second == "samples":
-            mode = "group"
+            resolved = "group"
         elif second == "sample" or mode == "lenient":
-            mode = "single"
+            resolved = "single"
         else:
             raise ResolveError(
                 f"cannot tell whether {name} scores one sample or a group: its second parameter "
@@ -167,7 +170,7 @@ def inspect_function(
                 "name it `sample` or `samples`, or set `mode: single` / `mode: group` on the term",
             )
     _check_kwargs(sig, min(2, len(positional)), kwargs, name)
-    return RewardFn(name=name, fn=fn, mode=mode, is_async=_is_async(fn))
+    return RewardFn(name=name, fn=fn, mode=resolved, is_async=_is_async(fn))
 
 
 def resolve_builtin(kind: str, kwargs: Mapping[str, Any]) -> RewardFn:

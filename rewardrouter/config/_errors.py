@@ -40,10 +40,9 @@ def _walk_input(data: Any, loc: Sequence[str | int]) -> tuple[list[str | int], A
     node = data
     for i, part in enumerate(loc):
         is_last = i == len(loc) - 1
-        if isinstance(node, Mapping) and part in node:
-            parent, node = node, node[part]
-            path.append(part)
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        in_mapping = isinstance(node, Mapping) and part in node
+        in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        if in_mapping or in_list:
             parent, node = node, node[part]
             path.append(part)
         elif is_last:

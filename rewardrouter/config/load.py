@@ -66,7 +66,7 @@ def to_container(cfg: DictConfig | Mapping[str, Any], source: str | None = None)
     return {str(k): v for k, v in data.items()}
 
 
-def validate(data: Mapping[str, Any], model: type[M] = RouterConfig, source: str | None = None) -> M:  # type: ignore[assignment]
+def validate(data: Mapping[str, Any], model: type[M], source: str | None = None) -> M:
     """Validate plain data against ``model``; every problem is reported with its YAML path."""
     try:
         return model.model_validate(data)
@@ -77,7 +77,7 @@ def validate(data: Mapping[str, Any], model: type[M] = RouterConfig, source: str
 def load_config(
     path: str | Path,
     overrides: Sequence[str] = (),
-    model: type[M] = RouterConfig,  # type: ignore[assignment]
+    model: type[M] = RouterConfig,  # type: ignore[assignment]  # (a default for a TypeVar)
 ) -> M:
     """Load a router YAML, apply dotlist ``overrides`` and validate it.
 
@@ -90,7 +90,13 @@ def load_config(
     source = str(file)
     if not file.is_file():
         raise ConfigError(
-            [Problem("", f"file not found: {source}", "check the path (relative to the current folder)")],
+            [
+                Problem(
+                    "",
+                    f"file not found: {source}",
+                    "check the path (relative to the current folder)",
+                )
+            ],
             source,
         )
     try:

@@ -12,7 +12,6 @@ from rewardrouter.execute.result import RewardResult, Status
 from rewardrouter.execute.values import InvalidReturn, to_value
 
 
-
 def combine(
     index: int,
     route: str,

@@ -73,9 +73,7 @@ async def _single_sync(
 
 def _group_outcomes(value: Any, count: int) -> list[Outcome]:
     if not isinstance(value, list | tuple):
-        message = (
-            f"group call returned {type(value).__name__}; expected a list of {count} rewards"
-        )
+        message = f"group call returned {type(value).__name__}; expected a list of {count} rewards"
         return [Outcome(value, "invalid", message)] * count
     if len(value) != count:
         message = f"group call returned {len(value)} rewards for {count} samples"
