@@ -23,6 +23,11 @@ def combine(
 
     Raises :class:`RewardError` for the first failure whose term says ``on_error: raise``.
     """
+    if len(calls) == 1:  # the common case, kept cheap: one term that returned a finite float
+        term, outcome = calls[0]
+        raw = outcome.value
+        if type(raw) is float and raw - raw == 0.0 and outcome.status == "ok":
+            return RewardResult(term.weight * raw, "ok", route, level, {term.name: raw}, raw)
     terms: dict[str, float | None] = {}
     total = 0.0
     applied = False
@@ -62,13 +67,13 @@ def combine(
             applied = True
     if status == "ok" and not applied:
         status = "skipped"
-    raw: Any = calls[0][1].value if len(calls) == 1 else {t.name: o.value for t, o in calls}
+    raw_out: Any = calls[0][1].value if len(calls) == 1 else {t.name: o.value for t, o in calls}
     return RewardResult(
         reward=total if applied and not skip else None,
         status=status,
         route=route,
         level=level,
         terms=terms,
-        raw=raw,
+        raw=raw_out,
         error_message="; ".join(errors) or None,
     )

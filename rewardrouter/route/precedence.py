@@ -49,7 +49,11 @@ class Resolver:
     ) -> None:
         self._routes = routes
         self._route_by = route_by
-        self._default = routes[default_route] if default_route is not None else None
+        self._default = (
+            Decision(routes[default_route], "default_route", "no route_by field matched a route")
+            if default_route is not None
+            else None
+        )
         self._allowed = allowed_modules
         self._data_route = data_route
         self._table: dict[str, CompiledRoute] = {}
@@ -57,6 +61,7 @@ class Resolver:
             for dataset in (route.name, *route.match):
                 self._table[dataset] = route
         self._cache: dict[tuple[str, str], CompiledRoute | ResolveError] = {}
+        self._by_value: dict[tuple[str, str], Decision] = {}  # (field, value) -> its decision
 
     @property
     def datasets(self) -> list[str]:
@@ -77,8 +82,40 @@ class Resolver:
 
     def decide(self, sample: Any) -> Decision:
         """The :class:`Decision` for ``sample``; raises :class:`Unroutable`."""
-        metadata = metadata_of(sample)
+        metadata = getattr(sample, "metadata", None)
+        if type(metadata) is not dict:
+            metadata = metadata_of(sample)
         spec = getattr(sample, "reward_spec", None)
+        named = (
+            getattr(sample, "custom_rm_path", None)
+            or spec is not None
+            or "custom_rm_path" in metadata
+            or "rm_type" in metadata
+        )
+        if named:
+            decision = self._named_decision(sample, metadata, spec)
+            if decision is not None:
+                return decision
+        for name in self._route_by:
+            value = metadata.get(name)
+            if value is not None:
+                key = (name, value if type(value) is str else str(value))
+                decision = self._by_value.get(key)
+                if decision is None:
+                    route = self._table.get(key[1])
+                    if route is None:
+                        continue
+                    decision = Decision(route, "route", f"metadata.{name} = {value!r}")
+                    self._by_value[key] = decision
+                return decision
+        if self._default is not None:
+            return self._default
+        raise Unroutable(self._no_route(metadata))
+
+    def _named_decision(
+        self, sample: Any, metadata: Mapping[str, Any], spec: Any
+    ) -> Decision | None:
+        """Levels 1 and 2: a function or built-in that the sample itself names."""
         for where, path in (
             ("sample.custom_rm_path", getattr(sample, "custom_rm_path", None)),
             ("reward_spec.custom_rm_path", spec_field(spec, "custom_rm_path")),
@@ -100,25 +137,14 @@ class Resolver:
             if kind:
                 route = self._named("rm_type", str(kind))
                 return Decision(route, "rm_type", f"{where} = {kind!r}")
-        for name in self._route_by:
-            value = metadata.get(name)
-            if value is not None:
-                found = self._table.get(str(value))
-                if found is not None:
-                    return Decision(found, "route", f"metadata.{name} = {value!r}")
-        if self._default is not None:
-            return Decision(self._default, "default_route", self._seen(metadata))
-        raise Unroutable(self._no_route(metadata))
-
-    def _seen(self, metadata: Mapping[str, Any]) -> str:
-        shown = ", ".join(f"{name}={metadata.get(name)!r}" for name in self._route_by)
-        return f"no route matched ({shown})"
+        return None
 
     def _no_route(self, metadata: Mapping[str, Any]) -> str:
+        shown = ", ".join(f"{name}={metadata.get(name)!r}" for name in self._route_by)
         values = [str(metadata[n]) for n in self._route_by if metadata.get(n) is not None]
         close = next((h for v in values if (h := did_you_mean(v, self._table))), None)
         return (
-            f"{self._seen(metadata)} and default_route is null; known dataset strings: "
+            f"no route matched ({shown}) and default_route is null; known dataset strings: "
             f"{', '.join(self.datasets) or 'none'}"
             + (f"; {close}" if close else "")
             + " — add the value to a route's `match:`, or set `default_route`"

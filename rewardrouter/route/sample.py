@@ -53,7 +53,7 @@ class Sample:
 
 def as_sample(obj: Any, where: str = "sample") -> Any:
     """``obj`` itself when it has attributes, else a :class:`Sample` built from the mapping."""
-    if isinstance(obj, Mapping):
+    if type(obj) is dict or (not hasattr(obj, "response") and isinstance(obj, Mapping)):
         return Sample.from_mapping(obj, where)
     return obj
 
@@ -63,6 +63,8 @@ def status_of(sample: Any) -> str:
     status = getattr(sample, "status", None)
     if status is None:
         return "completed"
+    if status == "completed":
+        return status  # type: ignore[no-any-return]
     value = getattr(status, "value", status)
     return str(value).lower()
 
