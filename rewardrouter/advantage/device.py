@@ -1,0 +1,51 @@
+"""Where the advantage computation runs: ``device: auto | cpu | cuda[:N]``.
+
+Example::
+
+    >>> resolve_device("cpu", torch.zeros(3))
+    device(type='cpu')
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def resolve_device(spec: str, tensor: Tensor | None = None) -> torch.device:
+    """The device that ``spec`` names for a computation on ``tensor``.
+
+    ``auto`` keeps a tensor that is already on a CUDA device where it is (no copy), else picks
+    the current CUDA device when one is available, else the CPU. ``cpu`` and ``cuda[:N]`` are
+    taken literally. Raises :class:`ValueError` for a CUDA device this process cannot use (see
+    :func:`device_problem` for the same check as a message, at compile time).
+    """
+    if spec == "auto":
+        if tensor is not None and tensor.device.type == "cuda":
+            return tensor.device
+        return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+    problem = device_problem(spec)
+    if problem is not None:
+        raise ValueError(problem)
+    return torch.device(spec)
+
+
+def device_problem(spec: str) -> str | None:
+    """Why ``spec`` cannot be used in this process, or ``None`` when it can.
+
+    >>> device_problem("cuda:7") if not torch.cuda.is_available() else None  # doctest: +SKIP
+    'device cuda:7 was asked for, but torch sees no CUDA device; use `auto` or `cpu`'
+    """
+    if spec in ("auto", "cpu"):
+        return None
+    if not spec.startswith("cuda"):
+        return f"unknown device {spec!r}; expected auto, cpu, cuda or cuda:N"
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if count == 0:
+        return f"device {spec} was asked for, but torch sees no CUDA device; use `auto` or `cpu`"
+    _, _, index = spec.partition(":")
+    if index and int(index) >= count:
+        return (
+            f"device {spec} was asked for, but only {count} CUDA device(s) exist (0..{count - 1})"
+        )
+    return None

@@ -1,0 +1,113 @@
+"""Vectorized group ("segment") operations on a flat batch of rewards.
+
+Samples of one prompt group may sit anywhere in the batch and groups may have any size. Every
+per-group statistic is one ``bincount``/``index_add`` over the whole batch, and every per-sample
+read of a group statistic is one gather: no Python loop over groups or samples.
+
+Example::
+
+    >>> seg = segments_by_index(torch.tensor([7, 3, 7, 3]))
+    >>> seg.sum(torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float64))[[3, 7]].tolist()
+    [6.0, 4.0]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+# Group ids spanning at most this many slots per sample are used as slot numbers as they are
+# (empty slots cost one float each); wider or negative-heavy ids are renumbered by torch.unique,
+# which sorts and is an order of magnitude slower.
+_MAX_SLOTS_PER_SAMPLE = 4
+
+
+@dataclass(frozen=True)
+class Segments:
+    """Group membership of a flat batch, as dense slot numbers.
+
+    ``ids[i]`` (int64) is the slot of sample ``i`` and ``slots`` the number of slots. Slots may be
+    empty (gaps between the caller's group ids). Samples marked invalid all share one extra slot
+    whose entry in ``sizes`` is 0, so they never enter a statistic; ``valid`` is that mask, or
+    ``None`` when every sample is valid. ``sizes`` (float64) counts the valid members per slot.
+    ``bins`` holds the same slots as ``ids``, as int32 on the CPU, where ``bincount`` reads them
+    a third faster.
+    """
+
+    ids: Tensor
+    bins: Tensor
+    slots: int
+    sizes: Tensor
+    valid: Tensor | None
+
+    def sum(self, values: Tensor) -> Tensor:
+        """Per-slot sums of the float64 per-sample ``values``."""
+        if values.device.type == "cpu":
+            return torch.bincount(self.bins, weights=values, minlength=self.slots)
+        # bincount on CUDA reads the maximum id back to size its output: a host sync.
+        return values.new_zeros(self.slots).index_add_(0, self.ids, values)
+
+    def gather(self, per_slot: Tensor, out: Tensor | None = None) -> Tensor:
+        """Each sample's entry of the per-slot tensor ``per_slot`` (into ``out`` when given)."""
+        if out is None:
+            return per_slot.take(self.ids)
+        return torch.take(per_slot, self.ids, out=out)
+
+
+def segments_by_index(group_ids: Tensor, valid: Tensor | None = None) -> Segments:
+    """Segments from integer group ids in any order (any values, any group sizes).
+
+    Ids whose range is at most a few times the batch size are used as slot numbers directly;
+    others are renumbered with ``torch.unique(return_inverse=True)``.
+    """
+    if group_ids.dtype.is_floating_point or group_ids.dtype.is_complex:
+        raise ValueError(f"group ids must be integers, got a {group_ids.dtype} tensor")
+    ids = group_ids.to(torch.int64)
+    n = ids.numel()
+    if n == 0:
+        return _finish(ids, 0, valid)
+    lo, hi = (int(v) for v in torch.aminmax(ids))
+    limit = _MAX_SLOTS_PER_SAMPLE * n + 1024
+    if lo >= 0 and hi < limit:
+        return _finish(ids, hi + 1, valid)
+    if hi - lo < limit:
+        return _finish(ids - lo, hi - lo + 1, valid)
+    unique, inverse = torch.unique(ids, return_inverse=True)
+    return _finish(inverse, unique.numel(), valid)
+
+
+def segments_by_position(
+    n: int, per_group: int, *, device: torch.device, valid: Tensor | None = None
+) -> Segments:
+    """Segments of ``per_group`` consecutive samples each (data without a group index).
+
+    Raises :class:`ValueError` when ``n`` is not a multiple of ``per_group``: grouping a filtered
+    batch by position would silently mix prompts.
+    """
+    if n % per_group:
+        raise ValueError(
+            f"group_by: position needs a batch size that is a multiple of n_samples_per_prompt "
+            f"({per_group}); got {n} samples. Group by `group_index` when samples can be dropped"
+        )
+    ids = torch.arange(n, device=device).div_(per_group, rounding_mode="floor")
+    return _finish(ids, n // per_group, valid)
+
+
+def _finish(ids: Tensor, slots: int, valid: Tensor | None) -> Segments:
+    if valid is not None and bool(valid.all()):
+        valid = None
+    if valid is not None:
+        ids = torch.where(valid, ids, slots)
+        slots += 1
+    if ids.device.type == "cpu":
+        bins = ids.to(torch.int32) if slots < 2**31 else ids
+        sizes = torch.bincount(bins, minlength=slots).to(torch.float64)
+    else:
+        bins = ids
+        sizes = torch.zeros(slots, dtype=torch.float64, device=ids.device)
+        sizes.index_add_(0, ids, torch.ones_like(ids, dtype=torch.float64))
+    if valid is not None:
+        sizes[-1] = 0.0
+    return Segments(ids, bins, slots, sizes, valid)
