@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import Any, TypeVar, cast
 
-from rewardrouter._errors import RewardRouterError
+from rewardrouter._errors import RewardRouterError, RoutingError
 from rewardrouter.compile.compiler import data_route_factory
+from rewardrouter.compile.resources import Resources
 from rewardrouter.compile.routes import BoundTerm, CompiledRoute
 from rewardrouter.config.models import RouterConfig
 from rewardrouter.execute.combine import combine
@@ -34,13 +35,19 @@ class Router:
     >>> results[0].reward
     1.0
 
-    A router owns a thread pool (and, with the process executor, worker processes): close it, or
-    use it as a context manager, when done.
+    A router owns a thread pool (and, with the process executor, worker processes; with
+    ``remote`` terms, a connection pool): close it, or use it as a context manager, when done.
     """
 
-    def __init__(self, config: RouterConfig, routes: Mapping[str, CompiledRoute]) -> None:
+    def __init__(
+        self,
+        config: RouterConfig,
+        routes: Mapping[str, CompiledRoute],
+        resources: Resources | None = None,
+    ) -> None:
         self.config = config
         self.routes = dict(routes)
+        self.resources = resources if resources is not None else Resources()
         self.resolver = Resolver(
             self.routes,
             tuple(config.route_by),
@@ -66,12 +73,13 @@ class Router:
             return self._pool
 
     def close(self) -> None:
-        """Free the router's threads and workers. Idempotent."""
+        """Free the router's threads, workers and connection pools. Idempotent."""
         with self._pool_lock:
             self._closed = True
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+        self.resources.close()
 
     def __enter__(self) -> Router:
         return self
@@ -97,21 +105,27 @@ class Router:
     # -- scoring ---------------------------------------------------------------------------
 
     async def score(
-        self, samples: Iterable[Any], *, args: Any = None, evaluation: bool = False
+        self,
+        samples: Iterable[Any],
+        *,
+        args: Any = None,
+        evaluation: bool = False,
+        route: str | None = None,
     ) -> list[RewardResult]:
         """Score ``samples``; one :class:`RewardResult` per sample, in input order.
 
         Aborted samples are not scored (status ``aborted``); samples that carry a reward keep it
         (status ``kept``) unless the config says ``rescore: true``. ``args`` is handed to every
         reward function as its first argument (a trainer's argument namespace, or None).
-        ``evaluation`` picks each term's ``eval_key``.
+        ``evaluation`` picks each term's ``eval_key``. ``route`` sends every sample to that route,
+        bypassing precedence (for hand-scored examples).
         """
         views = [as_sample(s, f"sample {i}") for i, s in enumerate(samples)]
         results: list[RewardResult | None] = [None] * len(views)
         decisions: list[Decision | None] = [None] * len(views)
         unroutable: list[tuple[int, str]] = []
         rescore = self.config.rescore
-        decide = self.resolver.decide
+        decide = self.resolver.decide if route is None else self._forced(route)
         for i, sample in enumerate(views):
             if status_of(sample) == "aborted":
                 results[i] = RewardResult(
@@ -162,11 +176,24 @@ class Router:
             pool=self.pool,
         )
 
+    def _forced(self, route: str) -> Callable[[Any], Decision]:
+        if route not in self.routes:
+            raise RoutingError(
+                f"route {route!r} does not exist (routes: {', '.join(self.routes) or 'none'})"
+            )
+        decision = Decision(self.routes[route], "route", f"route {route!r} was asked for")
+        return lambda sample: decision
+
     def score_sync(
-        self, samples: Iterable[Any], *, args: Any = None, evaluation: bool = False
+        self,
+        samples: Iterable[Any],
+        *,
+        args: Any = None,
+        evaluation: bool = False,
+        route: str | None = None,
     ) -> list[RewardResult]:
         """:meth:`score` for synchronous callers (also inside a running event loop's thread)."""
-        return run_sync(self.score(samples, args=args, evaluation=evaluation))
+        return run_sync(self.score(samples, args=args, evaluation=evaluation, route=route))
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:

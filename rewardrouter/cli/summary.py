@@ -1,4 +1,4 @@
-"""The per-route summary table printed at the end of a job."""
+"""The per-route report of a job: the terminal table and the ``summary.json`` content."""
 
 from __future__ import annotations
 
@@ -6,10 +6,13 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from rewardrouter.cli.objective import is_constant, prompt_groups
 from rewardrouter.execute.result import RewardResult
 
 STATUSES = ("ok", "skipped", "kept", "aborted", "error", "timeout", "invalid")
@@ -17,11 +20,13 @@ STATUSES = ("ok", "skipped", "kept", "aborted", "error", "timeout", "invalid")
 
 @dataclass
 class RouteStats:
-    """Count, mean and std of rewards, and status counts, for one route."""
+    """Rewards, status counts and constant prompt groups of one route."""
 
     route: str
     rewards: list[float] = field(default_factory=list)
     statuses: Counter[str] = field(default_factory=Counter)
+    groups: int = 0
+    constant_groups: int = 0
 
     @property
     def count(self) -> int:
@@ -38,17 +43,37 @@ class RouteStats:
             return None
         return math.sqrt(sum((r - mean) ** 2 for r in self.rewards) / len(self.rewards))
 
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "route": self.route,
+            "count": self.count,
+            "mean": self.mean,
+            "std": self.std,
+            "statuses": dict(self.statuses),
+            "groups": self.groups,
+            "constant_groups": self.constant_groups,
+        }
 
-def route_stats(results: Sequence[RewardResult]) -> list[RouteStats]:
-    """One :class:`RouteStats` per route (``-`` for samples never routed), sorted by name."""
+
+def route_stats(rows: Sequence[dict[str, Any]], results: Sequence[RewardResult]) -> list[RouteStats]:
+    """One :class:`RouteStats` per route (``-`` for samples never routed), sorted by name.
+
+    A prompt group (rows sharing ``group_index``) counts for the route of its first routed row.
+    """
     stats: dict[str, RouteStats] = defaultdict(lambda: RouteStats(""))
     for result in results:
-        name = result.route or "-"
-        entry = stats[name]
-        entry.route = name
+        entry = stats[result.route or "-"]
+        entry.route = result.route or "-"
         entry.statuses[result.status] += 1
         if result.reward is not None:
             entry.rewards.append(result.reward)
+    for members in prompt_groups(rows).values():
+        routed = [results[i].route for i in members if results[i].route is not None]
+        if len(members) < 2 or not routed:
+            continue
+        entry = stats[routed[0]]
+        entry.groups += 1
+        entry.constant_groups += is_constant([results[i].reward for i in members])
     return [stats[name] for name in sorted(stats)]
 
 
@@ -58,23 +83,25 @@ def _fmt(value: float | None) -> str:
 
 def summary_table(stats: Sequence[RouteStats], title: str = "rewards per route") -> Table:
     table = Table(title=title)
-    table.add_column("route")
-    table.add_column("n", justify="right")
-    table.add_column("mean", justify="right")
-    table.add_column("std", justify="right")
+    for column in ("route", "n", "mean", "std"):
+        table.add_column(column, justify="left" if column == "route" else "right")
     shown = [s for s in STATUSES if any(st.statuses[s] for st in stats)]
     for status in shown:
         table.add_column(status, justify="right")
+    table.add_column("groups", justify="right")
+    table.add_column("constant", justify="right")
     for st in stats:
         table.add_row(
-            st.route,
+            escape(st.route),
             str(st.count),
             _fmt(st.mean),
             _fmt(st.std),
             *(str(st.statuses[s]) for s in shown),
+            str(st.groups),
+            str(st.constant_groups),
         )
     return table
 
 
-def print_summary(results: Sequence[RewardResult], console: Console | None = None) -> None:
-    (console or Console()).print(summary_table(route_stats(results)))
+def print_summary(stats: Sequence[RouteStats], console: Console | None = None) -> None:
+    (console or Console()).print(summary_table(stats))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from rewardrouter.config.models import RouterConfig
@@ -29,11 +31,27 @@ class OutputConfig(BaseModel):
     evaluation: bool = Field(default=False, description="Score with each term's eval_key.")
 
 
+class ObjectiveConfig(BaseModel):
+    """The number a job returns to a Hydra sweeper (and writes to ``summary.json``).
+
+    ``mean_reward``: mean of the rewards that were set; ``agreement``: fraction of rows carrying
+    ``column`` whose reward is within ``tolerance`` of it; ``informative_groups``: fraction of prompt
+    groups (``group_index``) whose rewards are not all equal — the groups that give GRPO a signal.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: Literal["mean_reward", "agreement", "informative_groups"] = "mean_reward"
+    column: str = "expected_reward"
+    tolerance: float = Field(default=1e-6, ge=0)
+
+
 class JobConfig(RouterConfig):
     """What ``rewardrouter`` (the Hydra app) composes: router fields at the top level."""
 
     data: DataConfig = Field(default_factory=DataConfig)
     output: OutputConfig = Field(default_factory=OutputConfig)
+    objective: ObjectiveConfig = Field(default_factory=ObjectiveConfig)
 
     def router(self) -> RouterConfig:
         """The router part of the job, validated as a :class:`RouterConfig`."""

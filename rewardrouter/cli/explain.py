@@ -1,0 +1,94 @@
+"""``rewardrouter explain``: how one sample is scored, step by step.
+
+Shows which precedence level chose the route and why, each term's function, raw return, value
+and weight, the reward, and (given the sample's group from a data file) the shaping stages and
+the advantage::
+
+    rewardrouter explain router=mixed --data examples/data/mixed.jsonl --line 3
+    rewardrouter explain router=mixed --response '\\boxed{72}' --label 72 --metadata '{"dataset": "gsm8k"}'
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from rewardrouter._errors import RewardRouterError
+from rewardrouter.cli.compose import add_config_arguments, router_config
+from rewardrouter.cli.jsonl import read_rows
+from rewardrouter.compile.compiler import compile_router
+from rewardrouter.router import Router
+from rewardrouter.route.sample import as_sample
+
+
+class ExplainError(RewardRouterError):
+    """The sample to explain could not be read from the arguments."""
+
+
+def _sample_rows(opts: argparse.Namespace) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The row to explain and the rows of its prompt group (just itself without a data file)."""
+    if opts.data is not None:
+        rows = read_rows(opts.data)
+        if not 1 <= opts.line <= len(rows):
+            raise ExplainError(f"--line {opts.line}: {opts.data} has {len(rows)} rows (1-based)")
+        row = rows[opts.line - 1]
+        group = row.get("group_index")
+        members = [r for r in rows if group is not None and r.get("group_index") == group]
+        return row, members or [row]
+    if opts.response is None:
+        raise ExplainError("give a sample: --data FILE --line N, or --response TEXT [--label ...]")
+    try:
+        metadata = json.loads(opts.metadata)
+    except json.JSONDecodeError as exc:
+        raise ExplainError(f"--metadata: invalid JSON ({exc.msg}); pass an object") from None
+    row = {"prompt": opts.prompt, "response": opts.response, "label": opts.label, "metadata": metadata}
+    return row, [row]
+
+
+def explain(router: Router, row: dict[str, Any], group: list[dict[str, Any]], console: Console) -> None:
+    """Print the explanation of ``row`` (scored alone, and with its ``group`` for advantages)."""
+    sample = as_sample(row)
+    decision = router.decide(sample)
+    console.print(
+        "[bold]route[/]",
+        escape(f"{decision.route.name}  (precedence level: {decision.level}; {decision.reason})"),
+    )
+    [result] = router.score_sync([sample])
+    table = Table(title="terms")
+    for column in ("term", "function", "mode", "kwargs", "raw return", "value", "weight"):
+        table.add_column(column)
+    raws = result.raw if len(decision.route.terms) > 1 else {decision.route.terms[0].name: result.raw}
+    for term in decision.route.terms:
+        cells = (
+            term.name, term.fn.name, term.fn.mode, json.dumps(dict(term.kwargs)) if term.kwargs else "",
+            repr(raws.get(term.name)), repr(result.terms.get(term.name)), f"{term.weight:g}",
+        )
+        table.add_row(*map(escape, cells))
+    console.print(table)
+    error = f"  error: {result.error_message}" if result.error_message else ""
+    console.print("[bold]reward[/]", escape(f"{result.reward}  status {result.status}{error}"))
+    _ = group  # shaping and advantages: see the post-processing section of the router
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="rewardrouter explain", description=__doc__.splitlines()[0])
+    add_config_arguments(parser)
+    parser.add_argument("--data", type=Path, help="a JSONL file holding the sample")
+    parser.add_argument("--line", type=int, default=1, help="1-based row of --data (default 1)")
+    parser.add_argument("--response", help="the response text (instead of --data)")
+    parser.add_argument("--label", default=None)
+    parser.add_argument("--prompt", default="")
+    parser.add_argument("--metadata", default="{}", help="a JSON object")
+    opts = parser.parse_args(argv)
+    row, group = _sample_rows(opts)
+    with compile_router(router_config(opts.config, opts.overrides)) as router:
+        explain(router, row, group, Console())
+    return 0
+
+
