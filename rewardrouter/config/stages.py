@@ -1,9 +1,18 @@
 """Typed shaping and advantage stages, discriminated by ``kind``.
 
-Shaping stages map one reward to another (per sample, in declared order). Advantage stages turn
-the rewards of a whole batch into advantages using the prompt groups, and may only stand last in
-``post_process``. The implementations live in :mod:`rewardrouter.shape` and
-:mod:`rewardrouter.advantage`; these models are what a YAML file may say.
+Shaping stages map the rewards of the samples that carry one to new rewards, in declared order:
+per route (``routes.<name>.shaping``, only that route's samples) and then globally
+(``post_process``). Advantage stages turn the rewards of a whole batch into advantages using the
+prompt groups, and may only stand last in ``post_process``. The implementations live in
+:mod:`rewardrouter.shape` and :mod:`rewardrouter.advantage`; these models are what a YAML file
+may say.
+
+Example::
+
+    post_process:
+      - {kind: overlong_penalty, max_len: 8192, buffer: 1024, factor: 1.0}
+      - {kind: clip, min: -1.0, max: 1.0}
+      - {kind: grpo, std: group, eps: 1.0e-6, device: auto}
 """
 
 from __future__ import annotations
@@ -21,8 +30,8 @@ class ClipStage(_Stage):
     """Clamp rewards into ``[min, max]``; either bound may be left open."""
 
     kind: Literal["clip"] = "clip"
-    min: float | None = None
-    max: float | None = None
+    min: float | None = Field(default=None, description="Lower bound; null leaves it open.")
+    max: float | None = Field(default=None, description="Upper bound; null leaves it open.")
 
     @model_validator(mode="after")
     def _ordered(self) -> ClipStage:
@@ -35,10 +44,14 @@ class ScaleStage(_Stage):
     """Affine map ``reward * mul + add``, or map ``source`` range linearly onto ``target``."""
 
     kind: Literal["scale"] = "scale"
-    mul: float = 1.0
-    add: float = 0.0
-    source: tuple[float, float] | None = None
-    target: tuple[float, float] | None = None
+    mul: float = Field(default=1.0, description="Factor of the affine map.")
+    add: float = Field(default=0.0, description="Offset of the affine map, added after `mul`.")
+    source: tuple[float, float] | None = Field(
+        default=None, description="[lo, hi]: the range mapped onto `target` (set both or neither)."
+    )
+    target: tuple[float, float] | None = Field(
+        default=None, description="[lo, hi]: where `source` lands; lo may exceed hi (flips)."
+    )
 
     @model_validator(mode="after")
     def _ranges(self) -> ScaleStage:
@@ -57,12 +70,13 @@ class OverlongPenaltyStage(_Stage):
 
     Lengths up to ``max_len - buffer`` are not penalised; from there to ``max_len`` the penalty
     grows linearly to ``-factor``; beyond ``max_len`` it is ``-factor``. The penalty is added.
+    With ``buffer: 0`` the penalty is a step: ``-factor`` for lengths above ``max_len``.
     """
 
     kind: Literal["overlong_penalty"] = "overlong_penalty"
-    max_len: int = Field(gt=0)
-    buffer: int = Field(ge=0)
-    factor: float = 1.0
+    max_len: int = Field(gt=0, description="Length (tokens) at which the full penalty applies.")
+    buffer: int = Field(ge=0, description="Width of the linear ramp that ends at `max_len`.")
+    factor: float = Field(default=1.0, ge=0, description="Size of the full penalty.")
 
     @model_validator(mode="after")
     def _buffer_fits(self) -> OverlongPenaltyStage:
@@ -75,8 +89,8 @@ class TruncationPenaltyStage(_Stage):
     """For samples whose status is ``truncated``: multiply by ``factor`` or set ``value``."""
 
     kind: Literal["truncation_penalty"] = "truncation_penalty"
-    factor: float | None = None
-    value: float | None = None
+    factor: float | None = Field(default=None, description="Multiply a truncated reward by this.")
+    value: float | None = Field(default=None, description="Replace a truncated reward by this.")
 
     @model_validator(mode="after")
     def _one_of(self) -> TruncationPenaltyStage:
@@ -86,28 +100,48 @@ class TruncationPenaltyStage(_Stage):
 
 
 class QuantizeStage(_Stage):
-    """Round rewards to the nearest multiple of ``step``."""
+    """Round rewards to the nearest multiple of ``step`` (halves round to even multiples)."""
 
     kind: Literal["quantize"] = "quantize"
-    step: float = Field(gt=0)
+    step: float = Field(gt=0, description="Grid spacing, e.g. 0.1 or 1.")
 
 
 class CustomStage(_Stage):
-    """A stage of your own: ``path`` names ``fn(rewards: Tensor, batch: ShapeBatch, **kwargs)``."""
+    """A stage of your own, resolved and signature-checked when the router compiles.
+
+    ``path`` names ``fn(rewards: Tensor, batch: ShapeBatch, **kwargs) -> Tensor``: ``rewards`` is
+    a float64 tensor of the samples that carry a reward (of one route, for route shaping),
+    ``batch`` their ``response_length``, ``truncated`` and ``group_index``; it returns a tensor
+    of the same shape and must not modify ``rewards`` in place.
+    """
 
     kind: Literal["custom"] = "custom"
-    path: str
-    kwargs: dict[str, Any] = Field(default_factory=dict)
+    path: str = Field(description="Import path `package.module.function` (or `module:function`).")
+    kwargs: dict[str, Any] = Field(
+        default_factory=dict, description="Keyword arguments passed on every call."
+    )
 
 
 Device = Annotated[str, Field(pattern=r"^(auto|cpu|cuda(:\d+)?)$")]
 
 
 class _AdvantageStage(_Stage):
-    device: Device = "auto"
-    dtype: Literal["float32", "float64", "bfloat16"] = "float32"
-    group_by: Literal["index", "position"] = "index"
-    n_samples_per_prompt: int | None = Field(default=None, gt=0)
+    device: Device = Field(
+        default="auto",
+        description="auto: where the rewards are if on a GPU, else CUDA when present, else CPU.",
+    )
+    dtype: Literal["float32", "float64", "bfloat16"] = Field(
+        default="float32",
+        description="Dtype of the advantages; the computation itself always runs in float64.",
+    )
+    group_by: Literal["index", "position"] = Field(
+        default="index",
+        description="index: groups from each sample's group_index (any order, any sizes); "
+        "position: consecutive runs of `n_samples_per_prompt`.",
+    )
+    n_samples_per_prompt: int | None = Field(
+        default=None, gt=0, description="Group size for `group_by: position`."
+    )
 
     @model_validator(mode="after")
     def _position_needs_n(self) -> _AdvantageStage:
@@ -120,8 +154,11 @@ class GRPOStage(_AdvantageStage):
     """GRPO: reward minus group mean, divided by the std of ``std`` scope (``none``: Dr.GRPO)."""
 
     kind: Literal["grpo"] = "grpo"
-    std: Literal["group", "batch", "none"] = "group"
-    eps: float = Field(default=1e-6, ge=0)
+    std: Literal["group", "batch", "none"] = Field(
+        default="group",
+        description="Unbiased std of the group, of the whole batch, or none (Dr.GRPO).",
+    )
+    eps: float = Field(default=1e-6, ge=0, description="Added to the std before dividing.")
 
 
 class RLOOStage(_AdvantageStage):
@@ -134,7 +171,7 @@ class ReinforcePPBaselineStage(_AdvantageStage):
     """REINFORCE++ with baseline: subtract the group mean, then whiten over the batch."""
 
     kind: Literal["reinforce_pp_baseline"] = "reinforce_pp_baseline"
-    eps: float = Field(default=1e-6, ge=0)
+    eps: float = Field(default=1e-6, ge=0, description="Added to the batch std before dividing.")
 
 
 class NoAdvantageStage(_AdvantageStage):
