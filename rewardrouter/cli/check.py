@@ -57,7 +57,9 @@ def check_examples(config: RouterConfig) -> list[CheckedExample]:
                 except RewardError as exc:
                     checked.append(CheckedExample(name, number, example, None, str(exc)))
                     continue
-                checked.append(CheckedExample(name, number, example, result.reward, result.error_message))
+                checked.append(
+                    CheckedExample(name, number, example, result.reward, result.error_message)
+                )
     return checked
 
 
@@ -74,8 +76,14 @@ def report(checked: list[CheckedExample], console: Console) -> None:
         got = c.error if c.error else ("None" if c.got is None else f"{c.got:g}")
         want = "None" if c.example.reward is None else f"{c.example.reward:g}"
         verdict = "[green]ok[/]" if c.passed else "[bold red]MISMATCH[/]"
-        cells = (c.route, str(c.number), _short(c.example.response), _short(c.example.label, 16),
-                 want, _short(got, 60))
+        cells = (
+            c.route,
+            str(c.number),
+            _short(c.example.response),
+            _short(c.example.label, 16),
+            want,
+            _short(got, 60),
+        )
         table.add_row(*map(escape, cells), verdict)
     console.print(table)
 

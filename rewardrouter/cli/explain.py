@@ -23,8 +23,8 @@ from rewardrouter._errors import RewardRouterError
 from rewardrouter.cli.compose import add_config_arguments, router_config
 from rewardrouter.cli.jsonl import read_rows
 from rewardrouter.compile.compiler import compile_router
-from rewardrouter.router import Router
 from rewardrouter.route.sample import as_sample
+from rewardrouter.router import Router
 
 
 class ExplainError(RewardRouterError):
@@ -47,11 +47,18 @@ def _sample_rows(opts: argparse.Namespace) -> tuple[dict[str, Any], list[dict[st
         metadata = json.loads(opts.metadata)
     except json.JSONDecodeError as exc:
         raise ExplainError(f"--metadata: invalid JSON ({exc.msg}); pass an object") from None
-    row = {"prompt": opts.prompt, "response": opts.response, "label": opts.label, "metadata": metadata}
+    row = {
+        "prompt": opts.prompt,
+        "response": opts.response,
+        "label": opts.label,
+        "metadata": metadata,
+    }
     return row, [row]
 
 
-def explain(router: Router, row: dict[str, Any], group: list[dict[str, Any]], console: Console) -> None:
+def explain(
+    router: Router, row: dict[str, Any], group: list[dict[str, Any]], console: Console
+) -> None:
     """Print the explanation of ``row`` (scored alone, and with its ``group`` for advantages)."""
     sample = as_sample(row)
     decision = router.decide(sample)
@@ -63,11 +70,18 @@ def explain(router: Router, row: dict[str, Any], group: list[dict[str, Any]], co
     table = Table(title="terms")
     for column in ("term", "function", "mode", "kwargs", "raw return", "value", "weight"):
         table.add_column(column)
-    raws = result.raw if len(decision.route.terms) > 1 else {decision.route.terms[0].name: result.raw}
+    raws = (
+        result.raw if len(decision.route.terms) > 1 else {decision.route.terms[0].name: result.raw}
+    )
     for term in decision.route.terms:
         cells = (
-            term.name, term.fn.name, term.fn.mode, json.dumps(dict(term.kwargs)) if term.kwargs else "",
-            repr(raws.get(term.name)), repr(result.terms.get(term.name)), f"{term.weight:g}",
+            term.name,
+            term.fn.name,
+            term.fn.mode,
+            json.dumps(dict(term.kwargs)) if term.kwargs else "",
+            repr(raws.get(term.name)),
+            repr(result.terms.get(term.name)),
+            f"{term.weight:g}",
         )
         table.add_row(*map(escape, cells))
     console.print(table)
@@ -77,7 +91,9 @@ def explain(router: Router, row: dict[str, Any], group: list[dict[str, Any]], co
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="rewardrouter explain", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="rewardrouter explain", description=__doc__.splitlines()[0]
+    )
     add_config_arguments(parser)
     parser.add_argument("--data", type=Path, help="a JSONL file holding the sample")
     parser.add_argument("--line", type=int, default=1, help="1-based row of --data (default 1)")
@@ -90,5 +106,3 @@ def main(argv: list[str]) -> int:
     with compile_router(router_config(opts.config, opts.overrides)) as router:
         explain(router, row, group, Console())
     return 0
-
-

@@ -17,7 +17,6 @@ def build_figure(
     """One histogram panel per route (x: reward, y: samples), plus one of advantages."""
     from matplotlib.figure import Figure
 
-
     routes = sorted(rewards_by_route)
     panels = len(routes) + (advantages is not None)
     cols = min(3, max(panels, 1))

@@ -10,10 +10,10 @@ from omegaconf import DictConfig
 from rich.console import Console
 from rich.progress import Progress
 
-from rewardrouter.cli.jsonl import chunks, read_rows, write_rows
-from rewardrouter.cli.paths import example_data
 from rewardrouter.cli.figure import write_figure
+from rewardrouter.cli.jsonl import chunks, read_rows, write_rows
 from rewardrouter.cli.objective import objective
+from rewardrouter.cli.paths import example_data
 from rewardrouter.cli.summary import print_summary, route_stats
 from rewardrouter.compile.compiler import compile_router
 from rewardrouter.config.job import JobConfig

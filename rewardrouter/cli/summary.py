@@ -55,7 +55,9 @@ class RouteStats:
         }
 
 
-def route_stats(rows: Sequence[dict[str, Any]], results: Sequence[RewardResult]) -> list[RouteStats]:
+def route_stats(
+    rows: Sequence[dict[str, Any]], results: Sequence[RewardResult]
+) -> list[RouteStats]:
     """One :class:`RouteStats` per route (``-`` for samples never routed), sorted by name.
 
     A prompt group (rows sharing ``group_index``) counts for the route of its first routed row.
@@ -68,7 +70,7 @@ def route_stats(rows: Sequence[dict[str, Any]], results: Sequence[RewardResult])
         if result.reward is not None:
             entry.rewards.append(result.reward)
     for members in prompt_groups(rows).values():
-        routed = [results[i].route for i in members if results[i].route is not None]
+        routed = [route for i in members if (route := results[i].route) is not None]
         if len(members) < 2 or not routed:
             continue
         entry = stats[routed[0]]

@@ -34,7 +34,9 @@ _MODELINE = re.compile(r"^# yaml-language-server: \$schema=(\S+)$", re.M)
 
 
 def _schema_errors(document: Any, is_job: bool) -> list[str]:
-    validator = jsonschema.Draft202012Validator(schema_for(JobConfig if is_job else RouterConfig, hydra_keys=is_job))
+    validator = jsonschema.Draft202012Validator(
+        schema_for(JobConfig if is_job else RouterConfig, hydra_keys=is_job)
+    )
     errors = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
     return [f"{yaml_path(e.absolute_path) or '<root>'}: {e.message}" for e in errors]
 
@@ -61,8 +63,12 @@ def validate_file(path: Path) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="rewardrouter validate", description=__doc__.splitlines()[0])
-    parser.add_argument("targets", nargs="*", help="YAML files, or overrides for the composed config")
+    parser = argparse.ArgumentParser(
+        prog="rewardrouter validate", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "targets", nargs="*", help="YAML files, or overrides for the composed config"
+    )
     opts = parser.parse_args(argv)
     console = Console(highlight=False)
     files = [Path(t) for t in opts.targets if t.endswith((".yaml", ".yml")) and "=" not in t]
@@ -83,5 +89,3 @@ def main(argv: list[str]) -> int:
             failed += 1
             console.print("[red]invalid[/]", escape(f"{label}\n{exc}"))
     return 1 if failed else 0
-
-

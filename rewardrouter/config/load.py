@@ -105,7 +105,8 @@ def load_config(
         raise ConfigError([Problem("", f"cannot parse YAML: {exc}")], source) from None
     if not isinstance(cfg, DictConfig):
         raise ConfigError([Problem("", "the top level must be a mapping of router fields")], source)
-    cfg.pop("defaults", None)  # a Hydra defaults list has no meaning outside a compose
+    for hydra_key in ("defaults", "hydra"):  # Hydra's own keys mean nothing outside a compose
+        cfg.pop(hydra_key, None)
     if overrides:
         try:
             cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(overrides)))

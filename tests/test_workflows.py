@@ -1,0 +1,274 @@
+"""The Hydra workflows: per-dataset maps, check, explain, validate, sweeps and the run report."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rewardrouter.cli import check, explain, validate
+from rewardrouter.cli.compose import compose_job
+from rewardrouter.cli.figure import build_figure
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "examples" / "data" / "mixed.jsonl"
+DATASETS = sorted(p.stem for p in (ROOT / "conf" / "datasets").glob("*.yaml"))
+ROUTERS = sorted(p.stem for p in (ROOT / "conf" / "router").glob("*.yaml"))
+EXE = shutil.which("rewardrouter", path=str(Path(sys.executable).parent)) or "rewardrouter"
+
+
+def _combinations() -> list[Any]:
+    combos = []
+    for router in ROUTERS:
+        for n in range(len(DATASETS) + 1):
+            for chosen in itertools.combinations(DATASETS, n):
+                combos.append(
+                    pytest.param(router, list(chosen), id=f"{router}+{'+'.join(chosen) or 'none'}")
+                )
+    return combos
+
+
+@pytest.mark.parametrize(("router", "datasets"), _combinations())
+def test_every_router_and_dataset_combination_composes(router: str, datasets: list[str]) -> None:
+    overrides = [f"router={router}"] + ([f"datasets=[{','.join(datasets)}]"] if datasets else [])
+    job = compose_job(overrides)
+    for name in datasets:
+        assert name in job.routes
+    assert validate.main(overrides) == 0
+
+
+def test_sweep_configs_compose() -> None:
+    for sweep in sorted(p.stem for p in (ROOT / "conf" / "sweep").glob("*.yaml")):
+        job = compose_job([f"+sweep={sweep}"])
+        assert job.objective.name == "agreement"
+
+
+# -- check ----------------------------------------------------------------------------------
+
+ROUTER_WITH_EXAMPLES = """
+routes:
+  qa:
+    rewards:
+      correct: {kind: exact_match}
+    examples:
+      - {response: "Paris", label: "paris", reward: 1.0}
+      - {response: "Lyon", label: "paris", reward: %s}
+"""
+
+
+@pytest.mark.parametrize(
+    ("second_reward", "status", "verdict"),
+    [
+        pytest.param("0.0", 0, "2 passed, 0 failed", id="all_match"),
+        pytest.param("1.0", 1, "1 passed, 1 failed", id="one_mismatch"),
+    ],
+)
+def test_check_exit_status(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    second_reward: str,
+    status: int,
+    verdict: str,
+) -> None:
+    config = tmp_path / "router.yaml"
+    config.write_text(ROUTER_WITH_EXAMPLES % second_reward)
+    assert check.main(["--config", str(config)]) == status
+    out = capsys.readouterr().out
+    assert verdict in out
+    assert ("MISMATCH" in out) == bool(status)
+
+
+def test_check_shipped_examples_pass(capsys: pytest.CaptureFixture[str]) -> None:
+    assert check.main(["router=mixed"]) == 0
+
+
+def test_check_without_examples_fails_loudly(capsys: pytest.CaptureFixture[str]) -> None:
+    assert check.main(["router=default"]) == 1
+    assert "nothing was checked" in capsys.readouterr().out
+
+
+# -- explain --------------------------------------------------------------------------------
+
+EXPLAIN_CONFIG = """
+allowed_modules: [rewardrouter, rr_testfns]
+default_route: fallback
+routes:
+  qa:
+    match: [org/qa]
+    rewards:
+      correct: {kind: exact_match}
+      length: {path: rr_testfns.length, weight: 0.01}
+  fallback:
+    rewards:
+      correct: {kind: exact_match}
+"""
+
+
+@pytest.mark.parametrize(
+    ("metadata", "expected"),
+    [
+        pytest.param(
+            {"custom_rm_path": "rr_testfns.length"},
+            "precedence level: custom_rm_path",
+            id="custom_rm_path",
+        ),
+        pytest.param({"rm_type": "boxed_exact_match"}, "precedence level: rm_type", id="rm_type"),
+        pytest.param(
+            {"dataset": "org/qa"},
+            "precedence level: route; metadata.dataset = 'org/qa'",
+            id="route",
+        ),
+        pytest.param({"dataset": "other"}, "precedence level: default_route", id="default_route"),
+    ],
+)
+def test_explain_names_the_precedence_level(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], metadata: dict[str, Any], expected: str
+) -> None:
+    config = tmp_path / "router.yaml"
+    config.write_text(EXPLAIN_CONFIG)
+    argv = [
+        "--config",
+        str(config),
+        "--response",
+        "Paris",
+        "--label",
+        "Paris",
+        "--metadata",
+        json.dumps(metadata),
+    ]
+    assert explain.main(argv) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert expected in out
+    assert "reward" in out
+
+
+def test_explain_multi_term_route_shows_each_term(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "router.yaml"
+    config.write_text(EXPLAIN_CONFIG)
+    argv = [
+        "--config",
+        str(config),
+        "--response",
+        "Paris",
+        "--label",
+        "Paris",
+        "--metadata",
+        '{"dataset": "org/qa"}',
+    ]
+    assert explain.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "rr_testfns.length" in out and "exact_match" in out
+    assert "reward 1.05" in " ".join(out.split())
+
+
+def test_explain_a_row_of_a_data_file(capsys: pytest.CaptureFixture[str]) -> None:
+    assert explain.main(["router=mixed", "--data", str(DATA), "--line", "3"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "gsm8k" in out and "reward 0.0" in out
+
+
+# -- validate -------------------------------------------------------------------------------
+
+
+def test_validate_shipped_files(capsys: pytest.CaptureFixture[str]) -> None:
+    files = [str(p) for p in sorted((ROOT / "conf").rglob("*.yaml"))]
+    assert validate.main(files) == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        pytest.param(
+            "routes:\n  a:\n    rewards:\n      t: {kind: exact_match, wieght: 1}\n",
+            "routes.a.rewards.t: Additional properties are not allowed ('wieght' was unexpected)",
+            id="schema_typo",
+        ),
+        pytest.param(
+            "post_process:\n  - {kind: clip, mn: 0}\n",
+            "post_process[0]: Additional properties are not allowed ('mn' was unexpected)",
+            id="typo_inside_tagged_union",
+        ),
+        pytest.param(
+            "routes:\n  a:\n    rewards:\n      t: {kind: exact_mach}\n",
+            "routes.a.rewards.t.kind: unknown built-in kind 'exact_mach'",
+            id="compile_problem",
+        ),
+        pytest.param("routes: [\n", "cannot read YAML", id="not_yaml"),
+    ],
+)
+def test_validate_bad_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, problem: str
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text)
+    assert validate.main([str(bad)]) == 1
+    assert problem in " ".join(capsys.readouterr().out.split())
+
+
+def test_validate_composed_config_with_bad_override(capsys: pytest.CaptureFixture[str]) -> None:
+    assert validate.main(["router=mixed", "default_route=nope"]) == 1
+    assert "default_route: route 'nope' does not exist" in capsys.readouterr().out
+
+
+# -- sweeps and the run report ---------------------------------------------------------------
+
+
+def test_three_job_multirun_writes_outputs_and_objectives(tmp_path: Path) -> None:
+    sweep_dir = tmp_path / "sweep"
+    done = subprocess.run(
+        [EXE, "+sweep=gsm8k_weight", f"hydra.sweep.dir={sweep_dir}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    jobs = sorted(p for p in sweep_dir.iterdir() if p.is_dir())
+    assert [p.name for p in jobs] == ["0", "1", "2"]
+    values = []
+    for job in jobs:
+        assert len((job / "rewards.jsonl").read_text().splitlines()) == 28
+        assert (job / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        summary = json.loads((job / "summary.json").read_text())
+        assert summary["objective"]["name"] == "agreement"
+        values.append(summary["objective"]["value"])
+    # Weight 1.0 reproduces the 0/1 hand scores where the grader agrees; 0.5 and 1.5 cannot.
+    assert values[1] > values[0] and values[1] > values[2]
+
+
+def test_optuna_sweeper_runs_the_shipped_sweep(tmp_path: Path) -> None:
+    pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
+    sweep_dir = tmp_path / "optuna"
+    done = subprocess.run(
+        [
+            EXE,
+            "+sweep=gsm8k_weight_optuna",
+            f"hydra.sweep.dir={sweep_dir}",
+            "hydra.sweeper.n_trials=3",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "best_value" in (sweep_dir / "optimization_results.yaml").read_text()
+
+
+def test_figure_has_one_labelled_panel_per_route_and_advantages() -> None:
+    fig = build_figure({"gsm8k": [0.0, 1.0, 1.0], "squad": [0.5]}, advantages=[-1.0, 0.0, 1.0])
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in visible] == [
+        "route gsm8k (n=3)",
+        "route squad (n=1)",
+        "advantages (n=3)",
+    ]
+    assert all(ax.get_xlabel() and ax.get_ylabel() == "samples" for ax in visible)
