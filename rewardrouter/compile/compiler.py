@@ -11,7 +11,9 @@ from rewardrouter.compile.functions import (
     RewardFn,
     resolve_builtin,
     resolve_path,
+    resolve_resource,
 )
+from rewardrouter.compile.resources import RESOURCE_KINDS, Resources
 from rewardrouter.compile.routes import BoundTerm, CompiledRoute
 from rewardrouter.config._errors import did_you_mean
 from rewardrouter.config.load import validate
@@ -56,7 +58,9 @@ def _check_key(fn: RewardFn, term: RewardTerm, where: str) -> list[Problem]:
     return problems
 
 
-def _resolve(term: RewardTerm) -> RewardFn:
+def _resolve(term: RewardTerm, resources: Resources) -> RewardFn:
+    if term.kind in RESOURCE_KINDS:
+        return resolve_resource(term.kind, term.kwargs, term.mode, resources)
     if term.kind is not None:
         fn = resolve_builtin(term.kind, term.kwargs)
         if term.mode == "group":
@@ -68,7 +72,20 @@ def _resolve(term: RewardTerm) -> RewardFn:
     return resolve_path(term.path, term.kwargs, term.mode)
 
 
-def _compile_routes(config: RouterConfig) -> tuple[dict[str, CompiledRoute], list[Problem]]:
+def _located(exc: ResolveError, where: str, field: str) -> list[Problem]:
+    """The problems of a term that did not resolve, under the term's YAML path ``where``."""
+    if exc.problems:
+        return [Problem(f"{where}.{p.path}", p.message, p.hint) for p in exc.problems]
+    message = str(exc)
+    sub = field
+    if message.startswith("kwargs."):
+        sub, _, message = message.partition(": ")
+    return [Problem(f"{where}.{sub}", message, exc.hint)]
+
+
+def _compile_routes(
+    config: RouterConfig, resources: Resources
+) -> tuple[dict[str, CompiledRoute], list[Problem]]:
     problems: list[Problem] = []
     routes: dict[str, CompiledRoute] = {}
     owner: dict[str, str] = {}
@@ -78,13 +95,9 @@ def _compile_routes(config: RouterConfig) -> tuple[dict[str, CompiledRoute], lis
             where = f"routes.{name}.rewards.{term_name}"
             field = "kind" if term.kind is not None else "path"
             try:
-                fn = _resolve(term)
+                fn = _resolve(term, resources)
             except ResolveError as exc:
-                message = str(exc)
-                sub = field
-                if message.startswith("kwargs."):
-                    sub, _, message = message.partition(": ")
-                problems.append(Problem(f"{where}.{sub}", message, exc.hint))
+                problems += _located(exc, where, field)
                 continue
             problems += _check_key(fn, term, where)
             terms.append(
@@ -92,7 +105,7 @@ def _compile_routes(config: RouterConfig) -> tuple[dict[str, CompiledRoute], lis
                     route=name,
                     name=term_name,
                     fn=fn,
-                    kwargs=dict(term.kwargs),
+                    kwargs={} if fn.binding is not None else dict(term.kwargs),
                     weight=term.weight,
                     key=term.key,
                     eval_key=term.eval_key,
@@ -161,7 +174,8 @@ def compile_router(config: RouterConfig | Mapping[str, Any]) -> Router:
 
     if not isinstance(config, RouterConfig):
         config = validate(config, RouterConfig)
-    routes, problems = _compile_routes(config)
+    resources = Resources()
+    routes, problems = _compile_routes(config, resources)
     for i, module in enumerate(config.allowed_modules):
         if not all(part.isidentifier() for part in module.split(".")):
             problems.append(
@@ -170,5 +184,6 @@ def compile_router(config: RouterConfig | Mapping[str, Any]) -> Router:
                 )
             )
     if problems:
+        resources.close()
         raise ConfigError(problems)
-    return Router(config, routes)
+    return Router(config, routes, resources)

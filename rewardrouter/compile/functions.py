@@ -10,7 +10,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from rewardrouter.config._errors import did_you_mean
+from pydantic import ValidationError
+
+from rewardrouter._errors import Problem
+from rewardrouter.compile.resources import RESOURCE_KINDS, Resources
+from rewardrouter.config._errors import did_you_mean, problems_from_validation
 from rewardrouter.rewards import BUILTINS, BuiltinReward, known_kinds, lookup
 
 Mode = Literal["single", "group"]
@@ -31,14 +35,20 @@ class RewardFn:
     cpu_heavy: bool = False
     returns_dict: bool | None = None  # None: unknown (user functions)
     dict_keys: tuple[str, ...] = ()
+    # Resource kinds: the settings ``fn`` was built with. Its kwargs were consumed then (calls
+    # pass none), so this, not the kwargs, tells two such terms' calls apart.
+    binding: str | None = None
 
 
 class ResolveError(Exception):
     """Why a function could not be resolved; ``hint`` says what to do."""
 
-    def __init__(self, message: str, hint: str | None = None) -> None:
+    def __init__(
+        self, message: str, hint: str | None = None, problems: tuple[Problem, ...] = ()
+    ) -> None:
         super().__init__(message)
         self.hint = hint
+        self.problems = problems  # several problems, paths relative to the term (kwargs.url)
 
 
 def _module_suggestions(name: str) -> str | None:
@@ -175,12 +185,18 @@ def inspect_function(
 
 def resolve_builtin(kind: str, kwargs: Mapping[str, Any]) -> RewardFn:
     """The :class:`RewardFn` of built-in ``kind``; raises :class:`ResolveError` if unknown."""
+    if kind in RESOURCE_KINDS:
+        raise ResolveError(
+            f"kind {kind!r} needs settings under `kwargs`, so only a route term can name it",
+            "declare it as a term of a route, and route these samples there",
+        )
     reward: BuiltinReward | None = lookup(kind)
     if reward is None:
+        kinds = sorted([*known_kinds(), *RESOURCE_KINDS])
         raise ResolveError(
             f"unknown built-in kind {kind!r}",
-            did_you_mean(kind, known_kinds())
-            or f"known kinds: {', '.join(known_kinds())}; or name a function with `path:`",
+            did_you_mean(kind, kinds)
+            or f"known kinds: {', '.join(kinds)}; or name a function with `path:`",
         )
     spec = BUILTINS[reward.name]
     _check_kwargs(inspect.signature(spec.grade), 3, kwargs, f"built-in {kind!r}")
@@ -192,6 +208,38 @@ def resolve_builtin(kind: str, kwargs: Mapping[str, Any]) -> RewardFn:
         cpu_heavy=spec.cpu_heavy,
         returns_dict=spec.returns == "dict",
         dict_keys=spec.keys,
+    )
+
+
+def resolve_resource(
+    kind: str, kwargs: Mapping[str, Any], mode: ModeSetting, resources: Resources
+) -> RewardFn:
+    """The :class:`RewardFn` of resource kind ``kind``, built with the settings in ``kwargs``."""
+    spec = RESOURCE_KINDS[kind]
+    if mode != "auto":
+        raise ResolveError(
+            f"kind {kind!r} takes its mode from its settings, not from `mode: {mode}`",
+            "remove `mode` from this term (for a remote term, `kwargs.batch: true` posts groups)",
+        )
+    try:
+        module = importlib.import_module(spec.module)
+    except ModuleNotFoundError as exc:
+        raise ResolveError(
+            f"kind {kind!r} needs {exc.name!r}, which is not installed",
+            f"pip install {exc.name}",
+        ) from None
+    try:
+        settings = module.Settings.model_validate(dict(kwargs))
+    except ValidationError as exc:
+        found = problems_from_validation(exc, dict(kwargs), module.Settings, ["kwargs"])
+        raise ResolveError(f"invalid settings for kind {kind!r}", problems=tuple(found)) from None
+    bound = module.build(settings, resources)
+    return RewardFn(
+        name=bound.name,
+        fn=bound.fn,
+        mode=bound.mode,
+        is_async=True,
+        binding=settings.model_dump_json(),
     )
 
 

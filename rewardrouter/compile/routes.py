@@ -36,7 +36,8 @@ class BoundTerm:
     call_key: tuple[str, str, str] = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "call_key", (self.fn.name, self.fn.mode, _canonical(self.kwargs)))
+        bound = self.fn.binding if self.fn.binding is not None else _canonical(self.kwargs)
+        object.__setattr__(self, "call_key", (self.fn.name, self.fn.mode, bound))
 
     def key_for(self, evaluation: bool) -> str | None:
         """The dict entry that is the training (or evaluation) value."""

@@ -1,11 +1,19 @@
-"""The raw outcome of one reward call, before the value is read and policies apply."""
+"""The raw outcome of one reward call, before the value is read and policies apply.
+
+Every executor reports what happened to a call as an :class:`Outcome`; :func:`combine` is the one
+place where a term's ``on_error`` policy turns a failed outcome into a reward.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import traceback
 from typing import Any, Literal, NamedTuple
 
 CallStatus = Literal["ok", "error", "timeout", "invalid"]
+
+#: Exceptions that steer the program rather than report a failed reward call: never caught.
+CONTROL_FLOW = (KeyboardInterrupt, GeneratorExit, asyncio.CancelledError)
 
 
 class Outcome(NamedTuple):
@@ -23,3 +31,26 @@ def describe_exception(exc: BaseException) -> str:
 
 def failed(exc: BaseException) -> Outcome:
     return Outcome(None, "error", describe_exception(exc))
+
+
+def timed_out(timeout: float, what: str = "") -> Outcome:
+    """A call that passed its deadline; ``what`` says what became of the code still running."""
+    return Outcome(None, "timeout", f"no result within {timeout:g} s{what}")
+
+
+def group_outcomes(outcome: Outcome, count: int) -> list[Outcome]:
+    """Spread the outcome of one group-mode call over its ``count`` samples.
+
+    A failed call fails every sample; a return that is not a list (or tuple) of ``count`` rewards
+    is ``invalid`` for every sample.
+    """
+    if outcome.status != "ok":
+        return [outcome] * count
+    value = outcome.value
+    if not isinstance(value, list | tuple):
+        message = f"group call returned {type(value).__name__}; expected a list of {count} rewards"
+        return [Outcome(value, "invalid", message)] * count
+    if len(value) != count:
+        message = f"group call returned {len(value)} rewards for {count} samples"
+        return [Outcome(value, "invalid", message)] * count
+    return [Outcome(v) for v in value]

@@ -78,7 +78,8 @@ def _group_outcomes(value: Any, count: int) -> list[Outcome]:
     if len(value) != count:
         message = f"group call returned {len(value)} rewards for {count} samples"
         return [Outcome(value, "invalid", message)] * count
-    return [Outcome(v) for v in value]
+    # An exception in a sample's slot fails that sample alone (e.g. one failed batch request).
+    return [failed(v) if isinstance(v, Exception) else Outcome(v) for v in value]
 
 
 async def run_calls(

@@ -1,0 +1,222 @@
+"""The ``remote`` reward: POST a sample (or a batch) to a reward server, with bounded retries.
+
+Request body, as slime's ``remote_rm`` sends it (``metadata`` only with ``send_metadata``)::
+
+    {"prompt": ..., "response": "...", "label": ..., "metadata": {...}}
+
+The JSON reply is the reward: a number, a dict (the term's ``key`` names the training value) or
+``null`` ("not applicable"); the router reads it like any reward function's return value. In
+batch mode the body is a JSON list of such objects and the reply must be a list of the same
+length, in order.
+
+Every request: at most ``concurrency`` in flight per term, ``timeout`` seconds each, retried with
+jittered exponential backoff after connection errors, timeouts, 5xx and 429 (waiting what
+``Retry-After`` asks), never after another 4xx, and never past the ``deadline``. Failures raise
+the exceptions of :mod:`rewardrouter.remote.errors`, so the term's ``on_error`` applies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+from collections.abc import Sequence
+from typing import Any, NamedTuple, NoReturn
+
+import aiohttp
+from pydantic import SecretStr
+
+from rewardrouter.remote.errors import (
+    RemoteError,
+    RemoteInvalid,
+    RemoteRejected,
+    RemoteTimeout,
+    RemoteUnavailable,
+)
+from rewardrouter.remote.pool import SessionPool
+from rewardrouter.remote.retry import backoff_delay, retry_after, retryable
+from rewardrouter.remote.settings import RemoteSettings, display_url
+from rewardrouter.route.sample import metadata_of
+
+log = logging.getLogger("rewardrouter.remote")
+
+_EXCERPT = 200
+
+
+class _Failure(NamedTuple):
+    """One failed attempt: what happened, and whether another attempt may help."""
+
+    message: str
+    retry: bool
+    timed_out: bool = False
+    wait: float | None = None  # what Retry-After asked for
+
+
+class RemoteReward:
+    """A reward server behind ``settings.url``, reached through the router's :class:`SessionPool`.
+
+    ``await reward(args, sample)`` scores one sample; ``await reward.score_batch(args, samples)``
+    posts batches and returns one entry per sample: the reply's value, or the exception that
+    failed its batch (the router records it as that sample's failure).
+
+    The credential is held privately: it is sent in its header and appears in no message, log
+    record or repr (server replies quoted in messages are scrubbed of it). Not picklable: it
+    runs on the router's event loop, never in a worker process.
+    """
+
+    __slots__ = ("_credential", "_headers", "_rng", "name", "pool", "settings")
+
+    def __init__(
+        self, settings: RemoteSettings, pool: SessionPool, credential: SecretStr | None = None
+    ) -> None:
+        self.settings = settings
+        self.pool = pool
+        self.name = f"remote {display_url(settings.url)}"
+        self._credential = credential.get_secret_value() if credential is not None else ""
+        headers = {"Content-Type": "application/json", **settings.headers}
+        if credential is not None:
+            headers[settings.auth_header] = f"{settings.auth_scheme} {self._credential}".strip()
+        self._headers = headers
+        self._rng = random.Random()
+
+    def __repr__(self) -> str:
+        return f"RemoteReward({self.name!r})"
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError(
+            f"{self!r} holds a connection pool and runs on the router's event loop; "
+            "it cannot be sent to another process"
+        )
+
+    # -- the two call shapes ----------------------------------------------------------------
+
+    async def __call__(self, args: Any, sample: Any) -> Any:
+        return await self._post(self._encode(self._body(sample)))
+
+    async def score_batch(self, args: Any, samples: Sequence[Any]) -> list[Any]:
+        size = self.settings.batch_size or max(1, len(samples))
+        chunks = [samples[i : i + size] for i in range(0, len(samples), size)]
+        replies = await asyncio.gather(
+            *(self._post_batch(chunk) for chunk in chunks), return_exceptions=True
+        )
+        out: list[Any] = []
+        for chunk, reply in zip(chunks, replies, strict=True):
+            if isinstance(reply, BaseException):
+                if not isinstance(reply, Exception):
+                    raise reply  # cancellation and exits are not reward failures
+                out += [reply] * len(chunk)
+            else:
+                out += reply
+        return out
+
+    async def _post_batch(self, chunk: Sequence[Any]) -> list[Any]:
+        reply = await self._post(self._encode([self._body(s) for s in chunk]))
+        if not isinstance(reply, list):
+            raise RemoteInvalid(
+                f"batch reply is {type(reply).__name__} {self._excerpt(json.dumps(reply))}; "
+                f"expected a JSON list of {len(chunk)} rewards"
+            )
+        if len(reply) != len(chunk):
+            raise RemoteInvalid(f"batch reply has {len(reply)} rewards for {len(chunk)} samples")
+        return reply
+
+    # -- one request, with retries ----------------------------------------------------------
+
+    def _body(self, sample: Any) -> dict[str, Any]:
+        body = {
+            "prompt": getattr(sample, "prompt", ""),
+            "response": getattr(sample, "response", ""),
+            "label": getattr(sample, "label", None),
+        }
+        if self.settings.send_metadata:
+            body["metadata"] = dict(metadata_of(sample))
+        return body
+
+    def _encode(self, body: Any) -> bytes:
+        try:
+            return json.dumps(body, ensure_ascii=False, allow_nan=False).encode()
+        except (TypeError, ValueError) as exc:
+            raise RemoteError(f"cannot send the sample as JSON: {exc}") from None
+
+    async def _post(self, payload: bytes) -> Any:
+        settings = self.settings
+        here = self.pool.here()
+        loop = asyncio.get_running_loop()
+        async with here.semaphore(self, settings.concurrency):
+            deadline = loop.time() + settings.deadline
+            attempts = settings.retries + 1
+            last = _Failure("no attempt made", False)
+            for attempt in range(attempts):
+                budget = min(settings.timeout, deadline - loop.time())
+                value, failure = await self._attempt(here.session, payload, budget)
+                if failure is None:
+                    return value
+                last = failure
+                if not failure.retry:
+                    raise RemoteRejected(f"{failure.message} (a 4xx reply: not retried)")
+                if attempt + 1 == attempts:
+                    break
+                delay = failure.wait
+                if delay is None:
+                    delay = backoff_delay(
+                        attempt, settings.backoff, settings.max_backoff, self._rng
+                    )
+                left = deadline - loop.time()
+                if delay >= left:
+                    raise RemoteTimeout(
+                        f"{failure.message}; gave up after {attempt + 1} attempt(s): the "
+                        f"{settings.deadline:g} s deadline leaves {max(left, 0):.3g} s, the next "
+                        f"attempt was due in {delay:.3g} s"
+                    )
+                log.info(
+                    "%s: attempt %d/%d failed (%s); retrying in %.3g s",
+                    self.name,
+                    attempt + 1,
+                    attempts,
+                    failure.message,
+                    delay,
+                )
+                await asyncio.sleep(delay)
+        message = f"all {attempts} attempt(s) failed; last: {last.message}"
+        raise RemoteTimeout(message) if last.timed_out else RemoteUnavailable(message)
+
+    async def _attempt(
+        self, session: aiohttp.ClientSession, payload: bytes, budget: float
+    ) -> tuple[Any, _Failure | None]:
+        try:
+            async with session.post(
+                self.settings.url,
+                data=payload,
+                headers=self._headers,
+                timeout=aiohttp.ClientTimeout(total=budget),
+            ) as response:
+                body = await response.read()
+                status = response.status
+                if 200 <= status < 300:
+                    return self._decode(body), None
+                wait = retry_after(response.headers.get("Retry-After"))
+                message = f"HTTP {status} {response.reason or ''}".rstrip()
+                if body:
+                    message += f": {self._excerpt(body.decode(errors='replace'))}"
+                return None, _Failure(message, retryable(status), wait=wait)
+        except asyncio.TimeoutError:
+            return None, _Failure(f"no reply within {budget:.3g} s", True, timed_out=True)
+        except aiohttp.ClientError as exc:
+            return None, _Failure(self._scrub(f"{type(exc).__name__}: {exc}"), True)
+
+    def _decode(self, body: bytes) -> Any:
+        try:
+            return json.loads(body)
+        except ValueError:
+            found = self._excerpt(body.decode(errors="replace")) if body else "an empty body"
+            raise RemoteInvalid(f"reply is not JSON: {found}") from None
+
+    def _excerpt(self, text: str) -> str:
+        text = self._scrub(" ".join(text.split()))
+        if len(text) > _EXCERPT:
+            text = text[: _EXCERPT - 3] + "..."
+        return repr(text)
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._credential, "***") if self._credential else text

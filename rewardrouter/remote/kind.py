@@ -1,0 +1,40 @@
+"""The ``remote`` kind as the compiler sees it: ``Settings`` for its kwargs, and ``build``.
+
+Terms with equal settings share one client (and so one route group); every client of a router
+shares the router's one :class:`~rewardrouter.remote.pool.SessionPool`.
+"""
+
+from __future__ import annotations
+
+import os
+
+from pydantic import SecretStr
+
+from rewardrouter.compile.functions import ResolveError
+from rewardrouter.compile.resources import Bound, Resources
+from rewardrouter.remote.client import RemoteReward
+from rewardrouter.remote.pool import SessionPool
+from rewardrouter.remote.settings import RemoteSettings
+
+Settings = RemoteSettings
+
+
+def build(settings: RemoteSettings, resources: Resources) -> Bound:
+    """The client for ``settings``; raises :class:`ResolveError` when its credential is unset."""
+    credential: SecretStr | None = None
+    if settings.auth_env is not None:
+        value = os.environ.get(settings.auth_env)
+        if not value:
+            raise ResolveError(
+                f"kwargs.auth_env: environment variable {settings.auth_env!r} is not set or empty",
+                f"export {settings.auth_env}=<credential> before starting, or remove `auth_env`",
+            )
+        credential = SecretStr(value)
+    pool = resources.get(SessionPool, SessionPool)
+    client = resources.get(
+        (RemoteReward, settings.model_dump_json()),
+        lambda: RemoteReward(settings, pool, credential),
+    )
+    if settings.batch:
+        return Bound(client.score_batch, "group", client.name)
+    return Bound(client, "single", client.name)

@@ -1,0 +1,97 @@
+"""The settings of a ``remote`` reward term, read from the term's ``kwargs`` at compile time.
+
+Example (a judge behind a bearer token, scored in batches of 32)::
+
+    judge:
+      kind: remote
+      key: score                       # the reply is {"score": ..., ...}
+      on_error: {value: 0.0}
+      kwargs:
+        url: http://127.0.0.1:8000/reward
+        timeout: 30                    # seconds per request
+        deadline: 120                  # seconds per sample (or batch), all attempts together
+        retries: 3
+        concurrency: 32
+        auth_env: JUDGE_TOKEN          # sent as "Authorization: Bearer $JUDGE_TOKEN"
+        batch: true
+        batch_size: 32
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from yarl import URL
+
+
+class RemoteSettings(BaseModel):
+    """How a ``remote`` term reaches its reward server. Every field has a default but ``url``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    url: str = Field(description="http(s) endpoint that scores a sample (or a batch).")
+    timeout: float = Field(default=30.0, gt=0, description="Seconds one request may take.")
+    deadline: float = Field(
+        default=120.0,
+        gt=0,
+        description="Seconds for one sample (one batch in batch mode), every attempt and wait "
+        "included, counted from its first attempt.",
+    )
+    retries: int = Field(
+        default=3, ge=0, description="Extra attempts after connection errors, timeouts, 5xx, 429."
+    )
+    backoff: float = Field(
+        default=0.5,
+        ge=0,
+        description="First retry delay in seconds; doubles per attempt, jittered.",
+    )
+    max_backoff: float = Field(default=10.0, ge=0, description="Upper bound of one retry delay.")
+    concurrency: int = Field(default=32, ge=1, description="Requests in flight at once.")
+    batch: bool = Field(
+        default=False,
+        description="Post a route group as one JSON list and expect a list of the same length.",
+    )
+    batch_size: int | None = Field(
+        default=None, ge=1, description="Batch mode: at most this many samples per request."
+    )
+    send_metadata: bool = Field(
+        default=False, description="Add the sample's `metadata` to the request body."
+    )
+    headers: dict[str, str] = Field(default_factory=dict, description="Extra request headers.")
+    auth_env: str | None = Field(
+        default=None,
+        description="Environment variable holding the credential; its value is never logged.",
+    )
+    auth_header: str = Field(default="Authorization", description="Header that carries it.")
+    auth_scheme: str = Field(
+        default="Bearer", description='Prefix of the header value ("" sends the bare value).'
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, url: str) -> str:
+        try:
+            parsed = URL(url)
+        except (TypeError, ValueError):
+            parsed = URL()
+        if parsed.scheme not in ("http", "https") or not parsed.host:
+            raise ValueError(
+                "not an http(s) URL with a host; expected e.g. http://127.0.0.1:8000/reward"
+            )
+        return url
+
+    @model_validator(mode="after")
+    def _batch_size_needs_batch(self) -> RemoteSettings:
+        if self.batch_size is not None and not self.batch:
+            raise ValueError("`batch_size` only applies with `batch: true`; set both or neither")
+        return self
+
+
+def display_url(url: str) -> str:
+    """``url`` without credentials, query or fragment: safe to show in messages and logs."""
+    try:
+        parsed = URL(url)
+    except (TypeError, ValueError):
+        return "<unparsable url>"
+    if not parsed.is_absolute():
+        return "<not an absolute url>"
+    return str(parsed.with_user(None).with_query(None).with_fragment(None))
