@@ -10,6 +10,8 @@ import asyncio
 import traceback
 from typing import Any, Literal, NamedTuple
 
+from rewardrouter.execute.values import InvalidReturn
+
 CallStatus = Literal["ok", "error", "timeout", "invalid"]
 
 #: Exceptions that steer the program rather than report a failed reward call: never caught.
@@ -30,7 +32,14 @@ def describe_exception(exc: BaseException) -> str:
 
 
 def failed(exc: BaseException) -> Outcome:
-    return Outcome(None, "error", describe_exception(exc))
+    """A call that raised: ``timeout`` for a ``TimeoutError``, ``invalid`` for an
+    :class:`InvalidReturn` (e.g. a remote reply that is not JSON), else ``error``."""
+    status: CallStatus = "error"
+    if isinstance(exc, TimeoutError):
+        status = "timeout"
+    elif isinstance(exc, InvalidReturn):
+        status = "invalid"
+    return Outcome(None, status, describe_exception(exc))
 
 
 def timed_out(timeout: float, what: str = "") -> Outcome:
