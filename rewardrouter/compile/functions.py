@@ -217,10 +217,9 @@ def resolve_resource(
     """The :class:`RewardFn` of resource kind ``kind``, built with the settings in ``kwargs``."""
     spec = RESOURCE_KINDS[kind]
     if mode != "auto":
-        raise ResolveError(
-            f"kind {kind!r} takes its mode from its settings, not from `mode: {mode}`",
-            "remove `mode` from this term (for a remote term, `kwargs.batch: true` posts groups)",
-        )
+        message = f"kind {kind!r} takes its mode from its settings, not from `mode: {mode}`"
+        hint = "remove `mode` (for a remote term, `kwargs.batch: true` posts route groups)"
+        raise ResolveError(message, hint, problems=(Problem("mode", message, hint),))
     try:
         module = importlib.import_module(spec.module)
     except ModuleNotFoundError as exc:
