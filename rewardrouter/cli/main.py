@@ -2,7 +2,7 @@
 
 ``rewardrouter [overrides...]`` runs the main job (a Hydra app over the shipped ``conf/`` tree):
 ``rewardrouter router=mixed routes.gsm8k.rewards.correct.weight=0.5 data.path=my.jsonl``.
-``rewardrouter check|explain|validate ...`` run the subcommands (``--help`` on each).
+``rewardrouter check|explain|validate|serve ...`` run the subcommands (``--help`` on each).
 User mistakes (config problems, unroutable samples, unreadable data) print without a traceback
 and exit with status 2.
 """
@@ -26,11 +26,19 @@ from rewardrouter.cli.paths import conf_dir
 
 USAGE_ERROR = 2
 
+
+def _serve(argv: list[str]) -> int:
+    from rewardrouter.serve import serve_main  # aiohttp is imported for this command only
+
+    return serve_main(argv)
+
+
 #: ``rewardrouter NAME ...`` runs ``SUBCOMMANDS[NAME](argv)``, which returns the exit status.
 SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {
     "check": check.main,
     "explain": explain.main,
     "validate": validate.main,
+    "serve": _serve,
 }
 
 

@@ -1,0 +1,174 @@
+"""The compiled router behind HTTP: slime's ``remote_rm`` endpoint, a batch endpoint, a health check.
+
+::
+
+    POST /reward   {"prompt": ..., "response": "...", "label": ..., "metadata": {...}}  →  1.0
+    POST /batch    [{"response": ...}, {"response": ...}]                              →  [1.0, 0.0]
+    GET  /health                                                         →  {"status": "ok", ...}
+
+``/reward`` takes exactly what slime's ``remote_rm`` posts (``prompt``, ``response``, ``label``;
+``metadata`` is optional), so ``--rm-type remote_rm --rm-url http://HOST:PORT/reward`` scores with
+the router and no code. slime sends no metadata: such samples go to the config's
+``default_route``. A ``remote`` term with ``batch: true`` posting to ``/batch`` gets one reward
+per sample, in order.
+
+A reply is the reward: a number, or ``null`` when no term applied or a failure was skipped by
+``on_error``. Anything else is a JSON object ``{"error": message}`` with the status:
+
+- 400: the body is not JSON or not the shape above, or the sample cannot be routed;
+- 422: a reward call failed under ``on_error: raise`` (the message names the sample, route and
+  term);
+- 404 / 405: no such endpoint, or the wrong method;
+- 500: anything unexpected. No request ever stops the server.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from rewardrouter._errors import RewardError, RoutingError
+from rewardrouter.config._errors import problems_from_validation
+from rewardrouter.execute.result import RewardResult
+from rewardrouter.route.sample import Sample
+from rewardrouter.router import Router
+
+log = logging.getLogger("rewardrouter.serve")
+
+ROUTER = web.AppKey("router", Router)
+
+#: Batches of judge prompts can be large; aiohttp's default body limit is 1 MiB.
+MAX_BODY = 64 * 1024 * 1024
+
+
+class RewardRequest(BaseModel):
+    """One sample as a client posts it; the fields of slime's ``remote_rm`` body."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    prompt: Any = ""
+    response: str
+    label: Any = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class BadRequest(Exception):
+    """A request the server cannot score: replied to with ``status`` and a JSON error."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def error_reply(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+async def _json(request: web.Request) -> Any:
+    body = await request.read()
+    try:
+        return json.loads(body)
+    except ValueError as exc:
+        raise BadRequest(400, f"the body is not JSON ({exc})") from None
+
+
+def _samples(items: list[Any], batched: bool) -> list[Sample]:
+    """The samples of a request's objects; every problem of every object is reported."""
+    samples: list[Sample] = []
+    problems: list[str] = []
+    for i, item in enumerate(items):
+        prefix: list[str | int] = [i] if batched else []
+        if not isinstance(item, dict):
+            at = f"[{i}]: " if batched else ""
+            found = type(item).__name__
+            problems.append(f"{at}expected a JSON object with `response`, found {found}")
+            continue
+        try:
+            request = RewardRequest.model_validate(item)
+        except ValidationError as exc:
+            problems += map(str, problems_from_validation(exc, item, RewardRequest, prefix))
+            continue
+        samples.append(Sample(**request.model_dump()))
+    if problems:
+        raise BadRequest(400, "; ".join(problems))
+    return samples
+
+
+async def _score(router: Router, samples: list[Sample]) -> list[RewardResult]:
+    try:
+        results = await router.score(samples)
+    except RoutingError as exc:
+        raise BadRequest(400, str(exc)) from None
+    except RewardError as exc:
+        raise BadRequest(422, str(exc)) from None
+    for i, result in enumerate(results):
+        if result.failed:
+            log.warning(
+                "sample %d, route %r: %s (%s); replied %s under on_error",
+                i,
+                result.route,
+                result.status,
+                result.error_message,
+                result.reward,
+            )
+    return results
+
+
+async def reward(request: web.Request) -> web.Response:
+    """slime's ``remote_rm``: one sample in, its reward out."""
+    [result] = await _score(request.app[ROUTER], _samples([await _json(request)], batched=False))
+    return web.json_response(result.reward)
+
+
+async def batch(request: web.Request) -> web.Response:
+    """A JSON list of samples in, the list of their rewards out (same length and order)."""
+    data = await _json(request)
+    if not isinstance(data, list):
+        raise BadRequest(400, f"expected a JSON list of samples, found {type(data).__name__}")
+    results = await _score(request.app[ROUTER], _samples(data, batched=True))
+    return web.json_response([r.reward for r in results])
+
+
+async def health(request: web.Request) -> web.Response:
+    router = request.app[ROUTER]
+    return web.json_response(
+        {
+            "status": "ok",
+            "routes": sorted(router.routes),
+            "default_route": router.config.default_route,
+        }
+    )
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@web.middleware
+async def json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every failure becomes a JSON error reply; none escapes to stop the server."""
+    try:
+        return await handler(request)
+    except BadRequest as exc:
+        return error_reply(exc.status, str(exc))
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return error_reply(exc.status, exc.reason)
+    except Exception as exc:
+        log.exception("unexpected failure serving %s %s", request.method, request.path)
+        return error_reply(500, f"internal error: {type(exc).__name__}: {exc}")
+
+
+def make_app(router: Router) -> web.Application:
+    """The aiohttp application serving ``router``; the caller owns (and closes) the router."""
+    app = web.Application(middlewares=[json_errors], client_max_size=MAX_BODY)
+    app[ROUTER] = router
+    app.router.add_post("/reward", reward)
+    app.router.add_post("/batch", batch)
+    app.router.add_get("/health", health)
+    return app
