@@ -1,33 +1,32 @@
-"""Exact-match grading: the simplest built-in, and the core router's example grader."""
+"""``exact_match``: SQuAD exact match, the simplest built-in."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
+from rewardrouter.rewards.labels import after_thinking, label_texts
 from rewardrouter.rewards.registry import builtin
-
-_SPACE = re.compile(r"\s+")
-
-
-def _normalize(text: str, case_sensitive: bool) -> str:
-    text = _SPACE.sub(" ", text).strip()
-    return text if case_sensitive else text.casefold()
+from rewardrouter.rewards.squad import normalize_answer
 
 
 @builtin("exact_match")
 def exact_match(
     response: str, label: Any, metadata: Mapping[str, Any], *, case_sensitive: bool = False
 ) -> float | None:
-    """1.0 when the response equals the label after whitespace (and case) normalization.
+    """1.0 when the final answer equals the label after SQuAD normalization, else 0.0.
 
-    Contract: whitespace runs collapse to one space and ends are stripped; comparison ignores case
-    unless ``case_sensitive``. A list label accepts any of its entries. ``None`` (not applicable)
-    when the label is missing; an empty response scores 0.0.
+    Contract: the answer is the text after the last ``</think>`` (the whole response when there is
+    none; under ``boxed_exact_match`` the last box's content). Both sides lose punctuation
+    (Unicode too), the articles a / an / the and extra whitespace, and are lowercased unless
+    ``case_sensitive``; then they must be equal. A list label accepts any of its entries. An empty
+    answer scores 0.0; ``None`` (not applicable) when the label is missing or blank.
     """
-    if label is None:
+    truths = label_texts(label, unbox=False)
+    if truths is None:
         return None
-    labels = label if isinstance(label, list | tuple) else [label]
-    got = _normalize(response, case_sensitive)
-    return float(any(got == _normalize(str(lab), case_sensitive) for lab in labels))
+    lowercase = not case_sensitive
+    got = normalize_answer(after_thinking(response), lowercase=lowercase)
+    if not got:
+        return 0.0
+    return float(any(got == normalize_answer(t, lowercase=lowercase) for t in truths))

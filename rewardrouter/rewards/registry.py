@@ -8,7 +8,10 @@ so built-ins and user functions travel through one dispatch path (and across pro
 boundaries).
 
 Every grader whose ``boxable`` is true also exists as ``boxed_<name>``: the grader sees only the
-content of the response's last ``\\boxed{...}`` (an empty string when there is none).
+content of the response's last ``\\boxed{...}`` (an empty string when there is none), handed over
+as a :class:`BoxedAnswer`. A grader that extracts an answer itself (``math`` looks for the last
+``\\boxed{}``, ``dapo`` for ``Answer:``) checks for that type and grades the content as the answer
+instead of searching it again, so ``boxed_math`` scores what ``math`` scores.
 """
 
 from __future__ import annotations
@@ -85,6 +88,16 @@ def last_boxed(text: str) -> str | None:
     return None
 
 
+class BoxedAnswer(str):
+    """The content of a response's last ``\\boxed{}``, already extracted for a ``boxed_`` kind.
+
+    A plain ``str`` in every other respect; graders that do their own answer extraction treat a
+    ``BoxedAnswer`` as the extracted answer (``""`` when the response had no complete box).
+    """
+
+    __slots__ = ()
+
+
 class BuiltinReward:
     """``(args, sample, **kwargs)`` adapter around a grader; picklable (holds only names)."""
 
@@ -103,9 +116,9 @@ class BuiltinReward:
         return f"{BOXED_PREFIX}{self.name}" if self.boxed else self.name
 
     def __call__(self, args: Any, sample: Any, **kwargs: Any) -> Any:
-        response = sample.response or ""
+        response: str = sample.response or ""
         if self.boxed:
-            response = last_boxed(response) or ""
+            response = BoxedAnswer(last_boxed(response) or "")
         metadata: Mapping[str, Any] = sample.metadata or {}
         return BUILTINS[self.name].grade(response, sample.label, metadata, **kwargs)
 

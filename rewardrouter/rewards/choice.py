@@ -1,0 +1,143 @@
+"""``gpqa`` and ``multiple_choice``: which option letter did the response choose?"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Mapping
+from typing import Any
+
+from rewardrouter.rewards.labels import after_thinking
+from rewardrouter.rewards.registry import BoxedAnswer, builtin, last_boxed
+from rewardrouter.rewards.squad import normalize_answer
+
+# Letter forms: C, (C), [C], C., C), **C**, \text{C}; the letter itself is always upper case, so
+# the article "a" and the pronoun in "I think" are never read as options.
+_LETTER = r"(?:\*\*|\$|\\text\{|\\textbf\{)?\s*[(\[]?\s*([A-Z])\s*[)\]]?(?![\w])"
+_STATED = (
+    # "The answer is (C)", "Answer: C", "the correct option is **C**", "final choice: C"
+    re.compile(r"(?i:\b(?:answer|option|choice)\b)[^\n]{0,40}?(?:\b(?i:is)\b|:)\s*" + _LETTER),
+    # "(C) is correct", "C is the right answer"
+    re.compile(r"[(\[]?\b([A-Z])\b[)\]]?\s+is\s+(?:the\s+)?(?i:correct|right)\b"),
+    # a line that starts with the option: "C", "(C)", "**C.** 42 m/s"
+    re.compile(r"(?m)^\s*(?:\*\*)?[(\[]?([A-Z])(?:[)\].:]|\*\*|\s*$)"),
+)
+_ANSWER_PREFIX = re.compile(r"^.*?\b(?i:answer)\b[^:\n]{0,20}?(?:\b(?i:is)\b|:)\s*")
+_DEFAULT_LETTERS = string.ascii_uppercase[:10]
+
+
+def _options(metadata: Mapping[str, Any], default: str) -> tuple[str, list[str]]:
+    """The valid letters and the choice texts (possibly none) that ``metadata`` declares."""
+    choices = metadata.get("choices")
+    letters = metadata.get("valid_letters")
+    texts: list[str] = []
+    if isinstance(choices, Mapping):
+        letters = letters or [str(k) for k in choices]
+        texts = [str(v) for v in choices.values()]
+    elif isinstance(choices, list | tuple):
+        texts = [str(c) for c in choices]
+    if letters:
+        return "".join(str(x).strip().upper() for x in letters), texts
+    return (string.ascii_uppercase[: len(texts)] if texts else default), texts
+
+
+def _letter_of_text(text: str, letters: str, texts: list[str]) -> str | None:
+    wanted = normalize_answer(text)
+    hits = [
+        letters[i] for i, t in enumerate(texts[: len(letters)]) if normalize_answer(t) == wanted
+    ]
+    return hits[0] if len(hits) == 1 and wanted else None
+
+
+def _gold_letter(
+    label: Any, metadata: Mapping[str, Any], letters: str, texts: list[str]
+) -> str | None:
+    correct = metadata.get("correct_letter")
+    if isinstance(correct, str) and correct.strip():
+        return correct.strip().upper()
+    if label is None or isinstance(label, bool) or (isinstance(label, str) and not label.strip()):
+        return None
+    if isinstance(label, int):
+        if 0 <= label < len(letters):
+            return letters[label]
+        raise ValueError(f"label index {label} is outside the {len(letters)} options {letters}")
+    text = str(label).strip()
+    letter = _spoken_letter(text, letters, anchored=True)
+    if letter is None:
+        letter = _letter_of_text(text, letters, texts)
+    if letter is None:
+        raise ValueError(
+            f"label {text[:60]!r} is neither an option letter ({letters}), an index, nor the text "
+            f"of one of metadata.choices"
+        )
+    return letter
+
+
+def _spoken_letter(text: str, letters: str, *, anchored: bool = False) -> str | None:
+    """The option letter ``text`` states last (or, ``anchored``, that ``text`` consists of)."""
+    if anchored:
+        match = re.fullmatch(r"\s*" + _LETTER + r"\s*\.?\s*(?:\}|\*\*|\$)?\s*", text)
+        return match.group(1) if match and match.group(1) in letters else None
+    best: tuple[int, str] | None = None
+    for pattern in _STATED:
+        for match in pattern.finditer(text):
+            if match.group(1) in letters and (best is None or match.end() > best[0]):
+                best = (match.end(), match.group(1))
+    return best[1] if best else None
+
+
+def _chosen_letter(response: str, letters: str, texts: list[str]) -> str | None:
+    if isinstance(response, BoxedAnswer):
+        answer = str(response)
+        return _spoken_letter(answer, letters, anchored=True) or _letter_of_text(
+            answer, letters, texts
+        )
+    text = after_thinking(response)
+    boxed = last_boxed(text)
+    if boxed is not None:
+        return _spoken_letter(boxed, letters, anchored=True) or _letter_of_text(
+            boxed, letters, texts
+        )
+    letter = _spoken_letter(text, letters)
+    if letter is None and texts:
+        lines = [line for line in text.splitlines() if line.strip()]
+        last = _ANSWER_PREFIX.sub("", lines[-1]) if lines else ""
+        letter = _letter_of_text(last, letters, texts)
+    return letter
+
+
+def _grade(response: str, label: Any, metadata: Mapping[str, Any], default: str) -> float | None:
+    letters, texts = _options(metadata, default)
+    gold = _gold_letter(label, metadata, letters, texts)
+    if gold is None:
+        return None
+    return float(_chosen_letter(response, letters, texts) == gold)
+
+
+@builtin("multiple_choice")
+def multiple_choice(response: str, label: Any, metadata: Mapping[str, Any]) -> float | None:
+    """1.0 when the option the response chose is the correct one, else 0.0.
+
+    Contract: options come from ``metadata``: ``valid_letters``, else as many letters as
+    ``choices`` (a list, or a mapping from letter to text), else A to J. The correct letter is
+    ``metadata.correct_letter``, else the label: a letter (``C``, ``(C)``), a 0-based index
+    (``2`` → C), or the text of one of the choices; any other label is an error naming it. The
+    chosen letter is read after the last ``</think>``: the last ``\\boxed{}`` if there is one (a
+    letter or a choice's text), else the last stated answer (``Answer: C``, ``the answer is
+    (C)``, ``C is correct``, a line starting with ``(C)``), else a last line equal to one
+    choice's text. Letters must be upper case; an empty, cut-off or unmarked response scores 0.0.
+    ``None`` when there is neither a label nor ``correct_letter``.
+    """
+    return _grade(response, label, metadata, _DEFAULT_LETTERS)
+
+
+@builtin("gpqa")
+def gpqa(response: str, label: Any, metadata: Mapping[str, Any]) -> float | None:
+    """``multiple_choice`` with GPQA's four options (A to D) when the metadata names none.
+
+    Contract: exactly that of ``multiple_choice`` (letters from ``metadata.valid_letters`` or
+    ``choices``; the label a letter, an index or a choice's text; the chosen letter from the last
+    box, the last stated answer, or a last line equal to a choice's text), except that the
+    default letters are A to D. 1.0 or 0.0; ``None`` without a label or ``correct_letter``.
+    """
+    return _grade(response, label, metadata, "ABCD")

@@ -1,0 +1,89 @@
+"""``dapo``: DAPO's Minerva-style ``Answer:`` grading, returning ``{score, acc, pred}``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from rewardrouter.rewards.equivalence import answers_match
+from rewardrouter.rewards.labels import label_texts
+from rewardrouter.rewards.registry import BoxedAnswer, builtin, last_boxed
+
+# DAPO reads only the end of a response: a final answer line is short.
+TAIL_CHARS = 300
+_ANSWER_LINE = re.compile(r"answer\s*:\s*([^\n]+)", re.IGNORECASE)
+_WRAPPERS = re.compile(r"\\(?:text|textbf|mathrm|mbox)\{([^{}]*)\}")
+_DEGREES = re.compile(r"\^\s*(?:\{\s*\\circ\s*\}|\\circ)")
+_SPACING = re.compile(r"\\[,;:! ]|\s+")
+_SHORT_FRAC = re.compile(r"\\frac(?:\s*(\w)\s*(\w)|\s*(\w)(?=\{)|\{([^{}]*)\}\s*(\w))")
+_SHORT_SQRT = re.compile(r"\\sqrt\s*(\w)")
+_GROUPED_DIGITS = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
+# Words a final answer carries besides its value (units, counted things); the Minerva list.
+_UNIT_WORDS = re.compile(
+    r"\\?(?:square|ways|integers|dollars|mph|inches|hours|km|units|sue|points|feet|minutes|"
+    r"digits|cents|degrees|cm|gm|pounds|meters|meals|edges|students|childrentickets|multiples)\b"
+)
+
+
+def normalize_final_answer(text: str) -> str:
+    """A final answer as Minerva compares it: value only, no units, spacing or markup.
+
+    Keeps what follows the last ``=``; unwraps ``\\boxed``, ``\\text`` and friends; removes
+    dollar signs, spacing, degree marks, unit words and a final period; spells ``\\frac12`` and
+    ``\\sqrt2`` with braces; drops thousands separators from plain numbers.
+
+    >>> normalize_final_answer("x = \\\\$1,000 \\\\text{dollars}.")
+    '1000'
+    """
+    text = text.rsplit("=", 1)[-1]
+    boxed = last_boxed(text)
+    if boxed is not None:
+        text = boxed
+    text = _WRAPPERS.sub(r"\1", text)
+    text = _DEGREES.sub("", text.replace("\\$", "").replace("$", ""))
+    text = _SPACING.sub("", _UNIT_WORDS.sub("", text))
+    text = _SHORT_FRAC.sub(
+        _braced_frac, text.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
+    )
+    text = _SHORT_SQRT.sub(r"\\sqrt{\1}", text).rstrip(".")
+    return text.replace(",", "") if _GROUPED_DIGITS.match(text) else text
+
+
+def _braced_frac(match: re.Match[str]) -> str:
+    num_a, den_a, num_b, num_c, den_c = match.groups()
+    if num_a is not None:
+        return f"\\frac{{{num_a}}}{{{den_a}}}"
+    if num_b is not None:
+        return f"\\frac{{{num_b}}}"
+    return f"\\frac{{{num_c}}}{{{den_c}}}"
+
+
+def _prediction(response: str) -> str | None:
+    if isinstance(response, BoxedAnswer):
+        return str(response)
+    lines = _ANSWER_LINE.findall(response[-TAIL_CHARS:])
+    return lines[-1] if lines else None
+
+
+@builtin("dapo", returns="dict", keys=("score", "acc", "pred"), cpu_heavy=True)
+def dapo(response: str, label: Any, metadata: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``{score: 1.0 | -1.0, acc: bool, pred: str}`` from the last ``Answer:`` line (use key: score).
+
+    Contract: the prediction is the text after the last ``Answer:`` (any case) within the last 300
+    characters (under ``boxed_dapo``: the last box's content), normalized the Minerva way (see
+    :func:`normalize_final_answer`); ``pred`` is that normalized text, ``""`` when there is no
+    ``Answer:`` line. It is correct when it equals the normalized label, or else when it is
+    mathematically equal to it (:func:`~rewardrouter.rewards.equivalence.answers_match`), so
+    ``2.5``, ``\\frac{1}{2}`` or ``x+1`` labels compare as themselves: never truncated to an integer
+    and never a crash. ``score`` is 1.0 when correct, -1.0 otherwise (empty, cut-off or unmarked
+    responses included). ``None`` when the label is missing or blank.
+    """
+    truths = label_texts(label)
+    if truths is None:
+        return None
+    found = _prediction(response)
+    pred = normalize_final_answer(found) if found is not None else ""
+    golds = [normalize_final_answer(t) for t in truths]
+    acc = bool(pred) and (pred in golds or answers_match(pred, golds))
+    return {"score": 1.0 if acc else -1.0, "acc": acc, "pred": pred}

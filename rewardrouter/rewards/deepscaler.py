@@ -1,0 +1,43 @@
+"""``deepscaler``: the boxed answer after the reasoning, as DeepScaleR grades it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rewardrouter.rewards.equivalence import answers_match
+from rewardrouter.rewards.labels import THINK_END, label_texts
+from rewardrouter.rewards.registry import BoxedAnswer, builtin, last_boxed
+
+RESPONSE_MARKER = "###Response"
+
+
+def _solution(response: str) -> str | None:
+    """The text after the last ``</think>`` or else ``###Response``; None without either."""
+    for marker in (THINK_END, RESPONSE_MARKER):
+        _, found, tail = response.rpartition(marker)
+        if found:
+            return tail
+    return None
+
+
+@builtin("deepscaler", cpu_heavy=True)
+def deepscaler(response: str, label: Any, metadata: Mapping[str, Any]) -> float | None:
+    """1.0 when the last ``\\boxed{}`` after the reasoning equals the label, else 0.0.
+
+    Contract: the solution is the text after the last ``</think>`` (else after the last
+    ``###Response``); a response with neither marker — the model never finished thinking — scores
+    0.0, as does a solution without a complete ``\\boxed{}``. The box's content is compared with
+    each label entry (a label holding ``\\boxed{}`` is unboxed) by
+    :func:`~rewardrouter.rewards.equivalence.answers_match`: math-verify's verdict, cheap checks
+    first. Under ``boxed_deepscaler`` the router hands over the last box's content and it is graded
+    as the answer, with no marker required. ``None`` when the label is missing or blank.
+    """
+    golds = label_texts(label)
+    if golds is None:
+        return None
+    if isinstance(response, BoxedAnswer):
+        return float(answers_match(response, golds))
+    solution = _solution(response)
+    answer = last_boxed(solution) if solution is not None else None
+    return float(answer is not None and answers_match(answer, golds))

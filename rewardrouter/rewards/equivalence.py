@@ -1,0 +1,179 @@
+"""Is an extracted answer mathematically equal to a reference answer? Cheap checks, then math-verify.
+
+:func:`answers_match` is the comparison behind ``math``, ``deepscaler`` and ``dapo``. It gives
+math-verify's verdict (``verify(parse(gold), parse(answer))`` on both strings wrapped in
+``\\boxed{}``) and calls math-verify only when two cheap checks cannot decide:
+
+1. the two strings are equal after spacing, ``\\dfrac``/``\\tfrac`` and ``\\left``/``\\right``
+   are normalized away: equal;
+2. both lie in the unambiguous subset of :mod:`~rewardrouter.rewards.latex_value`: exact rationals
+   that are equal or unequal, or values (at two points, for expressions in variables) that differ
+   by more than math-verify's rounding could hide, decide the verdict.
+
+Everything else (units, sets, intervals, equations, thousands separators, values that agree
+numerically but may differ symbolically) goes to math-verify. One deliberate departure: a trailing
+percent sign is dropped on both sides before comparing (``50\\%`` equals ``50``, the MATH
+convention; math-verify cannot parse a boxed percentage).
+
+math-verify runs with its own ``SIGALRM`` timeouts disabled, so it works in threads and worker
+processes; bounding its time is the executor's job (a CPU-heavy grader runs in a worker process
+that is killed when it overruns). Its ``TimeoutException`` derives from ``BaseException``; should an
+outer alarm raise it anyway, it is re-raised as :class:`TimeoutError`, an ordinary exception the
+router records as a failed call.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
+from rewardrouter.rewards.latex_value import Expr, Number, Undefined, parse_value
+
+# An answer longer than this is not a final answer; math-verify on it could run for minutes.
+MAX_ANSWER_CHARS = 1000
+
+_SPACE = re.compile(r"\s+")
+_PERCENT = re.compile(r"\s*(?:\\?%|\\text\{\s*\\?%\s*\})$")
+_DELIMITED = re.compile(r"^(?:\$(.*)\$|\\\((.*)\\\)|\\\[(.*)\\\])$", re.DOTALL)
+_LEFT_RIGHT = re.compile(r"\\(?:left|right)(?=[()\[\]|.]|\\[{}])")
+_FRAC_STYLE = re.compile(r"\\[dt]frac(?![A-Za-z])")
+# Rounding to 6 decimals (math-verify's float rule) cannot merge values further apart than this.
+_ABS_TOL = 1e-5
+_REL_TOL = 1e-9
+
+
+# Two points at which expressions in variables are compared: distinct, irregular, positive values
+# (so that square roots of the variables stay real).
+_ENVS = tuple(
+    {letter: base + step * k + bend * k * k for k, letter in enumerate("abcdfghjklmnopqrstuvwxyz")}
+    for base, step, bend in ((1.1, 0.1373, 0.0041), (0.57, 0.2917, -0.0023))
+)
+
+
+def clean_answer(text: str) -> str:
+    """Strip spacing, one pair of math delimiters and a trailing percent sign."""
+    text = text.strip()
+    match = _DELIMITED.match(text)
+    if match:
+        text = next(group for group in match.groups() if group is not None).strip()
+    return _PERCENT.sub("", text).strip()
+
+
+def _space(match: re.Match[str]) -> str:
+    # a space between two letters or digits means something (\pi r, 1 000); others do not
+    text, start, end = match.string, match.start(), match.end()
+    if start > 0 and end < len(text) and text[start - 1].isalnum() and text[end].isalnum():
+        return " "
+    return ""
+
+
+def _canonical(text: str) -> str:
+    return _SPACE.sub(_space, _FRAC_STYLE.sub(r"\\frac", _LEFT_RIGHT.sub("", text)).strip())
+
+
+def _clearly_different(a: Number, b: Number, exact: bool) -> bool:
+    if exact and isinstance(a, Fraction) and isinstance(b, Fraction):
+        return a != b
+    try:
+        x, y = float(a), float(b)
+    except OverflowError:  # a rational too large for a float; leave it to math-verify
+        return False
+    if math.isinf(x) or math.isinf(y):  # astronomically large (9^{9^{9^9}}): unequal to finite
+        return math.isinf(x) != math.isinf(y)
+    diff = abs(x - y)
+    return diff > _ABS_TOL and diff > _REL_TOL * max(abs(x), abs(y))
+
+
+def quick_verdict(answer: str, gold: str) -> bool | None:
+    """math-verify's verdict on two cleaned answers when cheap checks can tell it, else None."""
+    if _canonical(answer) == _canonical(gold):
+        return True
+    got, want = _value(answer), _value(gold)
+    if got is None or want is None:
+        return None
+    exact = not (got.decimal or want.decimal)
+    try:
+        if not (got.variables or want.variables):
+            a, b = got.value(), want.value()
+            if _clearly_different(a, b, exact):
+                return False
+            # equal rationals are equal for math-verify too, decimals included (0.25 = 1/4)
+            return True if isinstance(a, Fraction) and isinstance(b, Fraction) and a == b else None
+        for env in _ENVS:
+            if _clearly_different(got.value(env), want.value(env), exact=False):
+                return False
+    except (Undefined, OverflowError):
+        return None
+    return None
+
+
+@lru_cache(maxsize=8192)
+def _value(text: str) -> Expr | None:
+    return parse_value(text)
+
+
+@lru_cache(maxsize=4096)
+def _parsed(text: str) -> list[Any]:
+    # imported on first use: sympy takes a second to import, and most answers never need it
+    from math_verify import parse
+
+    return list(parse(f"\\boxed{{{text}}}", parsing_timeout=None))
+
+
+def _verify(gold: str, found: list[Any]) -> bool:
+    from math_verify import verify
+    from math_verify.errors import TimeoutException
+
+    try:
+        return bool(verify(_parsed(gold), found, timeout_seconds=None))
+    except TimeoutException as exc:
+        raise TimeoutError("math-verify timed out (an outer SIGALRM fired)") from exc
+
+
+def math_verify_match(answer: str, gold: str) -> bool:
+    """math-verify's own verdict, without its SIGALRM timeouts (see the module docstring)."""
+    return _verify(gold, _parsed(answer))
+
+
+def free_form_match(text: str, golds: Sequence[str]) -> bool:
+    """Whether the answer math-verify extracts from free ``text`` equals any of ``golds``.
+
+    math-verify's own extraction: ``final answer is``, ``Answer:``, else the last LaTeX or number.
+    """
+    from math_verify import parse
+
+    found = list(parse(text, parsing_timeout=None))
+    return bool(found) and any(_verify(g, found) for g in map(clean_answer, golds) if g)
+
+
+def answers_match(answer: str, golds: Sequence[str]) -> bool:
+    """Whether ``answer`` equals any of ``golds`` (see the module docstring for how).
+
+    Empty answers and answers longer than :data:`MAX_ANSWER_CHARS` match nothing.
+
+    >>> answers_match("0.5", ["\\\\frac{1}{2}"])
+    True
+    """
+    answer = clean_answer(answer)
+    if not answer or len(answer) > MAX_ANSWER_CHARS:
+        return False
+    for gold in golds:
+        gold = clean_answer(gold)
+        if not gold:
+            continue
+        verdict = quick_verdict(answer, gold)
+        if verdict is None:
+            verdict = math_verify_match(answer, gold)
+        if verdict:
+            return True
+    return False
+
+
+def clear_caches() -> None:
+    """Forget parsed answers (benchmarks time a cold grader with this)."""
+    _value.cache_clear()
+    _parsed.cache_clear()

@@ -1,0 +1,27 @@
+"""``f1``: SQuAD token F1 between the final answer and the label."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rewardrouter.rewards.labels import after_thinking, label_texts
+from rewardrouter.rewards.registry import builtin
+from rewardrouter.rewards.squad import normalize_answer, token_f1
+
+
+@builtin("f1")
+def f1(response: str, label: Any, metadata: Mapping[str, Any]) -> float | None:
+    """SQuAD token F1 (0.0 to 1.0) of the response's final answer against the label.
+
+    Contract: the answer is the text after the last ``</think>`` (the whole response when there is
+    none; under ``boxed_f1`` the last box's content). Both sides are SQuAD-normalized (lowercase,
+    punctuation — Unicode too — and the articles a / an / the removed, whitespace collapsed), then
+    scored by token overlap; a list label scores its best entry. An empty answer scores 0.0 (1.0
+    only if the label also normalizes to nothing). ``None`` when the label is missing or blank.
+    """
+    truths = label_texts(label, unbox=False)
+    if truths is None:
+        return None
+    prediction = normalize_answer(after_thinking(response))
+    return max(token_f1(prediction, normalize_answer(truth)) for truth in truths)

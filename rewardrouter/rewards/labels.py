@@ -1,0 +1,55 @@
+"""What the graders read besides the answer: label texts and the part of a response after thinking.
+
+Labels arrive as whatever a dataset stored: a string, a number, a list of acceptable answers, or
+nothing. :func:`label_texts` turns them into the list of non-blank strings a grader compares
+against, and ``None`` when there is nothing to compare against (the grader then returns ``None``,
+"not applicable", rather than a silent 0).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from rewardrouter.rewards.registry import last_boxed
+
+THINK_END = "</think>"
+
+
+def _number_text(value: int | float) -> str:
+    if isinstance(value, float):
+        if value.is_integer():
+            return str(int(value))
+        # repr is the shortest round-trip form; Decimal spells out exponents (1e-05 → 0.00001)
+        return format(Decimal(repr(value)), "f")
+    return str(value)
+
+
+def label_texts(label: Any, *, unbox: bool = True) -> list[str] | None:
+    """The non-blank strings a response is compared against, or ``None`` when there are none.
+
+    A list or tuple label accepts any of its entries; numbers are spelled plainly (``0.5``, never
+    ``5e-01``); with ``unbox`` a label holding ``\\boxed{...}`` is replaced by the last box's
+    content. ``None``, blank strings and empty lists give ``None``.
+
+    >>> label_texts(["\\\\boxed{1/2}", 0.5, " "])
+    ['1/2', '0.5']
+    """
+    items = label if isinstance(label, list | tuple) else [label]
+    texts: list[str] = []
+    for item in items:
+        if item is None or isinstance(item, bool):
+            continue
+        text = _number_text(item) if isinstance(item, int | float) else str(item)
+        if unbox and "\\boxed" in text:
+            text = last_boxed(text) or text
+        text = text.strip()
+        if text:
+            texts.append(text)
+    return texts or None
+
+
+def after_thinking(response: str) -> str:
+    """The text after the last ``</think>``; the whole response when it has none."""
+    _, found, tail = response.rpartition(THINK_END)
+    return tail if found else response
