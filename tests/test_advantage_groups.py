@@ -13,6 +13,7 @@ from rewardrouter.advantage import (
     device_problem,
     group_advantages,
     resolve_device,
+    segments,
     segments_by_index,
 )
 from rewardrouter.config.stages import GRPOStage
@@ -171,3 +172,17 @@ def test_cuda_tensors_stay_on_the_gpu_and_agree_with_cpu() -> None:
     on_gpu = group_advantages(rewards.cuda(), ids.cuda(), F64)
     assert on_gpu.is_cuda
     assert torch.allclose(on_gpu.cpu(), group_advantages(rewards, ids, F64), rtol=1e-12)
+
+
+def test_the_index_add_path_used_on_gpus_gives_the_cpu_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    gen = torch.Generator().manual_seed(3)
+    rewards = torch.rand(5000, generator=gen, dtype=torch.float64)
+    ids = torch.randint(0, 400, (5000,), generator=gen)
+    valid = torch.rand(5000, generator=gen) > 0.1
+    by_bincount = group_advantages(rewards, ids, F64, valid=valid)
+    monkeypatch.setattr(segments, "_prefers_bincount", lambda device: False)
+    assert segments_by_index(ids).bins is None
+    by_index_add = group_advantages(rewards, ids, F64, valid=valid)
+    assert torch.allclose(by_index_add, by_bincount, rtol=1e-12, atol=1e-15)

@@ -32,21 +32,21 @@ class Segments:
     empty (gaps between the caller's group ids). Samples marked invalid all share one extra slot
     whose entry in ``sizes`` is 0, so they never enter a statistic; ``valid`` is that mask, or
     ``None`` when every sample is valid. ``sizes`` (float64) counts the valid members per slot.
-    ``bins`` holds the same slots as ``ids``, as int32 on the CPU, where ``bincount`` reads them
-    a third faster.
+    ``bins`` holds the same slots as int32 for ``bincount`` (the CPU's fastest segment sum, a
+    third faster on int32), or is ``None`` where sums use ``index_add_`` (CUDA: ``bincount``
+    there reads the largest id back to the host).
     """
 
     ids: Tensor
-    bins: Tensor
+    bins: Tensor | None
     slots: int
     sizes: Tensor
     valid: Tensor | None
 
     def sum(self, values: Tensor) -> Tensor:
         """Per-slot sums of the float64 per-sample ``values``."""
-        if values.device.type == "cpu":
+        if self.bins is not None:
             return torch.bincount(self.bins, weights=values, minlength=self.slots)
-        # bincount on CUDA reads the maximum id back to size its output: a host sync.
         return values.new_zeros(self.slots).index_add_(0, self.ids, values)
 
     def gather(self, per_slot: Tensor, out: Tensor | None = None) -> Tensor:
@@ -101,13 +101,18 @@ def _finish(ids: Tensor, slots: int, valid: Tensor | None) -> Segments:
     if valid is not None:
         ids = torch.where(valid, ids, slots)
         slots += 1
-    if ids.device.type == "cpu":
+    bins: Tensor | None = None
+    if _prefers_bincount(ids.device):
         bins = ids.to(torch.int32) if slots < 2**31 else ids
         sizes = torch.bincount(bins, minlength=slots).to(torch.float64)
     else:
-        bins = ids
         sizes = torch.zeros(slots, dtype=torch.float64, device=ids.device)
         sizes.index_add_(0, ids, torch.ones_like(ids, dtype=torch.float64))
     if valid is not None:
         sizes[-1] = 0.0
     return Segments(ids, bins, slots, sizes, valid)
+
+
+def _prefers_bincount(device: torch.device) -> bool:
+    """Whether segment sums on ``device`` use ``bincount`` (else ``index_add_``)."""
+    return device.type == "cpu"
