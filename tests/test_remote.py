@@ -484,7 +484,7 @@ def test_closed_router_refuses_remote_work(make_router: Any, servers: Servers) -
     from rewardrouter import RewardRouterError
 
     server = servers.scripted(length)
-    router = judged(make_router, judge(server.url()))
+    router = judged(make_router, judge(server.url(), on_error="raise"))
     router.close()
     with pytest.raises(RewardRouterError, match="closed"):
         router.score_sync([row("a")])

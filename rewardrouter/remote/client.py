@@ -26,6 +26,7 @@ from typing import Any, NamedTuple, NoReturn
 
 import aiohttp
 from pydantic import SecretStr
+from yarl import URL
 
 from rewardrouter.remote.errors import (
     RemoteError,
@@ -65,7 +66,7 @@ class RemoteReward:
     runs on the router's event loop, never in a worker process.
     """
 
-    __slots__ = ("_credential", "_headers", "_rng", "name", "pool", "settings")
+    __slots__ = ("_credential", "_headers", "_rng", "_url", "name", "pool", "settings")
 
     def __init__(
         self, settings: RemoteSettings, pool: SessionPool, credential: SecretStr | None = None
@@ -73,6 +74,7 @@ class RemoteReward:
         self.settings = settings
         self.pool = pool
         self.name = f"remote {display_url(settings.url)}"
+        self._url = URL(settings.url)  # parsed once, not per request
         self._credential = credential.get_secret_value() if credential is not None else ""
         headers = {"Content-Type": "application/json", **settings.headers}
         if credential is not None:
@@ -186,7 +188,7 @@ class RemoteReward:
     ) -> tuple[Any, _Failure | None]:
         try:
             async with session.post(
-                self.settings.url,
+                self._url,
                 data=payload,
                 headers=self._headers,
                 timeout=aiohttp.ClientTimeout(total=budget),
