@@ -2,6 +2,8 @@
 
 Example::
 
+    >>> import torch
+    >>> from rewardrouter.advantage import constant_groups, group_advantages
     >>> rewards = torch.tensor([0.3, 0.3, 1.0, 0.0])
     >>> groups = torch.tensor([5, 5, 9, 9])
     >>> constant_groups(rewards, groups, group_advantages(rewards, groups))

@@ -15,6 +15,9 @@ a group of two rewards ``a != b`` gets ``±1/sqrt(2)`` (minus a hair for ``eps``
 
 Example::
 
+    >>> import torch
+    >>> from rewardrouter.advantage import group_advantages
+    >>> from rewardrouter.config.stages import GRPOStage
     >>> group_advantages(torch.tensor([1.0, 0.0, 0.3, 0.3]), torch.tensor([0, 0, 1, 1]),
     ...                  GRPOStage(device="cpu")).tolist()
     [0.7071057558059692, -0.7071057558059692, 0.0, 0.0]

@@ -15,6 +15,8 @@ up. Here a constant group's centered rewards are **exactly 0.0**, by constructio
 
 Example::
 
+    >>> import torch
+    >>> from rewardrouter.advantage import group_moments, segments_by_index
     >>> seg = segments_by_index(torch.zeros(16, dtype=torch.int64))
     >>> m = group_moments(torch.full((16,), 0.3), seg)
     >>> bool((m.centered == 0).all())

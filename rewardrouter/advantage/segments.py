@@ -6,6 +6,8 @@ read of a group statistic is one gather: no Python loop over groups or samples.
 
 Example::
 
+    >>> import torch
+    >>> from rewardrouter.advantage import segments_by_index
     >>> seg = segments_by_index(torch.tensor([7, 3, 7, 3]))
     >>> seg.sum(torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float64))[[3, 7]].tolist()
     [6.0, 4.0]

@@ -2,6 +2,8 @@
 
 Example::
 
+    >>> import torch
+    >>> from rewardrouter.shape import ShapeBatch
     >>> batch = ShapeBatch(response_length=torch.tensor([10.0, 900.0]))
     >>> batch.require("response_length", stage="post_process[0]").tolist()
     [10.0, 900.0]

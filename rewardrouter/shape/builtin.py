@@ -7,10 +7,14 @@ error messages.
 
 Example::
 
+    >>> import torch
+    >>> from rewardrouter.config.stages import OverlongPenaltyStage
+    >>> from rewardrouter.shape import ShapeBatch
+    >>> from rewardrouter.shape.builtin import overlong_penalty
     >>> stage = OverlongPenaltyStage(max_len=100, buffer=20, factor=1.0)
     >>> batch = ShapeBatch(response_length=torch.tensor([50.0, 90.0, 120.0]))
-    >>> overlong_penalty(stage, torch.ones(3, dtype=torch.float64), batch, "post_process[0]")
-    tensor([ 1.0000,  0.5000,  0.0000], dtype=torch.float64)
+    >>> overlong_penalty(stage, torch.ones(3, dtype=torch.float64), batch, "post_process[0]").tolist()
+    [1.0, 0.5, 0.0]
 """
 
 from __future__ import annotations

@@ -2,6 +2,9 @@
 
 Example::
 
+    >>> import torch
+    >>> from rewardrouter.config.stages import ClipStage
+    >>> from rewardrouter.shape import ShapeBatch, compile_stage
     >>> stage, problems = compile_stage(ClipStage(min=0.0, max=1.0), "post_process[0]")
     >>> stage(torch.tensor([-0.5, 0.5, 2.0], dtype=torch.float64), ShapeBatch()).tolist()
     [0.0, 0.5, 1.0]

@@ -11,6 +11,8 @@ the group statistics and get advantage 0.
 
 Example::
 
+    >>> from rewardrouter.config.stages import ClipStage, GRPOStage, ScaleStage
+    >>> from rewardrouter.shape import PostProcessor
     >>> processor = PostProcessor.compile(
     ...     {"gsm8k": [ClipStage(min=0.0, max=1.0)]},
     ...     [ScaleStage(mul=2.0), GRPOStage(device="cpu")],
