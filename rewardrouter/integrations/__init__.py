@@ -1,0 +1,21 @@
+"""Drop-in reward hooks for RL frameworks, each configured by one router YAML.
+
+=========  =========================================================================
+framework  entry points
+=========  =========================================================================
+slime      :mod:`~rewardrouter.integrations.slime`: ``custom_rm``,
+vime       ``batched_custom_rm``, ``post_process_rewards``
+miles      :mod:`~rewardrouter.integrations.miles`: the same, honouring ``reward_spec``
+verl       :mod:`~rewardrouter.integrations.verl`: ``compute_score`` (single and batch),
+           ``compute_score_async``
+TRL        :mod:`~rewardrouter.integrations.trl`: ``reward_function(config, ...)``
+=========  =========================================================================
+
+Each module is imported on its own, by the path the framework is given; none imports its
+framework. The config comes from the framework's arguments or from the ``REWARDROUTER_CONFIG``
+environment variable (overrides: ``REWARDROUTER_OVERRIDES``), and is compiled once per process.
+"""
+
+from rewardrouter.integrations._source import ENV_CONFIG, ENV_OVERRIDES
+
+__all__ = ["ENV_CONFIG", "ENV_OVERRIDES"]
