@@ -6,12 +6,14 @@ math-verify's verdict (``verify(parse(gold), parse(answer))`` on both strings wr
 
 1. the two strings are equal after spacing, ``\\dfrac``/``\\tfrac`` and ``\\left``/``\\right``
    are normalized away: equal;
-2. both lie in the unambiguous subset of :mod:`~rewardrouter.rewards.latex_value`: exact rationals
-   that are equal or unequal, or values (at two points, for expressions in variables) that differ
-   by more than math-verify's rounding could hide, decide the verdict.
+2. both lie in the unambiguous subset of :mod:`~rewardrouter.rewards.latex_value`, and their values
+   (at two rational points, for expressions in variables) decide: values further apart than
+   math-verify's rounding could hide are unequal; exactly equal rationals, or floats equal to
+   1e-12, are equal, unless a variable sits under a root or in an exponent.
 
-Everything else (units, sets, intervals, equations, thousands separators, values that agree
-numerically but may differ symbolically) goes to math-verify. One deliberate departure: a trailing
+An assignment ``x = 5`` compared with a plain ``5`` is compared by its right side, as math-verify
+does. Everything else (units, sets, intervals, other equations, text, values too close to call)
+goes to math-verify. One deliberate departure: a trailing
 percent sign is dropped on both sides before comparing (``50\\%`` equals ``50``, the MATH
 convention; math-verify cannot parse a boxed percentage).
 
@@ -44,23 +46,34 @@ _FRAC_STYLE = re.compile(r"\\[dt]frac(?![A-Za-z])")
 # Rounding to 6 decimals (math-verify's float rule) cannot merge values further apart than this.
 _ABS_TOL = 1e-5
 _REL_TOL = 1e-9
+# Values this close (relatively) are one value computed two ways in floating point.
+_EQUAL_TOL = 1e-12
 
 
-# Two points at which expressions in variables are compared: distinct, irregular, positive values
-# (so that square roots of the variables stay real).
-_ENVS = tuple(
-    {letter: base + step * k + bend * k * k for k, letter in enumerate("abcdfghjklmnopqrstuvwxyz")}
-    for base, step, bend in ((1.1, 0.1373, 0.0041), (0.57, 0.2917, -0.0023))
+# Two points at which expressions in variables are compared: distinct, irregular, positive
+# rationals (exact arithmetic; square roots of the variables stay real).
+_ENVS: tuple[dict[str, Number], ...] = tuple(
+    {letter: Fraction(base + step * k, den) for k, letter in enumerate("abcdfghjklmnopqrstuvwxyz")}
+    for base, step, den in ((37, 11, 29), (53, 7, 19))
 )
+# "x = 5": one variable letter (not e or i), then a value with no further relation
+_ASSIGNMENT = re.compile(r"\s*[a-df-hj-z]\s*=\s*([^=<>]+?)\s*")
+_GROUPED_DIGITS = re.compile(r"-?\d{1,3}(?:(?:,|\{,\})\d{3})+(?:\.\d+)?")
 
 
 def clean_answer(text: str) -> str:
-    """Strip spacing, one pair of math delimiters and a trailing percent sign."""
+    """Strip spacing, one pair of math delimiters, a trailing percent sign, digit grouping.
+
+    ``1,000`` and ``1{,}000`` become ``1000`` as math-verify reads them; ``1,23`` (a pair) stays.
+    """
     text = text.strip()
     match = _DELIMITED.match(text)
     if match:
         text = next(group for group in match.groups() if group is not None).strip()
-    return _PERCENT.sub("", text).strip()
+    text = _PERCENT.sub("", text).strip()
+    if _GROUPED_DIGITS.fullmatch(text):
+        text = text.replace("{,}", "").replace(",", "")
+    return text
 
 
 def _space(match: re.Match[str]) -> str:
@@ -75,40 +88,71 @@ def _canonical(text: str) -> str:
     return _SPACE.sub(_space, _FRAC_STYLE.sub(r"\\frac", _LEFT_RIGHT.sub("", text)).strip())
 
 
+def _as_floats(a: Number, b: Number) -> tuple[float, float] | None:
+    try:
+        return float(a), float(b)
+    except OverflowError:  # a rational too large for a float
+        return None
+
+
 def _clearly_different(a: Number, b: Number, exact: bool) -> bool:
+    """Whether math-verify cannot call ``a`` and ``b`` equal (``exact``: no decimal literal)."""
     if exact and isinstance(a, Fraction) and isinstance(b, Fraction):
         return a != b
-    try:
-        x, y = float(a), float(b)
-    except OverflowError:  # a rational too large for a float; leave it to math-verify
+    pair = _as_floats(a, b)
+    if pair is None:
         return False
+    x, y = pair
     if math.isinf(x) or math.isinf(y):  # astronomically large (9^{9^{9^9}}): unequal to finite
         return math.isinf(x) != math.isinf(y)
     diff = abs(x - y)
     return diff > _ABS_TOL and diff > _REL_TOL * max(abs(x), abs(y))
 
 
+def _surely_equal(a: Number, b: Number) -> bool:
+    if isinstance(a, Fraction) and isinstance(b, Fraction):
+        return a == b
+    pair = _as_floats(a, b)
+    if pair is None or math.isinf(pair[0]) or math.isinf(pair[1]):
+        return False
+    x, y = pair
+    return abs(x - y) <= _EQUAL_TOL * max(1.0, abs(x), abs(y))
+
+
+def _unassigned(answer: str, gold: str) -> tuple[str, str] | None:
+    """``x = 5`` against ``5`` compares ``5``, as math-verify does; None if it cannot tell."""
+    if ("=" in answer) == ("=" in gold):
+        return (answer, gold) if "=" not in answer else None
+    match = _ASSIGNMENT.fullmatch(answer if "=" in answer else gold)
+    if match is None:
+        return None
+    return (match.group(1), gold) if "=" in answer else (answer, match.group(1))
+
+
 def quick_verdict(answer: str, gold: str) -> bool | None:
     """math-verify's verdict on two cleaned answers when cheap checks can tell it, else None."""
     if _canonical(answer) == _canonical(gold):
         return True
+    pair = _unassigned(answer, gold)
+    if pair is None:
+        return None
+    answer, gold = pair
     got, want = _value(answer), _value(gold)
     if got is None or want is None:
         return None
     exact = not (got.decimal or want.decimal)
+    equal = True
     try:
-        if not (got.variables or want.variables):
-            a, b = got.value(), want.value()
+        for env in _ENVS if got.variables or want.variables else ({},):
+            a, b = got.value(env), want.value(env)
             if _clearly_different(a, b, exact):
                 return False
-            # equal rationals are equal for math-verify too, decimals included (0.25 = 1/4)
-            return True if isinstance(a, Fraction) and isinstance(b, Fraction) and a == b else None
-        for env in _ENVS:
-            if _clearly_different(got.value(env), want.value(env), exact=False):
-                return False
+            equal = equal and _surely_equal(a, b)
     except (Undefined, OverflowError):
         return None
-    return None
+    # equal values are equal for math-verify too (0.25 = 1/4, 2\sqrt{3} = \sqrt{12}, (x+1)^2 =
+    # x^2+2x+1), except where variables sit under roots or in exponents (\sqrt{x^2} is not x)
+    return True if equal and got.rational and want.rational else None
 
 
 @lru_cache(maxsize=8192)

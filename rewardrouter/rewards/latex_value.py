@@ -8,10 +8,11 @@ The subset: numbers (``3``, ``-0.25``, ``.5``), ``+ - * / \\cdot \\times``, impl
 thousands separators, equations, ``e``, functions), and for every reading on which LaTeX parsers
 disagree (``x(y)``, ``1/2x``, ``2^10``, ``xy``), so that whatever it does accept means one thing.
 
-An :class:`Expr` evaluates exactly (``fractions.Fraction``) while it stays rational and with
-floats once a root, ``\\pi`` or a variable is involved; huge powers overflow to infinity instead
-of hanging. Contract of :meth:`Expr.value`: a ``Fraction`` or a finite or infinite ``float``, or
-:class:`Undefined` (division by zero, even roots of negatives, ``inf - inf``).
+An :class:`Expr` evaluates exactly (``fractions.Fraction``, variables set to rationals) while it
+stays rational and with floats once an irrational root or ``\\pi`` is involved; huge powers
+overflow to infinity instead of hanging. Contract of :meth:`Expr.value`: a ``Fraction`` or a finite
+or infinite ``float``, or :class:`Undefined` (division by zero, even roots of negatives,
+``inf - inf``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from fractions import Fraction
 from typing import TypeAlias
 
 Number: TypeAlias = Fraction | float
-Env: TypeAlias = Mapping[str, float]
+Env: TypeAlias = Mapping[str, Number]
 
 _TOKEN = re.compile(r"\s*(?:(\d+\.\d+|\.\d+|\d+)|(\\[A-Za-z]+)|([A-Za-z])|(\S))")
 _VARIABLES = frozenset("abcdfghjklmnopqrstuvwxyz")  # e is Euler's number and i is imaginary
@@ -48,12 +49,16 @@ class Expr:
     """A parsed expression: ``value(env)`` evaluates it, ``variables`` are its letters.
 
     ``decimal`` tells whether a decimal literal occurs: graders that follow math-verify compare
-    such values by rounding rather than exactly.
+    such values by rounding rather than exactly. ``rational`` tells whether variables occur only
+    under ``+ - * /`` and integer powers (no ``\\sqrt{x}``, no ``2^x``): then the expression is a
+    rational function of its variables, and two such that agree at a few distinct points are
+    (barring a contrived choice of points) the same function.
     """
 
     evaluate: Callable[[Env], Number]
     variables: frozenset[str]
     decimal: bool
+    rational: bool
 
     def value(self, env: Env | None = None) -> Number:
         """The value at ``env`` (a value for every name in ``variables``); may raise Undefined."""
@@ -133,6 +138,9 @@ class _Parser:
         self.tokens: list[tuple[str, str]] = []
         self.variables: set[str] = set()
         self.decimal = False
+        self.rational = True
+        self.var_uses = 0  # variables consumed so far
+        self.under_root = 0  # nesting depth of radicands and exponents being parsed
         for match in _TOKEN.finditer(text.strip()):
             number, command, letter, other = match.groups()
             kind = "num" if number else "cmd" if command else "var" if letter else "op"
@@ -158,7 +166,7 @@ class _Parser:
         evaluate = self.sum()
         if self.pos != len(self.tokens):
             raise _Reject("trailing input")
-        return Expr(evaluate, frozenset(self.variables), self.decimal)
+        return Expr(evaluate, frozenset(self.variables), self.decimal, self.rational)
 
     def sum(self) -> Callable[[Env], Number]:
         sign = self.peek()[1]
@@ -202,10 +210,13 @@ class _Parser:
         return kind == "var" or token in ("(", "\\pi", "\\sqrt") or token in _FRAC
 
     def power(self) -> Callable[[Env], Number]:
+        uses = self.var_uses
         base = self.atom()
         if self.peek()[1] != "^":
             return base
+        base_varies, uses = self.var_uses > uses, self.var_uses
         self.pos += 1
+        self.under_root += 1
         kind, token = self.peek()
         if (kind == "num" and len(token) == 1) or kind == "var":
             exponent = self.atom()
@@ -213,8 +224,16 @@ class _Parser:
             exponent = self.group("{", "}")
         else:
             raise _Reject("unbraced exponent")
+        self.under_root -= 1
         if self.peek()[1] == "^":
             raise _Reject("a^b^c")
+        if base_varies and self.var_uses == uses:
+            try:
+                constant = exponent({})
+            except Undefined as exc:
+                raise _Reject("undefined exponent") from exc
+            if not (isinstance(constant, Fraction) and constant.denominator == 1):
+                self.rational = False
         return _binary(_pow, base, exponent)
 
     def group(self, open_: str, close: str) -> Callable[[Env], Number]:
@@ -235,6 +254,9 @@ class _Parser:
                 raise _Reject(f"letter {token!r}")
             self.pos += 1
             self.variables.add(token)
+            self.var_uses += 1
+            if self.under_root:
+                self.rational = False
             return lambda env: env[token]
         if token == "(":
             return self.group("(", ")")
@@ -259,7 +281,9 @@ class _Parser:
                 degree = int(digits)
                 self.pos += 1
                 self.take("]")
+            self.under_root += 1
             radicand = self.group("{", "}")
+            self.under_root -= 1
             return lambda env: _root(radicand(env), degree)
         raise _Reject(f"unexpected {token!r}")
 
