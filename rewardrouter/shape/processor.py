@@ -190,8 +190,10 @@ class PostProcessor:
         if mask is not None:
             shaped.masked_fill_(~mask, torch.nan)
         batch = ShapeBatch(
-            response_length=None if response_length is None else response_length.to(device),
-            truncated=None if truncated is None else truncated.to(device),
+            response_length=None
+            if response_length is None
+            else response_length.to(device=device, dtype=torch.float64),
+            truncated=None if truncated is None else truncated.to(device=device, dtype=torch.bool),
             group_index=None if group_index is None else group_index.to(device),
             index=torch.arange(shaped.numel(), device=device),
         )
