@@ -60,6 +60,13 @@ def with_reward_keys(
     return config.model_copy(update=update) if update else config
 
 
+def _located(error: ConfigError, source: ConfigSource | RouterConfig) -> ConfigError:
+    """``error`` naming the config file (compile problems come without one)."""
+    if error.source is not None or isinstance(source, RouterConfig):
+        return error
+    return ConfigError(error.problems, source.path)
+
+
 def _key(
     source: ConfigSource | RouterConfig, reward_key: str | None, eval_reward_key: str | None
 ) -> _Key:
@@ -91,7 +98,7 @@ def shared_router(
                     config = with_reward_keys(_load(source), reward_key, eval_reward_key)
                     found = compile_router(config)
                 except ConfigError as exc:
-                    found = exc
+                    found = _located(exc, source)
                 _routers[key] = found
     if isinstance(found, ConfigError):
         raise found.with_traceback(None)  # the same error each call, without piling up frames

@@ -1,0 +1,383 @@
+"""slime / vime contract: the hooks called exactly as slime calls them.
+
+slime awaits ``custom_rm(args, sample)`` per sample, ``custom_rm(args, samples)`` for a list
+(``--group-rm``, or a fan-out generate function without it), stores what comes back in
+``sample.reward`` and reads ``reward[args.reward_key]`` when ``--reward-key`` is set. It calls
+``post_process_rewards(args, samples)`` synchronously on the flat training batch and trains on
+the second list. The samples here carry slime's ``Sample`` field names and ``Status`` enum; the
+config is the shipped ``examples/slime`` one, with its own reward module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+from argparse import Namespace
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rewardrouter import ConfigError, RewardError, RoutingError
+from rewardrouter.integrations._shared import close_shared, shared_router
+from rewardrouter.integrations._source import ConfigSource, parse_overrides
+from rewardrouter.integrations.slime import batched_custom_rm, custom_rm, post_process_rewards
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "slime"
+ROUTER = EXAMPLE / "router.yaml"
+GSM8K, SQUAD = "openai/gsm8k", "rajpurkar/squad"
+
+
+@dataclass
+class Sample:
+    """The fields of slime's ``slime.utils.types.Sample`` that reward hooks read."""
+
+    class Status(Enum):
+        PENDING = "pending"
+        COMPLETED = "completed"
+        TRUNCATED = "truncated"
+        ABORTED = "aborted"
+        FAILED = "failed"
+
+    group_index: int | None = None
+    index: int | None = None
+    prompt: str | list[dict[str, str]] = ""
+    response: str = ""
+    response_length: int = 0
+    label: str | None = None
+    reward: float | dict[str, Any] | None = None
+    status: Status = Status.COMPLETED
+    metadata: dict[str, Any] = field(default_factory=dict)
+    custom_rm_path: str | None = None
+
+
+def sample(response: str, label: str | None, dataset: str | None = SQUAD, **fields: Any) -> Sample:
+    metadata = {"dataset": dataset} if dataset else {}
+    metadata.update(fields.pop("metadata", {}))
+    return Sample(response=response, label=label, metadata=metadata, **fields)
+
+
+def slime_args(config: Path | str | None = ROUTER, **fields: Any) -> Namespace:
+    """slime's ``args`` after ``--custom-config-path`` put ``rewardrouter_config`` on it."""
+    values: dict[str, Any] = {
+        "reward_key": None,
+        "eval_reward_key": None,
+        "group_rm": False,
+        "custom_rm_path": "rewardrouter.integrations.slime.custom_rm",
+        "n_samples_per_prompt": 4,
+    }
+    if config is not None:
+        values["rewardrouter_config"] = str(config)
+    values.update(fields)
+    return Namespace(**values)
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.delenv("REWARDROUTER_CONFIG", raising=False)
+    monkeypatch.delenv("REWARDROUTER_OVERRIDES", raising=False)
+    monkeypatch.syspath_prepend(str(EXAMPLE))  # slime_rewards, as PYTHONPATH gives it to slime
+    yield
+    close_shared()
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+THINK_72 = "<think>48 + 24</think> \\boxed{72}"
+
+
+@pytest.mark.parametrize(
+    ("row", "expected"),
+    [
+        pytest.param(sample(THINK_72, "72", GSM8K), 1.1, id="gsm8k_right_and_formatted"),
+        pytest.param(sample("\\boxed{72}", "72", GSM8K), 1.0, id="gsm8k_right_no_think"),
+        pytest.param(sample("<think>x</think> \\boxed{7}", "72", GSM8K), 0.1, id="gsm8k_wrong"),
+        # alone in its call, a squad sample is the shortest of its group
+        pytest.param(sample("Paris", "Paris"), 1.2, id="squad_right"),
+        pytest.param(
+            sample("Paris", "Paris", metadata={"rm_type": "boxed_exact_match"}),
+            0.0,
+            id="metadata_rm_type_beats_route",
+        ),
+    ],
+)
+def test_single_sample(row: Sample, expected: float) -> None:
+    assert run(custom_rm(slime_args(), row)) == pytest.approx(expected)
+
+
+def group_of_mixed_routes() -> list[Sample]:
+    """One prompt group whose samples take three routes; the shortest answers are not squad's."""
+    return [
+        sample("PARIS!", "Paris", group_index=3),  # squad, right but longer
+        sample("x", "Paris", group_index=3, metadata={"rm_type": "exact_match"}),
+        sample("Paris", "Paris", group_index=3),  # squad, shortest squad answer
+        sample("\\boxed{72}", "72", GSM8K, group_index=3),
+        sample("", None, group_index=3, status=Sample.Status.ABORTED),
+    ]
+
+
+@pytest.mark.parametrize(
+    "hook",
+    [
+        pytest.param(custom_rm, id="custom_rm_with_a_list"),
+        pytest.param(batched_custom_rm, id="batched_custom_rm"),
+    ],
+)
+def test_group_rm_scores_each_route_group_apart(hook: Any) -> None:
+    rewards = run(hook(slime_args(group_rm=True), group_of_mixed_routes()))
+    # brevity (0.2) goes to the shortest *squad* answer: the group reward never saw "x" or the
+    # gsm8k sample, and the aborted sample is not scored at all
+    assert rewards == pytest.approx([1.0, 0.0, 1.2, 1.0, None])
+
+
+def test_fan_out_lists_without_group_rm() -> None:
+    args = slime_args(group_rm=False)
+    flat = run(custom_rm(args, [sample("Paris", "Paris", group_index=0), sample("Lyon", "Paris")]))
+    nested = run(custom_rm(args, [[sample("\\boxed{72}", "72", GSM8K)], [sample("Rome", "Paris")]]))
+    assert flat == pytest.approx([1.2, 0.2])
+    assert nested == [[pytest.approx(1.0)], [pytest.approx(0.2)]]
+
+
+@pytest.fixture
+def format_only(tmp_path: Path) -> Path:
+    """A config whose route has one dict-valued term (the example's think_format)."""
+    path = tmp_path / "format_only.yaml"
+    path.write_text(
+        "route_by: [dataset]\n"
+        "allowed_modules: [rewardrouter, slime_rewards]\n"
+        "routes:\n"
+        "  fmt:\n"
+        "    rewards:\n"
+        "      format: {path: slime_rewards.think_format, key: score}\n"
+    )
+    return path
+
+
+THINK_ONLY = "<think>no answer</think>"
+
+
+@pytest.mark.parametrize(
+    ("keys", "overrides", "expected"),
+    [
+        pytest.param({}, (), 0.0, id="no_reward_key_gives_a_number"),
+        pytest.param(
+            {"reward_key": "score"},
+            (),
+            {"score": 0.0, "closed": 1.0},
+            id="reward_key_gives_a_dict_with_the_term_entries",
+        ),
+        pytest.param(
+            {"reward_key": "score", "eval_reward_key": "score"},
+            (),
+            {"score": 0.0, "closed": 1.0},
+            id="same_eval_key_scores_once",
+        ),
+        pytest.param(
+            {"reward_key": "score", "eval_reward_key": "acc"},
+            ["routes.fmt.rewards.format.eval_key=closed"],
+            {"score": 0.0, "closed": 1.0, "acc": 1.0},
+            id="eval_reward_key_holds_the_evaluation_value",
+        ),
+    ],
+)
+def test_reward_key(
+    format_only: Path, keys: dict[str, str], overrides: list[str], expected: Any
+) -> None:
+    args = slime_args(format_only, rewardrouter_overrides=overrides, **keys)
+    reward = run(custom_rm(args, sample(THINK_ONLY, None, "fmt")))
+    assert reward == expected
+    if isinstance(reward, dict) and keys.get("reward_key"):
+        assert reward[args.reward_key] == 0.0  # what slime trains on: reward[args.reward_key]
+
+
+def test_reward_key_reaches_functions_that_samples_name() -> None:
+    """--reward-key becomes the router's reward_key: a sample's own dict-valued function works."""
+    named = sample(THINK_72, "72", GSM8K, custom_rm_path="slime_rewards.think_format")
+    with_key = run(custom_rm(slime_args(reward_key="score"), [named]))
+    assert with_key == [{"score": 1.0, "closed": 1.0}]
+    close_shared()
+    with pytest.raises(RewardError, match="key"):
+        run(custom_rm(slime_args(), [named]))
+
+
+@pytest.mark.parametrize(
+    ("row", "expected"),
+    [
+        pytest.param(
+            sample("Paris", "Paris", status=Sample.Status.ABORTED), None, id="aborted_not_scored"
+        ),
+        pytest.param(sample("Lyon", "Paris", reward=0.25), 0.25, id="set_reward_kept"),
+        pytest.param(
+            sample("Lyon", "Paris", reward={"score": 0.5, "acc": 0}),
+            {"score": 0.5, "acc": 0},
+            id="set_dict_reward_kept_as_is",
+        ),
+    ],
+)
+def test_aborted_and_already_rewarded_samples(row: Sample, expected: Any) -> None:
+    assert run(custom_rm(slime_args(reward_key="score"), [row])) == [expected]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param("rewardrouter.integrations.slime.custom_rm", id="slime_hook"),
+        pytest.param("rewardrouter.integrations.slime.batched_custom_rm", id="group_hook"),
+    ],
+)
+def test_sample_naming_the_hook_itself_is_routed_not_recursed(path: str) -> None:
+    """slime copies an eval dataset's custom_rm_path (maybe this hook) onto its samples."""
+    row = sample("Paris", "Paris", custom_rm_path=path)
+    assert run(custom_rm(slime_args(), row)) == pytest.approx(1.2)
+
+
+def test_custom_rm_path_outside_allowed_modules_is_refused() -> None:
+    row = sample("Paris", "Paris", custom_rm_path="os.system")
+    with pytest.raises(RoutingError, match="allowed_modules"):
+        run(custom_rm(slime_args(), row))
+
+
+# -- post-process hook -------------------------------------------------------------------------
+
+
+#: (group_index, reward) in batch order: groups of 3, 4, 2 and 3 (one aborted), shuffled; groups 1
+#: and 2 are constant and fractional (float32 means of 0.3 or 7.3 are not exactly 0.3 or 7.3).
+UNEVEN_GROUPS: list[tuple[int, float | None]] = [
+    (2, 7.3),
+    (0, 1.0),
+    (1, 0.3),
+    (3, 0.5),
+    (1, 0.3),
+    (0, 0.0),
+    (2, 7.3),
+    (1, 0.3),
+    (3, None),
+    (0, 1.0),
+    (3, 0.2),
+    (1, 0.3),
+]
+
+
+def batch_of_uneven_groups(key: str | None = None) -> list[Sample]:
+    """:data:`UNEVEN_GROUPS` as scored samples; ``key``: rewards are dicts holding it."""
+    out = []
+    for group, reward in UNEVEN_GROUPS:
+        value = reward if key is None or reward is None else {key: reward, "acc": 1}
+        status = Sample.Status.ABORTED if reward is None else Sample.Status.COMPLETED
+        out.append(sample("Paris", "Paris", group_index=group, reward=value, status=status))
+    return out
+
+
+def reference_grpo(rewards: list[float | None], groups: list[int]) -> list[float]:
+    """(r - group mean) / (unbiased group std + 1e-6), float64; constant groups 0 by definition."""
+    out = []
+    for r, g in zip(rewards, groups, strict=True):
+        members = [x for x, h in zip(rewards, groups, strict=True) if h == g and x is not None]
+        if r is None or len(set(members)) == 1:
+            out.append(0.0)
+        else:
+            mean = statistics.fmean(members)
+            out.append((r - mean) / (statistics.stdev(members) + 1e-6))
+    return out
+
+
+@pytest.mark.parametrize(
+    "key",
+    [pytest.param(None, id="number_rewards"), pytest.param("score", id="dict_rewards_reward_key")],
+)
+def test_post_process_groups_by_group_index_with_exact_constant_groups(key: str | None) -> None:
+    samples = batch_of_uneven_groups(key)
+    raw, advantages = post_process_rewards(slime_args(reward_key=key), samples)
+    values = [reward for _, reward in UNEVEN_GROUPS]
+    assert len(raw) == len(advantages) == len(samples)
+    assert all(type(x) is float for x in raw + advantages)
+    assert raw == [0.0 if v is None else v for v in values]
+    for got, (group, _) in zip(advantages, UNEVEN_GROUPS, strict=True):
+        if group in (1, 2):
+            assert got == 0.0  # exactly: no float32 rounding residue divided by a tiny std
+    groups = [group for group, _ in UNEVEN_GROUPS]
+    assert advantages == pytest.approx(reference_grpo(values, groups), rel=1e-5, abs=1e-6)
+
+
+def test_post_process_hook_from_inside_a_running_event_loop() -> None:
+    """slime may call the synchronous hook from code that runs an event loop."""
+
+    async def inside() -> tuple[list[float], list[float]]:
+        return post_process_rewards(slime_args(), batch_of_uneven_groups())
+
+    raw, advantages = run(inside())
+    assert len(raw) == len(advantages) == 12
+
+
+# -- configuration -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        pytest.param(
+            slime_args(None), {}, r"args\.rewardrouter_config.*REWARDROUTER_CONFIG", id="none_set"
+        ),
+        pytest.param(
+            slime_args("no/such/router.yaml"),
+            {},
+            r"args\.rewardrouter_config: router config 'no/such/router.yaml' not found",
+            id="missing_file_from_args",
+        ),
+        pytest.param(
+            slime_args(None),
+            {"REWARDROUTER_CONFIG": "gone.yaml"},
+            r"REWARDROUTER_CONFIG: router config 'gone.yaml' not found",
+            id="missing_file_from_env",
+        ),
+        pytest.param(
+            slime_args(rewardrouter_overrides="routes.squad.rewards.correct.kind=exact_mach"),
+            {},
+            r"router\.yaml.*\n.*routes\.squad\.rewards\.correct\.kind.*\n.*'exact_match'",
+            id="config_that_does_not_compile",
+        ),
+    ],
+)
+def test_config_problems_raise_from_every_call(
+    args: Namespace, env: dict[str, str], message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    for _ in range(2):  # the first call and the next: an error each time, never a hang
+        with pytest.raises(ConfigError, match=message):
+            run(custom_rm(args, sample("Paris", "Paris")))
+    with pytest.raises(ConfigError, match=message):
+        post_process_rewards(args, batch_of_uneven_groups())
+
+
+def test_config_from_environment_with_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REWARDROUTER_CONFIG", str(ROUTER))
+    monkeypatch.setenv("REWARDROUTER_OVERRIDES", "routes.squad.rewards.brevity.weight=0.5")
+    assert run(custom_rm(slime_args(None), sample("Paris", "Paris"))) == pytest.approx(1.5)
+
+
+def test_router_is_compiled_once_per_process_and_config() -> None:
+    source = ConfigSource(str(ROUTER))
+    first = shared_router(source)
+    assert shared_router(ConfigSource(str(ROUTER))) is first
+    assert shared_router(source, reward_key="score") is not first  # another key, another router
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        pytest.param(None, (), id="unset"),
+        pytest.param(["a=1", " b=2 "], ("a=1", "b=2"), id="list"),
+        pytest.param("a=1,b=2", ("a=1", "b=2"), id="commas"),
+        pytest.param("a=1  b=2", ("a=1", "b=2"), id="spaces"),
+        pytest.param("m=[x,y], n='p, q'", ("m=[x,y]", "n='p, q'"), id="commas_inside_values"),
+    ],
+)
+def test_parse_overrides(value: Any, expected: tuple[str, ...]) -> None:
+    assert parse_overrides(value) == expected
