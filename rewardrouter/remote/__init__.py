@@ -1,7 +1,8 @@
-"""Remote rewards: the ``remote`` kind, an HTTP client for reward servers and judges.
+"""Remote rewards: the ``remote`` kind, an HTTP client for reward servers and judge models.
 
-``settings`` (what a term's kwargs may say) → ``client`` (one request, retries, validation) on a
-``pool`` (one connection pool per router) → ``errors`` (why a call failed, mapped to statuses).
+``settings`` (what a term's kwargs may say) → ``kind`` (how the compiler builds a client) →
+``client`` (requests, retries as ``retry`` decides, reply checks) on a ``pool`` (one connection
+pool per router) → ``errors`` (why a call failed; each maps to an outcome status).
 """
 
 from rewardrouter.remote.client import RemoteReward
