@@ -558,6 +558,18 @@ def test_credential_never_appears_in_errors_logs_or_reprs(
     assert [where for where, text in texts.items() if SECRET in text] == []
 
 
+def test_credentials_in_the_url_are_not_shown(make_router: Any, servers: Servers) -> None:
+    server = servers.scripted(lambda s, a: Reply(status=400))
+    url = server.url("/reward").replace("http://", "http://judge:pa55word@") + "?token=t0k3n"
+    router = judged(make_router, judge(url, on_error="raise"))
+    with pytest.raises(RewardError) as info:
+        router.score_sync([row("x")])
+    assert f"(remote {server.url('/reward')}): error:" in str(info.value)
+    assert server.seen[0].headers["Authorization"].startswith("Basic ")  # still sent
+    shown = [str(info.value), repr(router.routes)]
+    assert [text for text in shown if "pa55word" in text or "t0k3n" in text] == []
+
+
 def test_unset_credential_is_a_config_error(
     make_router: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

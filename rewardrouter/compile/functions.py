@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import importlib
 import inspect
 import pkgutil
@@ -35,8 +36,9 @@ class RewardFn:
     cpu_heavy: bool = False
     returns_dict: bool | None = None  # None: unknown (user functions)
     dict_keys: tuple[str, ...] = ()
-    # Resource kinds: the settings ``fn`` was built with. Its kwargs were consumed then (calls
-    # pass none), so this, not the kwargs, tells two such terms' calls apart.
+    # Resource kinds: a digest of the settings ``fn`` was built with. Its kwargs were consumed
+    # then (calls pass none), so this, not the kwargs, tells two such terms' calls apart. A
+    # digest, because settings may hold what reprs must not show (a URL's password, headers).
     binding: str | None = None
 
 
@@ -238,7 +240,7 @@ def resolve_resource(
         fn=bound.fn,
         mode=bound.mode,
         is_async=True,
-        binding=settings.model_dump_json(),
+        binding=hashlib.sha256(settings.model_dump_json().encode()).hexdigest()[:16],
     )
 
 
