@@ -480,6 +480,25 @@ def test_close_from_inside_the_loop_closes_the_session(make_router: Any, servers
     assert pool.open_sessions == 0
 
 
+def test_close_after_run_until_complete_closes_the_session(
+    make_router: Any, servers: Servers
+) -> None:
+    server = servers.scripted(length)
+    router = judged(make_router, judge(server.url()))
+    loop = asyncio.new_event_loop()  # a loop driven by hand, neither running nor closed
+
+    async def scoring() -> Any:
+        await router.score([row("a")])
+        return pool_of(router).here().session
+
+    try:
+        session = loop.run_until_complete(scoring())
+        router.close()
+        assert session.closed
+    finally:
+        loop.close()
+
+
 def test_closed_router_refuses_remote_work(make_router: Any, servers: Servers) -> None:
     from rewardrouter import RewardRouterError
 

@@ -27,7 +27,7 @@ class LoopSession:
     def __init__(
         self,
         loop: asyncio.AbstractEventLoop,
-        forget: Callable[[asyncio.AbstractEventLoop], None],
+        forget: Callable[[LoopSession], None],
     ) -> None:
         self.loop = loop
         # No connection limit here: each remote term caps its own requests with a semaphore.
@@ -38,11 +38,11 @@ class LoopSession:
         self.semaphores: dict[object, asyncio.Semaphore] = {}
         self.keeper = loop.create_task(self._keep(forget), name="rewardrouter-http-session")
 
-    async def _keep(self, forget: Callable[[asyncio.AbstractEventLoop], None]) -> None:
+    async def _keep(self, forget: Callable[[LoopSession], None]) -> None:
         try:
             await self.loop.create_future()  # resolved never: cancelled at loop end or by close
         finally:
-            forget(self.loop)
+            forget(self)
             await self.session.close()
 
     def semaphore(self, owner: object, limit: int) -> asyncio.Semaphore:
@@ -100,9 +100,10 @@ class SessionPool:
             live = self._live[loop] = LoopSession(loop, self._forget)
         return live
 
-    def _forget(self, loop: asyncio.AbstractEventLoop) -> None:
+    def _forget(self, live: LoopSession) -> None:
         with self._lock:
-            self._live.pop(loop, None)
+            if self._live.get(live.loop) is live:
+                del self._live[live.loop]
 
     @property
     def open_sessions(self) -> int:
