@@ -31,20 +31,32 @@ def build_dataset(repeat: int = 1) -> Any:
 
 
 def build_trainer(
-    model: Any, output_dir: str | Path, *, processing_class: Any = None, **config: Any
+    model: Any,
+    output_dir: str | Path,
+    *,
+    processing_class: Any = None,
+    dataset: Any = None,
+    asynchronous: bool = False,
+    **config: Any,
 ) -> Any:
-    """A ``GRPOTrainer`` rewarded by rewardrouter; ``config`` goes to ``GRPOConfig``."""
+    """A ``GRPOTrainer`` rewarded by rewardrouter; ``config`` goes to ``GRPOConfig``.
+
+    ``dataset`` defaults to :func:`build_dataset`; ``asynchronous`` picks the ``async`` reward.
+    """
     if str(HERE) not in sys.path:
         sys.path.insert(0, str(HERE))  # the routes name trl_rewards by import path
     from trl import GRPOConfig, GRPOTrainer
 
     from rewardrouter.integrations.trl import reward_function
 
+    reward = reward_function(
+        ROUTER, route_column="dataset", label_column="solution", asynchronous=asynchronous
+    )
     return GRPOTrainer(
         model=model,
-        reward_funcs=reward_function(ROUTER, route_column="dataset", label_column="solution"),
+        reward_funcs=reward,
         args=GRPOConfig(output_dir=str(output_dir), **config),
-        train_dataset=build_dataset(repeat=16),
+        train_dataset=build_dataset(repeat=16) if dataset is None else dataset,
         processing_class=processing_class,
     )
 
@@ -54,10 +66,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", default="Qwen/Qwen2.5-0.5B-Instruct")
     parser.add_argument("--output-dir", default="grpo-rewardrouter")
     parser.add_argument("--max-steps", type=int, default=50)
+    parser.add_argument("--async-reward", action="store_true", help="use the async reward")
     options = parser.parse_args(argv)
     trainer = build_trainer(
         options.model,
         options.output_dir,
+        asynchronous=options.async_reward,
         max_steps=options.max_steps,
         per_device_train_batch_size=8,
         num_generations=8,

@@ -1,0 +1,52 @@
+"""The framework examples stay true: their routers compile, and every hook they name exists."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+from rewardrouter import compile_router, load_config
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+FRAMEWORKS = ["slime", "miles", "vime", "verl", "trl"]
+#: How the READMEs name a hook: a dotted path (slime/miles flags), an import (TRL), or verl's
+#: ``custom_reward_function.path=pkg://<module>`` with ``custom_reward_function.name=<name>``.
+HOOKS = [
+    re.compile(r"(rewardrouter\.integrations\.\w+)\.(\w+)"),
+    re.compile(r"from (rewardrouter\.integrations\.\w+) import (\w+)"),
+    re.compile(r"path=pkg://(rewardrouter\.integrations\.\w+)\s.*?\.name=(\w+)", re.S),
+]
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_every_framework_has_an_example_readme(framework: str) -> None:
+    assert (EXAMPLES / framework / "README.md").is_file()
+
+
+@pytest.mark.parametrize(
+    "folder", [f for f in FRAMEWORKS if (EXAMPLES / f / "router.yaml").is_file()]
+)
+def test_example_router_compiles_with_its_reward_module(
+    folder: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(EXAMPLES / folder))  # as the README's PYTHONPATH line does
+    with compile_router(load_config(EXAMPLES / folder / "router.yaml")) as router:
+        assert router.routes
+
+
+def _named_hooks() -> list[tuple[str, str, str]]:
+    found = set()
+    for readme in EXAMPLES.glob("*/README.md"):
+        text = readme.read_text()
+        for pattern in HOOKS:
+            found.update((readme.parent.name, m, n) for m, n in pattern.findall(text))
+    return sorted(found)
+
+
+@pytest.mark.parametrize(("folder", "module", "name"), _named_hooks())
+def test_every_hook_a_readme_names_exists(folder: str, module: str, name: str) -> None:
+    loaded = importlib.import_module(module)
+    assert callable(getattr(loaded, name, None)), f"{folder}/README.md names {module}.{name}"

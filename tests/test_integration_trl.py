@@ -1,0 +1,348 @@
+"""TRL contract: the reward function called the way ``GRPOTrainer`` calls it, and a real step.
+
+TRL calls each reward function as ``fn(prompts=..., completions=..., completion_ids=...,
+trainer_state=..., log_extra=..., log_metric=..., **columns)`` with every other dataset column
+repeated per completion, awaits it when it is an async callable, logs it under ``__name__``, and
+reads ``None`` as "not applicable". The config is the shipped ``examples/trl`` one (route by the
+``dataset`` column) with its own reward module; the last test runs one ``GRPOTrainer`` step of the
+example's trainer offline on a tiny random model.
+"""
+
+from __future__ import annotations
+
+import os
+
+# huggingface_hub reads this once, when first imported: no test here may reach the network.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import asyncio
+import pickle
+import time
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from rewardrouter import ConfigError, load_config
+from rewardrouter.integrations._shared import close_shared
+from rewardrouter.integrations.trl import (
+    AsyncRouterReward,
+    RouterReward,
+    completion_text,
+    reward_function,
+)
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "trl"
+ROUTER = EXAMPLE / "router.yaml"
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.syspath_prepend(str(EXAMPLE))  # trl_rewards, as train_grpo.py arranges
+    yield
+    close_shared()
+
+
+class Logs:
+    """Stands in for the trainer's ``log_extra`` / ``log_metric`` bound methods."""
+
+    def __init__(self) -> None:
+        self.extra: dict[str, list[Any]] = {}
+        self.metrics: dict[str, list[float]] = {}
+
+    def log_extra(self, column: str, values: list[Any]) -> None:
+        self.extra.setdefault(column, []).extend(values)
+
+    def log_metric(self, name: str, value: float) -> None:
+        self.metrics.setdefault(name, []).append(value)
+
+
+def trl_call(
+    prompts: list[Any], completions: list[Any], logs: Logs | None = None, **columns: list[Any]
+) -> dict[str, Any]:
+    """The keyword arguments GRPOTrainer passes (columns already repeated per completion)."""
+    logs = logs or Logs()
+    return {
+        "prompts": prompts,
+        "completions": completions,
+        "completion_ids": [[1, 2, 3] for _ in completions],
+        "trainer_state": SimpleNamespace(global_step=3),
+        "log_extra": logs.log_extra,
+        "log_metric": logs.log_metric,
+        **columns,
+    }
+
+
+def brevity(text: str) -> float:
+    return max(0.0, 1.0 - len(text) / 200)
+
+
+# Two generations for each of three prompts; columns repeated per completion, as TRL does.
+PROMPTS = ["7 * 6?"] * 2 + ["Capital of Kenya?"] * 2 + ["8 + 8?"] * 2
+COMPLETIONS = ["\\boxed{42}", "\\boxed{41}", "Nairobi, Kenya", "Nairobi", "\\boxed{16}", "16"]
+COLUMNS = {
+    "solution": ["42", "42", "nairobi,kenya", "nairobi,kenya", "", ""],
+    "dataset": ["math", "math", "capitals", "capitals", "math", "math"],
+}
+EXPECTED = [
+    1.0,
+    0.0,
+    1.0 + 0.1 * brevity("Nairobi, Kenya"),
+    0.5 + 0.1 * brevity("Nairobi"),
+    None,  # a math row without a solution: boxed_exact_match does not apply
+    None,
+]
+
+
+def conversational(text: str) -> list[dict[str, Any]]:
+    return [{"role": "assistant", "content": text}]
+
+
+@pytest.mark.parametrize(
+    "completions",
+    [
+        pytest.param(COMPLETIONS, id="standard"),
+        pytest.param([conversational(c) for c in COMPLETIONS], id="conversational"),
+        pytest.param(
+            [
+                [
+                    {"role": "assistant", "content": "thinking", "tool_calls": []},
+                    {"role": "tool", "content": "ignored"},
+                    {"role": "assistant", "content": [{"type": "text", "text": c}]},
+                ]
+                for c in COMPLETIONS
+            ],
+            id="tool_turns_and_content_parts",
+        ),
+    ],
+)
+def test_sync_reward_routes_each_row_by_its_dataset_column(completions: list[Any]) -> None:
+    reward = reward_function(ROUTER)
+    logs = Logs()
+    out = reward(**trl_call(PROMPTS, completions, logs, **COLUMNS))
+    assert out == [pytest.approx(e) if e is not None else None for e in EXPECTED]
+    assert logs.extra["rewardrouter_route"] == COLUMNS["dataset"]
+    assert logs.metrics["rewardrouter/math/reward"] == [0.5]
+    assert logs.metrics["rewardrouter/capitals/reward"] == [pytest.approx(sum(EXPECTED[2:4]) / 2)]
+
+
+def test_async_reward_is_awaited_and_agrees() -> None:
+    reward = reward_function(ROUTER, asynchronous=True)
+    assert isinstance(reward, AsyncRouterReward)
+    out = asyncio.run(reward(**trl_call(PROMPTS, COMPLETIONS, **COLUMNS)))
+    assert out == [pytest.approx(e) if e is not None else None for e in EXPECTED]
+
+
+@pytest.mark.parametrize(
+    ("asynchronous", "is_async"),
+    [pytest.param(False, False, id="sync"), pytest.param(True, True, id="async")],
+)
+def test_trl_sees_the_name_and_the_kind(asynchronous: bool, is_async: bool) -> None:
+    trainer_utils = pytest.importorskip("trl.trainer.utils")
+    reward = reward_function(ROUTER, name="routed", asynchronous=asynchronous)
+    assert trainer_utils.get_callable_name(reward) == "routed"
+    assert trainer_utils.is_async_callable(reward) is is_async
+
+
+@pytest.mark.parametrize(
+    "reward",
+    [
+        pytest.param(reward_function(ROUTER, name="r1"), id="sync"),
+        pytest.param(reward_function(ROUTER, asynchronous=True), id="async"),
+        pytest.param(reward_function(load_config(ROUTER)), id="from_a_config_object"),
+    ],
+)
+def test_pickles_before_and_after_use(reward: RouterReward | AsyncRouterReward) -> None:
+    copy = pickle.loads(pickle.dumps(reward))
+    assert type(copy) is type(reward) and copy.__name__ == reward.__name__
+    if isinstance(reward, RouterReward):
+        reward(**trl_call(PROMPTS[:1], COMPLETIONS[:1], **{k: v[:1] for k, v in COLUMNS.items()}))
+    assert pickle.loads(pickle.dumps(reward)).__name__ == reward.__name__
+
+
+def _score_in_child(reward: RouterReward) -> list[float | None]:
+    columns = {k: v[:4] for k, v in COLUMNS.items()}
+    return reward(prompts=PROMPTS[:4], completions=COMPLETIONS[:4], **columns)
+
+
+def test_scores_in_another_process() -> None:
+    """What async GRPO does with reward functions: pickle them into a spawned worker."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
+        out = pool.submit(_score_in_child, reward_function(ROUTER)).result(timeout=120)
+    assert out == pytest.approx(EXPECTED[:4])
+
+
+def test_overrides_change_the_yaml() -> None:
+    reward = reward_function(ROUTER, overrides=["routes.capitals.rewards.brevity.weight=0"])
+    out = reward(
+        **trl_call(PROMPTS[2:4], COMPLETIONS[2:4], **{k: v[2:4] for k, v in COLUMNS.items()})
+    )
+    assert out == [1.0, 0.5]
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        pytest.param(
+            lambda: reward_function("missing/router.yaml"),
+            r"reward_function: router config 'missing/router\.yaml' not found",
+            id="config_not_found",
+        ),
+        pytest.param(
+            lambda: reward_function(ROUTER, route_column="task"),
+            r"route_column 'task' is not one of the config's route_by fields \['dataset'\]",
+            id="route_column_not_in_route_by",
+        ),
+    ],
+)
+def test_config_problems_raise_at_the_first_call(make: Any, message: str) -> None:
+    reward = make()  # building the reward never fails: TRL may build it in another process
+    with pytest.raises(ConfigError, match=message):
+        reward(**trl_call(PROMPTS, COMPLETIONS, **COLUMNS))
+
+
+def test_overrides_need_a_path() -> None:
+    with pytest.raises(TypeError, match="load_config"):
+        reward_function(load_config(ROUTER), overrides=["route_by=[x]"])
+
+
+@pytest.mark.parametrize(
+    ("completion", "text"),
+    [
+        pytest.param("plain", "plain", id="string"),
+        pytest.param([], "", id="empty_conversation"),
+        pytest.param([{"role": "user", "content": "q"}], "q", id="no_assistant_turn"),
+        pytest.param([{"role": "assistant", "content": None}], "", id="no_content"),
+    ],
+)
+def test_completion_text(completion: Any, text: str) -> None:
+    assert completion_text(completion) == text
+
+
+# -- one real GRPOTrainer step ------------------------------------------------------------------
+
+
+class Recording:
+    """Wraps a reward function and keeps what TRL passed in and got back."""
+
+    def __init__(self, inner: RouterReward | AsyncRouterReward) -> None:
+        self.inner = inner
+        self.__name__ = inner.__name__
+        self.calls: list[tuple[dict[str, Any], list[float | None]]] = []
+
+
+class RecordingSync(Recording):
+    def __call__(self, **kwargs: Any) -> list[float | None]:
+        out = self.inner(**kwargs)
+        assert isinstance(out, list)
+        self.calls.append((kwargs, out))
+        return out
+
+
+class RecordingAsync(Recording):
+    async def __call__(self, **kwargs: Any) -> list[float | None]:
+        assert isinstance(self.inner, AsyncRouterReward)
+        out = await self.inner(**kwargs)
+        self.calls.append((kwargs, out))
+        return out
+
+
+def tiny_model_and_tokenizer(texts: list[str]) -> tuple[Any, Any]:
+    """A randomly initialised one-layer Llama and a byte-level BPE tokenizer trained on ``texts``."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import AutoModelForCausalLM, LlamaConfig, PreTrainedTokenizerFast
+
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    bpe.train_from_iterator(
+        texts,
+        trainers.BpeTrainer(
+            vocab_size=300,
+            special_tokens=["<pad>", "<eos>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        ),
+    )
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, pad_token="<pad>", eos_token="<eos>")
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None,
+    )
+    return AutoModelForCausalLM.from_config(config), tokenizer
+
+
+def expected_reward(completion: str, solution: str, dataset: str) -> float | None:
+    """The example router's rewards, recomputed without the router."""
+    import trl_rewards
+
+    row = SimpleNamespace(response=completion, label=solution)
+    if dataset == "math":
+        box = completion.rpartition("\\boxed{")[2].partition("}")[0]
+        return float("\\boxed{" in completion and box.strip() == solution)
+    coverage = trl_rewards.keyword_coverage(None, row)
+    return (coverage or 0.0) + 0.1 * trl_rewards.brevity(None, row, budget=200)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("asynchronous", "recording"),
+    [pytest.param(False, RecordingSync, id="sync"), pytest.param(True, RecordingAsync, id="async")],
+)
+def test_grpo_trainer_step_with_routed_rewards(
+    tmp_path: Path, asynchronous: bool, recording: type[Recording]
+) -> None:
+    """One offline GRPO step of the example's trainer on its two datasets."""
+    pytest.importorskip("trl")
+    started = time.monotonic()
+    import train_grpo
+    from datasets import Dataset
+
+    model, tokenizer = tiny_model_and_tokenizer([row["prompt"] for row in train_grpo.ROWS] * 4)
+    trainer = train_grpo.build_trainer(
+        model,
+        tmp_path,
+        processing_class=tokenizer,
+        # one prompt per dataset: every batch of two prompts holds both
+        dataset=Dataset.from_list([train_grpo.ROWS[0], train_grpo.ROWS[2]]),
+        asynchronous=asynchronous,
+        max_steps=1,
+        per_device_train_batch_size=4,  # a multiple of num_generations
+        num_generations=2,
+        max_completion_length=8,
+        bf16=False,
+        use_cpu=True,
+        report_to="none",
+        logging_steps=1,
+        save_strategy="no",
+        seed=0,
+    )
+    record = recording(trainer.reward_funcs[0])  # same kind, same name: TRL calls it the same way
+    trainer.reward_funcs[0] = record
+    trainer.train()
+
+    assert len(record.calls) == 1
+    kwargs, rewards = record.calls[0]
+    datasets = kwargs["dataset"]
+    assert len(rewards) == 4 and sorted(set(datasets)) == ["capitals", "math"]
+    texts = [completion_text(c) for c in kwargs["completions"]]
+    expected = [
+        expected_reward(text, solution, dataset)
+        for text, solution, dataset in zip(texts, kwargs["solution"], datasets, strict=True)
+    ]
+    assert rewards == pytest.approx(expected)
+    logged = trainer.state.log_history[0]
+    assert logged["rewards/rewardrouter/mean"] == pytest.approx(sum(rewards) / 4, abs=1e-6)
+    assert {f"rewardrouter/{d}/reward" for d in datasets} <= set(logged)
+    assert time.monotonic() - started < 60
