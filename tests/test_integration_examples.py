@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import doctest
 import importlib
+import pkgutil
 import re
 from pathlib import Path
 
 import pytest
 
+import rewardrouter.integrations
 from rewardrouter import compile_router, load_config
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -50,3 +53,17 @@ def _named_hooks() -> list[tuple[str, str, str]]:
 def test_every_hook_a_readme_names_exists(folder: str, module: str, name: str) -> None:
     loaded = importlib.import_module(module)
     assert callable(getattr(loaded, name, None)), f"{folder}/README.md names {module}.{name}"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        info.name
+        for info in pkgutil.iter_modules(
+            rewardrouter.integrations.__path__, "rewardrouter.integrations."
+        )
+    ],
+)
+def test_integration_docstring_examples_run(name: str) -> None:
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0

@@ -11,6 +11,7 @@ config is the shipped ``examples/slime`` one, with its own reward module.
 from __future__ import annotations
 
 import asyncio
+import pickle
 import statistics
 from argparse import Namespace
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from typing import Any
 import pytest
 
 from rewardrouter import ConfigError, RewardError, RoutingError
+from rewardrouter.integrations._self_reference import without_self_reference
 from rewardrouter.integrations._shared import close_shared, shared_router
 from rewardrouter.integrations._source import ConfigSource, parse_overrides
 from rewardrouter.integrations.slime import batched_custom_rm, custom_rm, post_process_rewards
@@ -237,6 +239,19 @@ def test_sample_naming_the_hook_itself_is_routed_not_recursed(path: str) -> None
     assert run(custom_rm(slime_args(), row)) == pytest.approx(1.2)
 
 
+def test_hidden_hook_view_pickles_like_the_sample() -> None:
+    """Views of such samples may cross into worker processes."""
+    view = without_self_reference(
+        sample("Paris", "Paris", custom_rm_path="rewardrouter.integrations.slime.custom_rm")
+    )
+    copy = pickle.loads(pickle.dumps(view))
+    assert (copy.custom_rm_path, copy.response, copy.metadata) == (
+        None,
+        "Paris",
+        {"dataset": SQUAD},
+    )
+
+
 def test_custom_rm_path_outside_allowed_modules_is_refused() -> None:
     row = sample("Paris", "Paris", custom_rm_path="os.system")
     with pytest.raises(RoutingError, match="allowed_modules"):
@@ -354,6 +369,11 @@ def test_config_problems_raise_from_every_call(
             run(custom_rm(args, sample("Paris", "Paris")))
     with pytest.raises(ConfigError, match=message):
         post_process_rewards(args, batch_of_uneven_groups())
+
+
+def test_eval_reward_key_without_reward_key_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"(?s)args\.eval_reward_key.*set --reward-key as well"):
+        run(custom_rm(slime_args(eval_reward_key="acc"), sample("Paris", "Paris")))
 
 
 def test_config_from_environment_with_overrides(monkeypatch: pytest.MonkeyPatch) -> None:

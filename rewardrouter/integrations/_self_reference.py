@@ -55,6 +55,9 @@ class _HookHidden:
     def __setattr__(self, name: str, value: Any) -> None:
         setattr(object.__getattribute__(self, "_sample"), name, value)
 
+    def __reduce__(self) -> tuple[Any, tuple[Any]]:
+        return _HookHidden, (object.__getattribute__(self, "_sample"),)
+
 
 def without_self_reference(sample: Any) -> Any:
     """``sample`` (a dict row as a :class:`~rewardrouter.Sample`), or a view of it hiding the

@@ -11,8 +11,10 @@ the full list of problems instead of retrying or hanging.
 The cache is per process id: a forked worker compiles its own router instead of inheriting
 thread pools that do not survive a fork. Routers are closed when the interpreter exits.
 
->>> router = shared_router(ConfigSource("examples/trl/router.yaml"))
->>> router is shared_router(ConfigSource("examples/trl/router.yaml"))
+>>> config = RouterConfig.model_validate(
+...     {"routes": {"qa": {"rewards": {"correct": {"kind": "exact_match"}}}}}
+... )
+>>> shared_router(config) is shared_router(config)
 True
 """
 

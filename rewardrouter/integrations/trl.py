@@ -223,7 +223,8 @@ def reward_function(
     found or compiled raises :class:`~rewardrouter.ConfigError` from that call.
 
     >>> reward = reward_function("router.yaml", route_column="dataset")
-    >>> reward(prompts=["2+2?"], completions=["\\\\boxed{4}"], solution=["4"], dataset=["gsm8k"])
+    >>> reward(prompts=["2+2?"], completions=["\\\\boxed{4}"], solution=["4"],
+    ...        dataset=["gsm8k"])  # doctest: +SKIP
     [1.0]
     """
     kind = AsyncRouterReward if asynchronous else RouterReward

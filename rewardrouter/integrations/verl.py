@@ -96,11 +96,12 @@ def compute_score(
 ) -> Score | list[Score]:
     """verl's reward function: one row (strings) or a batch (``data_sources=...`` or sequences).
 
-    >>> compute_score(data_source="openai/gsm8k", solution_str="\\\\boxed{72}", ground_truth="72")
+    >>> compute_score(data_source="openai/gsm8k", solution_str="#### 72", ground_truth="72",
+    ...               rewardrouter_config="router.yaml")  # doctest: +SKIP
     {'score': 1.0, 'scored': 1.0}
-    >>> compute_score(data_sources=["openai/gsm8k"], solution_strs=["\\\\boxed{7}"],
-    ...               ground_truths=["72"], extra_infos=[{}])
-    [{'score': 0.0, 'scored': 1.0}]
+    >>> compute_score(data_sources=["openai/gsm8k"], solution_strs=["#### 7"],
+    ...               ground_truths=["72"], extra_infos=[{}])  # doctest: +SKIP
+    [{'score': 0.1, 'scored': 1.0}]
     """
     router, samples, is_batch, args = _prepare(
         data_source, solution_str, ground_truth, extra_info, kwargs
