@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from rewardrouter._errors import ConfigError, Problem
+from rewardrouter.compile.executors import choose_executor, executor_problems
 from rewardrouter.compile.functions import (
     ResolveError,
     RewardFn,
@@ -100,6 +101,8 @@ def _compile_routes(
                 problems += _located(exc, where, field)
                 continue
             problems += _check_key(fn, term, where)
+            executor = choose_executor(fn, term.executor)
+            problems += executor_problems(fn, executor, where)
             terms.append(
                 BoundTerm(
                     route=name,
@@ -111,6 +114,8 @@ def _compile_routes(
                     eval_key=term.eval_key,
                     on_error=term.on_error,
                     where=where,
+                    executor=executor,
+                    timeout=config.timeout if term.timeout is None else term.timeout,
                 )
             )
         for j, dataset in enumerate((name, *route.match)):
@@ -158,7 +163,17 @@ def data_route_factory(
             fn = resolve_path(name, {}, "lenient")
             key, eval_key = config.reward_key, config.eval_reward_key
         route = f"{level}:{name}"
-        term = BoundTerm(route, name, fn, {}, key=key, eval_key=eval_key, where=route)
+        term = BoundTerm(
+            route,
+            name,
+            fn,
+            {},
+            key=key,
+            eval_key=eval_key,
+            where=route,
+            executor=choose_executor(fn, "auto"),
+            timeout=config.timeout,
+        )
         return CompiledRoute(route, (term,))
 
     return build

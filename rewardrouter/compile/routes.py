@@ -5,11 +5,16 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from rewardrouter.compile.functions import RewardFn
-from rewardrouter.config.models import OnError
+from rewardrouter.config.models import DEFAULT_TIMEOUT, OnError
 from rewardrouter.config.stages import ShapingStage
+
+Executor = Literal["inline", "thread", "process"]
+
+#: What makes two term calls one route group: function, mode, kwargs, executor and timeout.
+CallKey = tuple[str, str, str, Executor, float]
 
 
 def _canonical(kwargs: Mapping[str, Any]) -> str:
@@ -21,7 +26,9 @@ class BoundTerm:
     """One reward term of a route with its function resolved.
 
     ``call_key`` identifies the call: samples whose terms share it form one route group, even
-    across routes, because they would be scored by the same function with the same kwargs.
+    across routes, because they would be scored by the same function with the same kwargs, on
+    the same executor under the same deadline. ``executor`` is resolved (never ``auto``) and
+    ``timeout`` is in seconds, per call (per whole call in group mode).
     """
 
     route: str
@@ -33,11 +40,14 @@ class BoundTerm:
     eval_key: str | None = None
     on_error: OnError = "raise"
     where: str = ""
-    call_key: tuple[str, str, str] = field(init=False)
+    executor: Executor = "thread"
+    timeout: float = DEFAULT_TIMEOUT
+    call_key: CallKey = field(init=False)
 
     def __post_init__(self) -> None:
         bound = self.fn.binding if self.fn.binding is not None else _canonical(self.kwargs)
-        object.__setattr__(self, "call_key", (self.fn.name, self.fn.mode, bound))
+        key = (self.fn.name, self.fn.mode, bound, self.executor, self.timeout)
+        object.__setattr__(self, "call_key", key)
 
     def key_for(self, evaluation: bool) -> str | None:
         """The dict entry that is the training (or evaluation) value."""

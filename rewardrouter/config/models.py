@@ -44,6 +44,13 @@ class FallbackValue(_Model):
 
 OnError = Literal["raise", "skip"] | FallbackValue
 
+#: Where a term's calls run. ``auto``: CPU-heavy built-ins in worker processes, async functions
+#: inline on the event loop, plain functions on threads.
+ExecutorSetting = Literal["auto", "inline", "thread", "process"]
+
+#: Seconds one reward call may take when neither the term nor the router says otherwise.
+DEFAULT_TIMEOUT = 300.0
+
 
 class RewardTerm(_Model):
     """One weighted reward function of a route.
@@ -69,6 +76,18 @@ class RewardTerm(_Model):
     on_error: OnError = Field(
         default="raise",
         description="raise, skip (reward None, left out of group statistics) or {value: x}.",
+    )
+    executor: ExecutorSetting = Field(
+        default="auto",
+        description="inline (async, on the event loop), thread (blocking I/O), process (CPU-bound, "
+        "killed at its deadline); auto: process for CPU-heavy built-ins, inline for async "
+        "functions, thread otherwise.",
+    )
+    timeout: float | None = Field(
+        default=None,
+        gt=0,
+        description="Seconds one call may take (a group-mode call: the whole call); null: the "
+        "router's `timeout`. An overrun is status `timeout`, handled by `on_error`.",
     )
 
     @model_validator(mode="after")
@@ -108,6 +127,27 @@ class Route(_Model):
     examples: list[RouteExample] = Field(default_factory=list)
 
 
+class ProcessPoolConfig(_Model):
+    """The router's worker processes, used by terms with ``executor: process``.
+
+    Started on first use, reused for every batch, stopped by ``Router.close()``.
+    """
+
+    workers: int | None = Field(
+        default=None, ge=1, description="Worker processes; null: one per CPU this process may use."
+    )
+    chunk_seconds: float = Field(
+        default=0.05,
+        gt=0,
+        description="Work sent to a worker at once: cheap calls travel in chunks of about this "
+        "many seconds, so the hand-off does not cost more than the calls.",
+    )
+    start_method: Literal["auto", "forkserver", "spawn"] = Field(
+        default="auto",
+        description="How workers start; auto: forkserver where the platform has it, else spawn.",
+    )
+
+
 class RouterConfig(_Model):
     """A whole reward router: the reward map, how samples find routes, and post-processing."""
 
@@ -130,6 +170,12 @@ class RouterConfig(_Model):
     max_concurrency: int = Field(
         default=64, ge=1, description="Single-mode calls in flight at once, per route group."
     )
+    timeout: float = Field(
+        default=DEFAULT_TIMEOUT,
+        gt=0,
+        description="Seconds one reward call may take unless its term sets `timeout`.",
+    )
+    process_pool: ProcessPoolConfig = Field(default_factory=ProcessPoolConfig)
     rescore: bool = Field(
         default=False, description="Re-score samples that already carry a reward."
     )

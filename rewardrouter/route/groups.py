@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rewardrouter.compile.functions import RewardFn
-from rewardrouter.compile.routes import BoundTerm
+from rewardrouter.compile.routes import BoundTerm, CallKey
 from rewardrouter.route.precedence import Decision
 
 
@@ -27,7 +27,7 @@ class RouteGroup:
 
 def plan_groups(decisions: Sequence[Decision | None]) -> list[RouteGroup]:
     """Group every term call of the decided samples by ``call_key``."""
-    groups: dict[tuple[str, str, str], RouteGroup] = {}
+    groups: dict[CallKey, RouteGroup] = {}
     for i, decision in enumerate(decisions):
         if decision is None:
             continue

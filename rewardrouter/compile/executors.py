@@ -1,0 +1,95 @@
+"""Where each term's calls run: resolve ``executor: auto`` and check that the choice can work.
+
+``auto`` sends CPU-heavy built-ins (``math``, ``dapo``, ...) to worker processes, where a deadline
+can kill them; async functions run inline on the event loop; other plain functions run on
+threads. Checked here, at compile time:
+
+- ``process`` needs a plain ``def`` that a worker can import by name: not ``async``, not a
+  lambda, a closure or a function defined inside another function;
+- ``thread`` needs a plain ``def`` (an async function has nothing to block on a thread).
+
+>>> choose_executor(resolve_builtin("exact_match", {}), "auto")
+'thread'
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+from collections.abc import Iterable
+
+from rewardrouter._errors import Problem
+from rewardrouter.compile.functions import RewardFn
+from rewardrouter.compile.routes import CompiledRoute, Executor
+from rewardrouter.config.models import ExecutorSetting
+from rewardrouter.rewards import BuiltinReward
+
+
+def choose_executor(fn: RewardFn, setting: ExecutorSetting) -> Executor:
+    """The executor ``setting`` means for ``fn`` (``auto`` resolved)."""
+    if setting != "auto":
+        return setting
+    if fn.cpu_heavy and not fn.is_async:
+        return "process"
+    return "inline" if fn.is_async else "thread"
+
+
+def _unpicklable(fn: RewardFn) -> str | None:
+    """Why a worker process could not receive ``fn`` by reference, or None if it can."""
+    obj = fn.fn
+    qualname = getattr(obj, "__qualname__", "")
+    if "<lambda>" in qualname:
+        return "it is a lambda"
+    if "<locals>" in qualname:
+        return "it is defined inside another function"
+    if getattr(obj, "__module__", None) == "__main__" and not hasattr(
+        sys.modules.get("__main__"), "__file__"
+    ):
+        return "it is defined in an interactive session, which worker processes cannot import"
+    try:
+        pickle.loads(pickle.dumps(obj))
+    except Exception as exc:
+        return f"pickling it fails ({type(exc).__name__}: {exc})"
+    return None
+
+
+def executor_problems(fn: RewardFn, executor: Executor, where: str) -> list[Problem]:
+    """What makes ``executor`` impossible for ``fn``; ``where`` is the term's YAML path."""
+    path = f"{where}.executor"
+    if executor in ("process", "thread") and fn.is_async:
+        return [
+            Problem(
+                path,
+                f"{fn.name} is an async function; executor {executor!r} runs plain functions",
+                "remove `executor` (async functions run inline on the event loop), or make it "
+                "a plain `def`",
+            )
+        ]
+    if executor == "process":
+        reason = _unpicklable(fn)
+        if reason is not None:
+            return [
+                Problem(
+                    path,
+                    f"{fn.name} cannot run in a worker process: {reason}",
+                    "define it at the top level of a module (a top-level callable class "
+                    "works too), or use `executor: thread`",
+                )
+            ]
+    return []
+
+
+def worker_modules(routes: Iterable[CompiledRoute]) -> list[str]:
+    """Modules that worker processes import once at start-up: those of every process term."""
+    modules: dict[str, None] = {}
+    for route in routes:
+        for term in route.terms:
+            if term.executor != "process":
+                continue
+            obj = term.fn.fn
+            if isinstance(obj, BuiltinReward):
+                obj = obj.spec.grade
+            module = getattr(obj, "__module__", None) or type(obj).__module__
+            if module != "__main__":
+                modules[module] = None
+    return list(modules)
