@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import weakref
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import Any, TypeVar, cast
 
-from rewardrouter._errors import RewardRouterError, RoutingError
+from rewardrouter._errors import RoutingError
 from rewardrouter.compile.compiler import data_route_factory
+from rewardrouter.compile.executors import worker_modules
 from rewardrouter.compile.resources import Resources
 from rewardrouter.compile.routes import BoundTerm, CompiledRoute
 from rewardrouter.config.models import RouterConfig
 from rewardrouter.execute.combine import combine
 from rewardrouter.execute.outcome import Outcome
+from rewardrouter.execute.pools import Pools
 from rewardrouter.execute.result import RewardResult
 from rewardrouter.execute.runners import run_calls
 from rewardrouter.execute.values import InvalidReturn, to_value
@@ -55,30 +57,15 @@ class Router:
             tuple(config.allowed_modules),
             data_route_factory(config),
         )
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_lock = threading.Lock()
-        self._closed = False
+        self.pools = Pools(config, worker_modules(self.routes.values()))
+        # Worker processes must not outlive a router that was never closed.
+        weakref.finalize(self, self.pools.close)
 
     # -- life cycle -------------------------------------------------------------------------
 
-    @property
-    def pool(self) -> ThreadPoolExecutor:
-        with self._pool_lock:
-            if self._closed:
-                raise RewardRouterError("this router is closed; compile a new one")
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(
-                    max_workers=self.config.max_concurrency, thread_name_prefix="rewardrouter"
-                )
-            return self._pool
-
     def close(self) -> None:
         """Free the router's threads, workers and connection pools. Idempotent."""
-        with self._pool_lock:
-            self._closed = True
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        self.pools.close()
         self.resources.close()
 
     def __enter__(self) -> Router:
@@ -167,13 +154,16 @@ class Router:
 
     async def _run_group(self, group: RouteGroup, views: Sequence[Any], args: Any) -> list[Outcome]:
         members = [views[i] for i, _ in group.members]
+        term = group.members[0][1]  # every member shares the call key: executor and timeout
         return await run_calls(
             group.fn,
             args,
             members,
             dict(group.kwargs),
-            cap=self.config.max_concurrency,
-            pool=self.pool,
+            executor=term.executor,
+            timeout=term.timeout,
+            pools=self.pools,
+            key=term.call_key,
         )
 
     def _forced(self, route: str) -> Callable[[Any], Decision]:

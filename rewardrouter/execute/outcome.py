@@ -51,7 +51,8 @@ def group_outcomes(outcome: Outcome, count: int) -> list[Outcome]:
     """Spread the outcome of one group-mode call over its ``count`` samples.
 
     A failed call fails every sample; a return that is not a list (or tuple) of ``count`` rewards
-    is ``invalid`` for every sample.
+    is ``invalid`` for every sample; an exception in one sample's slot (e.g. one failed request
+    of a batch) fails that sample alone.
     """
     if outcome.status != "ok":
         return [outcome] * count
@@ -62,4 +63,4 @@ def group_outcomes(outcome: Outcome, count: int) -> list[Outcome]:
     if len(value) != count:
         message = f"group call returned {len(value)} rewards for {count} samples"
         return [Outcome(value, "invalid", message)] * count
-    return [Outcome(v) for v in value]
+    return [failed(v) if isinstance(v, Exception) else Outcome(v) for v in value]

@@ -1,0 +1,70 @@
+"""The ``inline`` executor: calls on the event loop's own thread.
+
+Async functions run on at most ``cap`` worker coroutines (no task per sample), each call under an
+asyncio deadline: at the deadline the coroutine is cancelled and the call is ``timeout``. An async
+function must let cancellation through; one that blocks the loop (a long computation without an
+``await``) cannot be interrupted by anything on that loop — give it ``executor: process``.
+
+A plain function may run inline too (the cheapest path for trivial graders): it is called directly
+and its deadline is checked when it returns, so an overrun is recorded as ``timeout`` but nothing
+bounds a call that never returns. That is why ``auto`` never puts a plain function here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from rewardrouter.execute.calls import Collector, call_each
+from rewardrouter.execute.outcome import CONTROL_FLOW, Outcome, failed, timed_out
+
+
+async def bounded(call: Callable[[Any], Awaitable[Any]], item: Any, timeout: float) -> Outcome:
+    """The outcome of awaiting ``call(item)`` for at most ``timeout`` seconds."""
+    try:
+        if sys.version_info >= (3, 11):
+            async with asyncio.timeout(timeout) as deadline:
+                try:
+                    return Outcome(await call(item))
+                except TimeoutError as exc:
+                    if deadline.expired():
+                        raise
+                    return failed(exc)  # raised by the function itself, not our deadline
+        else:  # pragma: no cover - Python 3.10
+            return Outcome(await asyncio.wait_for(call(item), timeout))
+    except asyncio.TimeoutError:
+        return timed_out(timeout, "; the coroutine was cancelled")
+    except CONTROL_FLOW:
+        raise
+    except BaseException as exc:
+        return failed(exc)
+
+
+async def run_inline(
+    call: Callable[[Any], Any],
+    items: Sequence[Any],
+    *,
+    is_async: bool,
+    timeout: float,
+    cap: int,
+) -> list[Outcome]:
+    """One :class:`Outcome` per item, in order: ``call(item)``, awaited when ``is_async``."""
+    if not is_async:
+        collector = Collector()
+        call_each(call, items, timeout, collector)
+        return collector.outcomes
+    results: list[Outcome] = [Outcome(None)] * len(items)
+    indices = iter(range(len(items)))
+
+    async def worker() -> None:
+        for i in indices:  # a shared iterator: each index is taken by exactly one worker
+            results[i] = await bounded(call, items[i], timeout)
+
+    workers = min(cap, len(items))
+    if workers == 1:
+        await worker()
+    else:
+        await asyncio.gather(*(worker() for _ in range(workers)))
+    return results
