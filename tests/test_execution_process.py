@@ -1,0 +1,259 @@
+"""The process executor, with real worker processes: deadlines that kill, deaths that are
+reported, policies that decide, and workers that are started once and freed by close."""
+
+from __future__ import annotations
+
+import gc
+import os
+import threading
+import time
+from collections.abc import Iterator
+from enum import Enum
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from rr_execution import router_config, row
+
+from rewardrouter import RewardError, Router, compile_router
+from rewardrouter.cli.summary import route_stats
+
+TIMEOUT = 1.0
+MARGIN = 1.5  # start-up of replacement workers and a loaded machine, never a second timeout
+
+#: The five bad samples of the 200-sample batch: where they sit, and what each must become.
+BAD = {
+    17: ("sleep", "timeout", "no result within 1 s; its worker process was killed and replaced"),
+    60: ("tower", "timeout", "no result within 1 s; its worker process was killed and replaced"),
+    101: ("exit", "error", "the worker process died (exit code 1) during this call"),
+    142: ("raise", "error", "ValueError: this response breaks the grader"),
+    188: ("nan", "invalid", "returned nan; rewards must be finite"),
+}
+
+
+def _batch() -> list[dict[str, Any]]:
+    samples = [row("x" * (i % 13)) for i in range(200)]
+    for i, (bad, _, _) in BAD.items():
+        samples[i] = row("bad", bad)
+    return samples
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _warm(router: Router) -> None:
+    """Start the workers before a timed batch: start-up is paid once per router, not measured."""
+    router.score_sync([row("warm")])
+
+
+@pytest.mark.parametrize(
+    ("policy", "fallback"),
+    [
+        pytest.param("skip", None, id="skip"),
+        pytest.param({"value": -1.0}, -1.0, id="fallback_value"),
+    ],
+)
+def test_batch_with_bad_samples_ends_on_time_with_every_good_result(
+    make_router: Any, policy: Any, fallback: float | None
+) -> None:
+    router = make_router(router_config("rr_execution.misbehave", on_error=policy, timeout=TIMEOUT))
+    _warm(router)
+    samples = _batch()
+    start = time.perf_counter()
+    results = router.score_sync(samples)
+    elapsed = time.perf_counter() - start
+    assert elapsed < TIMEOUT + MARGIN, f"took {elapsed:.2f} s"
+    for i, result in enumerate(results):
+        if i in BAD:
+            _, status, message = BAD[i]
+            assert (result.status, result.reward) == (status, fallback), i
+            assert message in (result.error_message or ""), i
+        else:
+            assert (result.status, result.reward) == ("ok", float(i % 13)), i
+    # What the command line's summary counts for the route.
+    [stats] = route_stats(samples, results)
+    assert dict(stats.statuses) == {"ok": 195, "timeout": 2, "error": 2, "invalid": 1}
+
+
+def test_batch_with_bad_samples_raises_naming_the_first_failure(make_router: Any) -> None:
+    router = make_router(router_config("rr_execution.misbehave", timeout=TIMEOUT))
+    _warm(router)
+    start = time.perf_counter()
+    with pytest.raises(RewardError) as info:
+        router.score_sync(_batch())
+    assert time.perf_counter() - start < TIMEOUT + MARGIN
+    error = info.value
+    assert (error.index, error.route, error.term, error.function) == (
+        17,
+        "r",
+        "t",
+        "rr_execution.misbehave",
+    )
+    assert "sample 17, route 'r', term 't' (rr_execution.misbehave): timeout: no result" in str(
+        error
+    )
+
+
+@pytest.fixture(scope="module")
+def fallback_router() -> Iterator[Router]:
+    """One router for the table below; its workers are replaced as the cases kill them."""
+    config = router_config(
+        "rr_execution.misbehave", on_error={"value": -1.0}, timeout=0.5, key="score"
+    )
+    with compile_router(config) as router:
+        yield router
+
+
+@pytest.mark.parametrize(
+    ("bad", "status", "message"),
+    [
+        pytest.param("sleep", "timeout", "no result within 0.5 s", id="sleeps_forever"),
+        pytest.param("bigint", "timeout", "worker process was killed", id="spins_in_c"),
+        pytest.param("tower", "timeout", "worker process was killed", id="power_tower"),
+        pytest.param("exit", "error", "died (exit code 1)", id="os_exit"),
+        pytest.param("segfault", "error", "died (killed by SIGSEGV)", id="segfault"),
+        pytest.param("exit_call", "error", "SystemExit: 3", id="sys_exit_is_a_failure"),
+        pytest.param("raise", "error", "ValueError: this response breaks", id="raises"),
+        pytest.param("nan", "invalid", "returned nan", id="nan"),
+        pytest.param("inf", "invalid", "returned -inf; rewards must be finite", id="inf"),
+        pytest.param("string", "invalid", "returned str '1.0'", id="string"),
+        pytest.param("dict_without_key", "invalid", "dict without key 'score'", id="no_key"),
+    ],
+)
+def test_each_misbehaviour_gets_its_status_and_spares_its_neighbours(
+    fallback_router: Router, bad: str, status: str, message: str
+) -> None:
+    results = fallback_router.score_sync([row("ab"), row("bad", bad), row("abc")])
+    assert [(r.status, r.reward) for r in results] == [
+        ("ok", 2.0),
+        (status, -1.0),
+        ("ok", 3.0),
+    ]
+    assert message in (results[1].error_message or "")
+
+
+def test_none_means_not_applicable_not_a_failure(fallback_router: Router) -> None:
+    [result] = fallback_router.score_sync([row("x", "none")])
+    assert (result.status, result.reward, result.error_message) == ("skipped", None, None)
+
+
+@pytest.mark.parametrize(
+    ("bad", "status", "message"),
+    [
+        pytest.param("sleep", "timeout", "no result within 1 s", id="hangs"),
+        pytest.param("exit", "error", "died (exit code 1)", id="dies"),
+        pytest.param("short", "invalid", "group call returned 3 rewards for 4 samples", id="short"),
+        pytest.param("not_a_list", "invalid", "returned dict; expected a list", id="not_a_list"),
+    ],
+)
+def test_group_call_has_one_deadline_and_fails_as_a_whole(
+    make_router: Any, bad: str, status: str, message: str
+) -> None:
+    config = router_config("rr_execution.misbehave_group", on_error="skip", timeout=TIMEOUT)
+    router = make_router(config)
+    _warm(router)
+    start = time.perf_counter()
+    results = router.score_sync([row("a"), row("b"), row("c", bad), row("d")])
+    assert time.perf_counter() - start < TIMEOUT + MARGIN
+    assert {(r.status, r.reward) for r in results} == {(status, None)}
+    assert message in (results[0].error_message or "")
+
+
+def test_an_overrun_in_a_chunk_costs_its_neighbours_nothing(make_router: Any) -> None:
+    # One worker: the cheap samples travel in one chunk with the sleeper, and no idle worker
+    # can take the rest of the chunk while it sleeps.
+    config = router_config("rr_execution.misbehave", on_error="skip", workers=1, timeout=TIMEOUT)
+    router = make_router(config)
+    _warm(router)
+    samples = [row("y" * (i % 5)) for i in range(60)]
+    samples[20] = row("sleeper", "sleep")
+    start = time.perf_counter()
+    results = router.score_sync(samples)
+    assert time.perf_counter() - start < TIMEOUT + MARGIN
+    assert results[20].status == "timeout"
+    assert all(r.reward == i % 5 for i, r in enumerate(results) if i != 20)
+
+
+def test_workers_start_on_first_use_and_serve_every_batch(make_router: Any) -> None:
+    router = make_router(router_config("rr_execution.pid", workers=2))
+    assert router.pools.worker_pids == []  # nothing started by compiling
+    first = router.score_sync([row(str(i)) for i in range(50)])
+    pids = sorted(router.pools.worker_pids)
+    assert len(pids) == 2
+    assert {r.reward for r in first} <= set(map(float, pids))
+    second = router.score_sync([row(str(i)) for i in range(50)])
+    assert sorted(router.pools.worker_pids) == pids  # the same workers, no restart
+    assert {r.reward for r in second} <= set(map(float, pids))
+
+
+def test_a_killed_worker_is_replaced_and_close_frees_every_worker() -> None:
+    router = compile_router(router_config("rr_execution.misbehave", on_error="skip", timeout=0.5))
+    _warm(router)
+    before = set(router.pools.worker_pids)
+    results = router.score_sync([row("bad", "sleep"), row("ok")])
+    assert [r.status for r in results] == ["timeout", "ok"]
+    after = set(router.pools.worker_pids)
+    assert len(after) == 2 and len(before - after) == 1  # one killed, one new
+    assert not any(_alive(pid) for pid in before - after)
+    router.close()
+    assert not any(_alive(pid) for pid in before | after)
+    assert router.pools.worker_pids == []
+
+
+def test_a_router_that_is_never_closed_frees_its_workers_when_collected() -> None:
+    router = compile_router(router_config("rr_execution.misbehave"))
+    _warm(router)
+    pids = router.pools.worker_pids
+    assert pids and all(map(_alive, pids))
+    del router
+    gc.collect()
+    assert not any(_alive(pid) for pid in pids)
+
+
+def test_executors_run_where_they_say(make_router: Any) -> None:
+    # Two routes, one function: the executor is part of the call key, so two route groups.
+    config = router_config("rr_execution.pid", executor="thread")
+    config["routes"]["p"] = router_config("rr_execution.pid")["routes"]["r"]
+    router = make_router(config)
+    here, there = router.score_sync([row("a"), row("b", dataset="p")])
+    assert here.reward == os.getpid()
+    assert there.reward in set(map(float, router.pools.worker_pids))
+
+
+class _Status(Enum):
+    COMPLETED = "completed"
+
+
+class _TrainerSample:
+    """A framework's sample: more attributes than a Sample, one of which cannot be pickled."""
+
+    def __init__(self) -> None:
+        self.prompt = "What is 6 x 7?"
+        self.response = "42"
+        self.label = "42"
+        self.metadata = {"dataset": "r"}
+        self.status = _Status.COMPLETED
+        self.group_index = 3
+        self.lock = threading.Lock()
+
+
+def test_workers_receive_plain_snapshots_of_samples_and_args(make_router: Any) -> None:
+    router = make_router(router_config("rr_execution.fields_seen", key="score"))
+    args = SimpleNamespace(seed=7, lock=threading.Lock())
+    [result] = router.score_sync([_TrainerSample()], args=args)
+    assert result.status == "ok"
+    assert result.raw == {
+        "type": "Sample",
+        "response": "42",
+        "label": "42",
+        "metadata": {"dataset": "r"},
+        "status": "completed",
+        "group_index": 3,
+        "args": 7,
+        "score": 1.0,
+    }
