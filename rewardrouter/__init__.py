@@ -16,6 +16,7 @@ from rewardrouter._errors import (
     RewardError,
     RewardRouterError,
     RoutingError,
+    SampleError,
 )
 from rewardrouter.compile.compiler import compile_router
 from rewardrouter.config import RouterConfig, load_config
@@ -35,6 +36,7 @@ __all__ = [
     "RouterConfig",
     "RoutingError",
     "Sample",
+    "SampleError",
     "__version__",
     "compile_router",
     "load_config",

@@ -7,6 +7,8 @@
     │                                 lists every problem, each with its YAML path
     ├── RoutingError                  a sample that no route accepts, or that names a function
     │                                 it may not run (sample index, fields seen, what to do)
+    ├── SampleError                   samples that lack a field a stage needs (group_index for
+    │                                 an advantage stage, response_length for overlong_penalty)
     └── RewardError                   a reward call that failed under ``on_error: raise``
                                       (sample index, route, term, function, cause)
 
@@ -55,6 +57,10 @@ class ConfigError(RewardRouterError):
 
 class RoutingError(RewardRouterError):
     """A sample that cannot be routed, or that names a function it is not allowed to run."""
+
+
+class SampleError(RewardRouterError):
+    """Samples that lack a field the configured post-processing needs."""
 
 
 class RewardError(RewardRouterError):

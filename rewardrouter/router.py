@@ -9,7 +9,7 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar, cast
 
-from rewardrouter._errors import RoutingError
+from rewardrouter._errors import RoutingError, SampleError
 from rewardrouter.compile.compiler import data_route_factory
 from rewardrouter.compile.executors import worker_modules
 from rewardrouter.compile.resources import Resources
@@ -24,6 +24,8 @@ from rewardrouter.execute.values import InvalidReturn, to_value
 from rewardrouter.route.groups import RouteGroup, plan_groups
 from rewardrouter.route.precedence import Decision, Resolver, Unroutable, raise_unroutable
 from rewardrouter.route.sample import as_sample, status_of
+from rewardrouter.shape.batch import MissingInputError
+from rewardrouter.shape.processor import PostProcessor, PostProcessResult
 
 T = TypeVar("T")
 
@@ -46,10 +48,14 @@ class Router:
         config: RouterConfig,
         routes: Mapping[str, CompiledRoute],
         resources: Resources | None = None,
+        post_processor: PostProcessor | None = None,
     ) -> None:
         self.config = config
         self.routes = dict(routes)
         self.resources = resources if resources is not None else Resources()
+        self.post_processor = post_processor or PostProcessor.compile(
+            {name: route.shaping for name, route in self.routes.items()}, config.post_process
+        )
         self.resolver = Resolver(
             self.routes,
             tuple(config.route_by),
@@ -121,7 +127,7 @@ class Router:
                 continue
             preset = getattr(sample, "reward", None)
             if preset is not None and not rescore:
-                results[i] = self._kept(preset, evaluation)
+                results[i] = self._kept(i, preset, evaluation)
                 continue
             try:
                 decisions[i] = decide(sample)
@@ -144,12 +150,17 @@ class Router:
                 results[i] = combine(i, decision.route.name, decision.level, calls, evaluation)
         return cast("list[RewardResult]", results)  # every slot is filled above
 
-    def _kept(self, preset: Any, evaluation: bool) -> RewardResult:
+    def _kept(self, index: int, preset: Any, evaluation: bool) -> RewardResult:
+        """The result of a sample that arrived with a reward (``None``: it has none)."""
         key = self.config.eval_reward_key if evaluation else None
         try:
             value = to_value(preset, key or self.config.reward_key)
         except InvalidReturn as exc:
-            return RewardResult(None, "kept", raw=preset, error_message=f"preset reward {exc}")
+            raise SampleError(
+                f"sample {index} carries a reward that cannot be read: it {exc}; set "
+                f"`reward_key` (and `eval_reward_key`) to the entry that is the training value, "
+                f"or clear the reward and set `rescore: true` to score it again"
+            ) from None
         return RewardResult(value, "kept", raw=preset)
 
     async def _run_group(self, group: RouteGroup, views: Sequence[Any], args: Any) -> list[Outcome]:
@@ -165,6 +176,60 @@ class Router:
             pools=self.pools,
             key=term.call_key,
         )
+
+    def post_process(
+        self,
+        samples: Sequence[Any],
+        results: Sequence[RewardResult] | None = None,
+        processor: PostProcessor | None = None,
+    ) -> PostProcessResult:
+        """Shaping stages, then the advantage stage, over one batch (slime's hook shape).
+
+        Rewards come from ``results`` (what :meth:`score` returned for ``samples``) or else from
+        each sample's ``reward`` (a dict reward gives its ``reward_key`` entry). Each sample's
+        route (for route shaping) comes from ``results`` or the precedence rules, its group
+        from ``group_index``, and ``response_length`` / ``truncated`` from the sample. Samples
+        without a reward stay out of group statistics and get advantage 0. ``processor`` runs
+        another chain on the same inputs (``explain`` uses it to show each stage's output).
+        """
+        views = [as_sample(s, f"sample {i}") for i, s in enumerate(samples)]
+        if results is not None and len(results) != len(views):
+            raise ValueError(f"{len(results)} results for {len(views)} samples")
+        if results is not None:
+            rewards = [r.reward for r in results]
+            routes = [r.route for r in results]
+        else:
+            rewards = [
+                self._kept(i, getattr(s, "reward", None), False).reward for i, s in enumerate(views)
+            ]
+            routes = [self._route_name(s) for s in views]
+        chain = processor or self.post_processor
+        groups = [getattr(s, "group_index", None) for s in views]
+        lengths = [getattr(s, "response_length", None) for s in views]
+        estimator = chain.estimator
+        if estimator is not None and estimator.group_by == "index" and None in groups:
+            missing = groups.index(None)
+            raise SampleError(
+                f"sample {missing} has no group_index, but the advantage stage "
+                f"`{estimator.kind}` groups by it; give every sample its prompt group's "
+                f"group_index, or set `group_by: position` with `n_samples_per_prompt`"
+            )
+        try:
+            return chain(
+                rewards,
+                routes=routes,
+                group_index=None if None in groups else cast("list[int]", groups),
+                response_length=None if None in lengths else cast("list[float]", lengths),
+                truncated=[status_of(s) == "truncated" for s in views],
+            )
+        except MissingInputError as exc:
+            raise SampleError(str(exc)) from None
+
+    def _route_name(self, sample: Any) -> str | None:
+        try:
+            return self.resolver.decide(sample).route.name
+        except Unroutable:
+            return None
 
     def _forced(self, route: str) -> Callable[[Any], Decision]:
         if route not in self.routes:

@@ -58,6 +58,9 @@ def test_mixed_router_on_example_data_from_another_folder(tmp_path: Path) -> Non
         "ok",
         1.0,
     )
+    # GRPO over prompt group 0 (rewards 1, 1, 0, 0): (1 - 0.5) / (std 0.5774 + 1e-6)
+    assert first["advantage"] == pytest.approx(0.8660, abs=1e-4)
+    assert "1 constant group(s), their advantages all exactly 0" in " ".join(done.stdout.split())
     assert first["terms"] == {"correct": 1.0}
     aborted = scored[11]
     assert (aborted["status"], aborted["reward"], aborted["route"]) == ("aborted", None, None)
@@ -68,7 +71,14 @@ def test_mixed_router_on_example_data_from_another_folder(tmp_path: Path) -> Non
 def test_launch_command_overrides_reach_the_router(tmp_path: Path) -> None:
     data = tmp_path / "my.jsonl"
     data.write_text(
-        json.dumps({"response": "\\boxed{4}", "label": "4", "metadata": {"dataset": "gsm8k"}})
+        json.dumps(
+            {
+                "response": "\\boxed{4}",
+                "label": "4",
+                "metadata": {"dataset": "gsm8k"},
+                "group_index": 0,
+            }
+        )
         + "\n"
     )
     done = run(
@@ -97,6 +107,11 @@ def test_launch_command_overrides_reach_the_router(tmp_path: Path) -> None:
         ),
         pytest.param(["data.path=missing.jsonl"], "data.path: file not found", id="missing_data"),
         pytest.param(
+            ["router=mixed", "data.path=ungrouped.jsonl"],
+            "sample 0 has no group_index, but the advantage stage `grpo` groups by it",
+            id="advantage_without_groups",
+        ),
+        pytest.param(
             ["router=mixed", "data.path=unroutable.jsonl"],
             "sample 0: no route matched",
             id="unroutable",
@@ -108,6 +123,9 @@ def test_user_errors_exit_2_without_traceback(
 ) -> None:
     (tmp_path / "unroutable.jsonl").write_text(
         '{"response": "x", "metadata": {"dataset": "other"}}\n'
+    )
+    (tmp_path / "ungrouped.jsonl").write_text(
+        '{"response": "x", "metadata": {"dataset": "squad"}}\n'
     )
     done = run(tmp_path, *args)
     assert done.returncode == 2

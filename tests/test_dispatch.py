@@ -231,3 +231,14 @@ def test_closed_router_refuses_work(make_router: Any) -> None:
     router.close()
     with pytest.raises(RewardRouterError, match="closed"):
         router.score_sync([row("abc")])
+
+
+def test_unreadable_preset_reward_names_the_sample(make_router: Any) -> None:
+    from rewardrouter import SampleError
+
+    config = {"reward_key": "score", "default_route": "r", "routes": {"r": _route(("t", {"kind": "exact_match"}))}}
+    router = make_router(config)
+    samples = [Sample(response="a", reward={"score": 1.0}), Sample(response="b", reward={"acc": 1})]
+    with pytest.raises(SampleError, match=r"sample 1 carries a reward that cannot be read: .*'score'"):
+        router.score_sync(samples)
+    assert router.score_sync(samples[:1])[0].reward == 1.0

@@ -272,3 +272,38 @@ def test_figure_has_one_labelled_panel_per_route_and_advantages() -> None:
         "advantages (n=3)",
     ]
     assert all(ax.get_xlabel() and ax.get_ylabel() == "samples" for ax in visible)
+
+
+SHAPED_CONFIG = """
+default_route: qa
+routes:
+  qa:
+    rewards:
+      correct: {kind: exact_match}
+    shaping:
+      - {kind: scale, mul: 2.0}
+post_process:
+  - {kind: clip, max: 1.5}
+  - {kind: grpo}
+"""
+
+
+def test_explain_shows_each_stage_and_the_advantage_within_its_group(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "router.yaml"
+    config.write_text(SHAPED_CONFIG)
+    data = tmp_path / "group.jsonl"
+    rows = [("Paris", 0), ("Lyon", 0), ("Paris", 1)]
+    data.write_text(
+        "".join(
+            json.dumps({"response": r, "label": "Paris", "group_index": g}) + "\n" for r, g in rows
+        )
+    )
+    assert explain.main(["--config", str(config), "--data", str(data), "--line", "1"]) == 0
+    out = capsys.readouterr().out
+    lines = {line.split("│")[1].strip(): line for line in out.splitlines() if line.count("│") >= 3}
+    assert "2.0" in lines["routes.qa.shaping[0]"]  # 1.0 scaled by 2
+    assert "1.5" in lines["post_process[0]"]  # then clipped
+    # GRPO within group 0 (1.5 and 0.0): (1.5 - 0.75) / (std 1.0607 + 1e-6)
+    assert "0.7071" in lines["post_process[1]"]

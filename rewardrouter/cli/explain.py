@@ -23,8 +23,10 @@ from rewardrouter._errors import RewardRouterError
 from rewardrouter.cli.compose import add_config_arguments, router_config
 from rewardrouter.cli.jsonl import read_rows
 from rewardrouter.compile.compiler import compile_router
+from rewardrouter.config.stages import PostProcessStage
 from rewardrouter.route.sample import as_sample
 from rewardrouter.router import Router
+from rewardrouter.shape.processor import PostProcessor
 
 
 class ExplainError(RewardRouterError):
@@ -87,7 +89,44 @@ def explain(
     console.print(table)
     error = f"  error: {result.error_message}" if result.error_message else ""
     console.print("[bold]reward[/]", escape(f"{result.reward}  status {result.status}{error}"))
-    _ = group  # shaping and advantages: see the post-processing section of the router
+    if result.reward is not None:
+        _explain_post_process(router, row, group, console)
+
+
+def _explain_post_process(
+    router: Router, row: dict[str, Any], group: list[dict[str, Any]], console: Console
+) -> None:
+    """Each shaping stage's output for ``row``, then its advantage within ``group``."""
+    position = next(i for i, member in enumerate(group) if member is row)
+    results = router.score_sync(group)
+    route = results[position].route
+    route_stages = list(router.routes[route].shaping) if route in router.routes else []
+    post = list(router.config.post_process)
+    estimator = router.post_processor.estimator
+    shaping = post[:-1] if estimator is not None else post
+    table = Table(title=f"post-processing (group of {len(group)})")
+    for column in ("stage", "kind", "output"):
+        table.add_column(column)
+    steps: list[tuple[str, PostProcessStage, int, int]] = [
+        (f"routes.{route}.shaping[{i}]", st, i + 1, 0) for i, st in enumerate(route_stages)
+    ]
+    steps += [(f"post_process[{i}]", st, len(route_stages), i + 1) for i, st in enumerate(shaping)]
+    for where, stage, n_route, n_post in steps:
+        partial = PostProcessor.compile(
+            {route: route_stages[:n_route]} if route else {}, post[:n_post]
+        )
+        value = router.post_process(group, results, partial).shaped[position]
+        table.add_row(escape(where), stage.kind, repr(value))
+    processed = router.post_process(group, results)
+    label = f"post_process[{len(post) - 1}]" if estimator is not None else "(no advantage stage)"
+    table.add_row(
+        label, estimator.kind if estimator else "none", repr(processed.advantages[position])
+    )
+    console.print(table)
+    if len(group) == 1:
+        console.print(
+            "advantage computed for the sample alone; pass --data with its group for more"
+        )
 
 
 def main(argv: list[str]) -> int:

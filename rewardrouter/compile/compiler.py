@@ -186,6 +186,7 @@ def compile_router(config: RouterConfig | Mapping[str, Any]) -> Router:
     sample is scored; all problems are raised together as one :class:`ConfigError`.
     """
     from rewardrouter.router import Router
+    from rewardrouter.shape.processor import compile_post_process
 
     if not isinstance(config, RouterConfig):
         config = validate(config, RouterConfig)
@@ -198,7 +199,11 @@ def compile_router(config: RouterConfig | Mapping[str, Any]) -> Router:
                     f"allowed_modules[{i}]", f"{module!r} is not a module name", "e.g. my_rewards"
                 )
             )
+    post_processor, post_problems = compile_post_process(
+        {name: route.shaping for name, route in config.routes.items()}, config.post_process
+    )
+    problems += post_problems
     if problems:
         resources.close()
         raise ConfigError(problems)
-    return Router(config, routes, resources)
+    return Router(config, routes, resources, post_processor)
