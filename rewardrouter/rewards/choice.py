@@ -98,6 +98,8 @@ def _chosen_letter(response: str, letters: str, texts: list[str]) -> str | None:
         return _spoken_letter(boxed, letters, anchored=True) or _letter_of_text(
             boxed, letters, texts
         )
+    if "\\boxed" in text or "\\fbox" in text:
+        return None  # the last box was cut off mid-answer: no earlier answer stands in
     letter = _spoken_letter(text, letters)
     if letter is None and texts:
         lines = [line for line in text.splitlines() if line.strip()]
@@ -125,7 +127,8 @@ def multiple_choice(response: str, label: Any, metadata: Mapping[str, Any]) -> f
     chosen letter is read after the last ``</think>``: the last ``\\boxed{}`` if there is one (a
     letter or a choice's text), else the last stated answer (``Answer: C``, ``the answer is
     (C)``, ``C is correct``, a line starting with ``(C)``), else a last line equal to one
-    choice's text. Letters must be upper case; an empty, cut-off or unmarked response scores 0.0.
+    choice's text. Letters must be upper case; an empty or unmarked response, or one cut off inside
+    its last box, scores 0.0.
     ``None`` when there is neither a label nor ``correct_letter``.
     """
     return _grade(response, label, metadata, _DEFAULT_LETTERS)

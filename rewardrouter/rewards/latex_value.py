@@ -6,7 +6,8 @@ The subset: numbers (``3``, ``-0.25``, ``.5``), ``+ - * / \\cdot \\times``, impl
 ``\\left`` / ``\\right``, and single lowercase letters other than ``e`` and ``i`` as variables.
 :func:`parse_value` returns ``None`` for anything outside it (units, sets, percentages,
 thousands separators, equations, ``e``, functions), and for every reading on which LaTeX parsers
-disagree (``x(y)``, ``1/2x``, ``2^10``, ``xy``), so that whatever it does accept means one thing.
+disagree (``x(y)``, ``1/2x``, ``2^10``, ``xy``, ``2(3)``, the mixed number ``2\\frac{1}{2}``), so
+that whatever it does accept means one thing.
 
 An :class:`Expr` evaluates exactly (``fractions.Fraction``, variables set to rationals) while it
 stays rational and with floats once an irrational root or ``\\pi`` is involved; huge powers
@@ -141,6 +142,7 @@ class _Parser:
         self.rational = True
         self.var_uses = 0  # variables consumed so far
         self.under_root = 0  # nesting depth of radicands and exponents being parsed
+        self.last_factor = ""  # first token of the last factor parsed ("^" once raised to a power)
         for match in _TOKEN.finditer(text.strip()):
             number, command, letter, other = match.groups()
             kind = "num" if number else "cmd" if command else "var" if letter else "op"
@@ -200,20 +202,26 @@ class _Parser:
 
     def starts_implicit_factor(self, kind: str, token: str) -> bool:
         """Whether the next token starts a factor multiplied by juxtaposition (``2x``)."""
-        previous_kind, previous = self.tokens[self.pos - 1]
+        previous_kind = self.tokens[self.pos - 1][0]
         if kind == "num":
             raise _Reject("a number right after a factor (x2, 2 3)")
         if kind == "var" and previous_kind == "var":
             raise _Reject("xy may be one symbol")
-        if token == "(" and (previous_kind == "var" or previous == "\\pi"):
-            raise _Reject("f(x) may be a function call")
+        if token in _FRAC and previous_kind == "num":
+            raise _Reject("2\\frac{1}{2} is a mixed number to some parsers")
+        if token == "(" and self.last_factor not in ("\\frac", "\\sqrt"):
+            # x(3), x^2(3) may be calls; 2(3) and (2)(3) are 5 to latex2sympy
+            raise _Reject("(...) after a number, letter, power or parenthesis")
         return kind == "var" or token in ("(", "\\pi", "\\sqrt") or token in _FRAC
 
     def power(self) -> Callable[[Env], Number]:
         uses = self.var_uses
+        first = self.peek()[1]
         base = self.atom()
+        self.last_factor = first  # set after atom(), which parses nested factors of its own
         if self.peek()[1] != "^":
             return base
+        self.last_factor = "^"
         base_varies, uses = self.var_uses > uses, self.var_uses
         self.pos += 1
         self.under_root += 1

@@ -1,0 +1,116 @@
+"""``math`` and ``boxed_math``: hand-scored final answers."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from rewardrouter.rewards import BoxedAnswer
+from rewardrouter.rewards.math import math_answer
+
+MEGABYTE_OF_THOUGHT = "Let me think about this step by step. " * 27_000  # about 1 MB
+
+CASES = [
+    # the same integer
+    pytest.param("So the answer is \\boxed{42}.", "42", 1.0, id="integer"),
+    # a different integer
+    pytest.param("So the answer is \\boxed{41}.", "42", 0.0, id="wrong_integer"),
+    # a decimal equals the fraction it spells
+    pytest.param("\\boxed{0.5}", "\\frac{1}{2}", 1.0, id="decimal_vs_frac"),
+    # \dfrac is \frac
+    pytest.param("\\boxed{\\dfrac{3}{4}}", "\\frac{3}{4}", 1.0, id="dfrac"),
+    # a radical in another form
+    pytest.param("\\boxed{\\sqrt{12}}", "2\\sqrt{3}", 1.0, id="radical_form"),
+    # an expression, rearranged
+    pytest.param("\\boxed{(x+1)^2}", "x^2+2x+1", 1.0, id="expression_form"),
+    # sets are unordered
+    pytest.param("\\boxed{\\{3, 1, 2\\}}", "\\{1,2,3\\}", 1.0, id="set"),
+    # an interval's open and closed ends matter
+    pytest.param("\\boxed{(1, 2]}", "[1,2)", 0.0, id="interval_ends"),
+    # the same interval
+    pytest.param("\\boxed{[1, 2)}", "[1,2)", 1.0, id="interval"),
+    # a unit after the value
+    pytest.param("\\boxed{5 \\text{ cm}}", "5", 1.0, id="units"),
+    # thousands separators, plain and braced
+    pytest.param("\\boxed{1{,}000{,}000}", "1000000", 1.0, id="thousands"),
+    # the sign counts
+    pytest.param("\\boxed{-3}", "3", 0.0, id="negative"),
+    # a percent sign is dropped on both sides
+    pytest.param("\\boxed{25\\%}", "25", 1.0, id="percent"),
+    # an assignment is read by its right side
+    pytest.param("\\boxed{x = 7}", "7", 1.0, id="assignment"),
+    # several boxes: the last one counts
+    pytest.param("First \\boxed{3}, then on reflection \\boxed{4}.", "4", 1.0, id="last_box"),
+    # ...even when an earlier one was right
+    pytest.param("First \\boxed{4}, then on reflection \\boxed{3}.", "4", 0.0, id="last_box_wrong"),
+    # cut off inside the box: no earlier box stands in
+    pytest.param("\\boxed{4} hmm, actually \\boxed{4", "4", 0.0, id="cut_mid_answer"),
+    # no box at all, in the default mode
+    pytest.param("The answer is 42.", "42", 0.0, id="no_marker"),
+    # an empty response
+    pytest.param("", "42", 0.0, id="empty_response"),
+    # an empty box
+    pytest.param("\\boxed{}", "42", 0.0, id="empty_box"),
+    # the label may hold a box itself
+    pytest.param("\\boxed{7}", "$\\boxed{7}$", 1.0, id="boxed_label"),
+    # a list label accepts any entry
+    pytest.param("\\boxed{12}", ["twelve", "12"], 1.0, id="list_label"),
+    # numeric labels are spelled plainly
+    pytest.param("\\boxed{0.25}", 0.25, 1.0, id="float_label"),
+    # no label: not applicable
+    pytest.param("\\boxed{1}", None, None, id="none_label"),
+    # a blank label: not applicable
+    pytest.param("\\boxed{1}", "  ", None, id="empty_label"),
+    # unicode around the answer does not matter
+    pytest.param("Réponse : donc \\boxed{\\frac{1}{3}} ✓", "\\frac13", 1.0, id="unicode"),
+    # a megabyte of thought before the answer
+    pytest.param(MEGABYTE_OF_THOUGHT + "\\boxed{9}", "9", 1.0, id="one_megabyte"),
+    # a power tower is unequal at once, without sympy running for minutes
+    pytest.param("\\boxed{9^{9^{9^{9}}}}", "3", 0.0, id="power_tower"),
+]
+
+
+@pytest.mark.parametrize(("response", "label", "expected"), CASES)
+def test_math(response: str, label: Any, expected: float | None) -> None:
+    assert math_answer(response, label, {}) == expected
+
+
+BOXED_CASES = [
+    # the box's content is the answer: no second search for \boxed (slime scores 0 here)
+    pytest.param("\\frac{1}{2}", "0.5", 1.0, id="content_graded"),
+    # a wrong content
+    pytest.param("\\frac{1}{3}", "0.5", 0.0, id="content_wrong"),
+    # a response without a box arrives as an empty answer
+    pytest.param("", "0.5", 0.0, id="no_box"),
+]
+
+
+@pytest.mark.parametrize(("content", "label", "expected"), BOXED_CASES)
+def test_boxed_math_grades_the_extracted_answer(content: str, label: str, expected: float) -> None:
+    assert math_answer(BoxedAnswer(content), label, {}) == expected
+
+
+def test_any_extraction_reads_unboxed_answers() -> None:
+    # with extract: any, math-verify's own extraction finds an unboxed final answer
+    assert math_answer("The final answer is $\\frac{1}{2}$.", "0.5", {}, extract="any") == 1.0
+    # ...but a box left open still scores 0
+    assert math_answer("So \\boxed{\\frac{1}{2", "0.5", {}, extract="any") == 0.0
+
+
+def test_works_off_the_main_thread() -> None:
+    # math-verify's SIGALRM timeouts would raise in a thread; they are off
+    responses = ["\\boxed{5 \\text{ cm}}", "\\boxed{\\{1,2\\}}", "\\boxed{x=3}", "\\boxed{0.5}"]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        got = list(pool.map(lambda r: math_answer(r, "5", {}), responses))
+    assert got == [1.0, 0.0, 0.0, 0.0]
+    assert threading.current_thread() is threading.main_thread()
+
+
+def test_megabyte_response_is_fast() -> None:
+    start = time.perf_counter()
+    assert math_answer(MEGABYTE_OF_THOUGHT + "\\boxed{9}", "9", {}) == 1.0
+    assert time.perf_counter() - start < 1.0

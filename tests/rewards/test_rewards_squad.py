@@ -1,0 +1,112 @@
+"""``f1`` and ``exact_match``: SQuAD-normalized answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from rewardrouter.rewards import BoxedAnswer
+from rewardrouter.rewards.exact import exact_match
+from rewardrouter.rewards.f1 import f1
+
+MEGABYTE = "word " * 200_000
+
+F1_CASES = [
+    # identical
+    pytest.param("Denver Broncos", "Denver Broncos", 1.0, id="identical"),
+    # case, punctuation and articles do not count
+    pytest.param("The Denver Broncos!", "denver broncos", 1.0, id="normalized"),
+    # half the tokens: precision 1, recall 1/2
+    pytest.param("Broncos", "Denver Broncos", 2 / 3, id="partial"),
+    # extra tokens: precision 1/2, recall 1
+    pytest.param("Denver Broncos won it", "Denver Broncos", 2 / 3, id="extra_tokens"),
+    # nothing in common
+    pytest.param("Carolina Panthers", "Denver Broncos", 0.0, id="wrong"),
+    # repeated tokens count once per occurrence in both
+    pytest.param("the the cat cat", "cat", 2 / 3, id="repeated_tokens"),
+    # only the text after </think> is the answer
+    pytest.param(
+        "<think>Broncos? Panthers?</think> Denver Broncos",
+        "Denver Broncos",
+        1.0,
+        id="after_thinking",
+    ),
+    # a list label scores its best entry
+    pytest.param("Broncos", ["Panthers", "Broncos"], 1.0, id="list_label"),
+    # numbers are tokens like any other
+    pytest.param("1,000 people", "1000 people", 1.0, id="thousands_punctuation"),
+    # negative sign is punctuation in SQuAD
+    pytest.param("-5 degrees", "5 degrees", 1.0, id="negative_sign_dropped"),
+    # unicode punctuation goes too
+    pytest.param("«Zürich»", "Zürich", 1.0, id="unicode"),
+    # an empty response
+    pytest.param("", "Denver Broncos", 0.0, id="empty_response"),
+    # cut off mid-answer: partial credit
+    pytest.param("Denver Bron", "Denver Broncos", 0.5, id="cut_mid_answer"),
+    # a label that normalizes to nothing matches only an empty answer
+    pytest.param("", "the", 1.0, id="label_of_articles"),
+    # no label: not applicable
+    pytest.param("Broncos", None, None, id="none_label"),
+    # a blank label: not applicable
+    pytest.param("Broncos", " ", None, id="empty_label"),
+    # a megabyte of words against one of them: tiny precision
+    pytest.param(MEGABYTE, "word", 2 / 200_001, id="one_megabyte"),
+]
+
+
+@pytest.mark.parametrize(("response", "label", "expected"), F1_CASES)
+def test_f1(response: str, label: Any, expected: float | None) -> None:
+    got = f1(response, label, {})
+    assert got == (pytest.approx(expected) if expected is not None else None)
+
+
+EXACT_CASES = [
+    # identical
+    pytest.param("Paris", "Paris", 1.0, id="identical"),
+    # case, punctuation, articles and spacing are normalized away
+    pytest.param("  The   paris. ", "Paris", 1.0, id="normalized"),
+    # a different answer
+    pytest.param("Lyon", "Paris", 0.0, id="wrong"),
+    # a longer answer is not exact
+    pytest.param("Paris, France", "Paris", 0.0, id="longer"),
+    # after </think>
+    pytest.param("<think>Lyon?</think>Paris", "Paris", 1.0, id="after_thinking"),
+    # a list label accepts any entry
+    pytest.param("NYC", ["New York", "NYC"], 1.0, id="list_label"),
+    # numbers: punctuation goes, so 1,000 equals 1000
+    pytest.param("1,000", "1000", 1.0, id="thousands"),
+    # 0.5 is not 1/2 here: this is string matching
+    pytest.param("0.5", "1/2", 0.0, id="no_math"),
+    # percent is punctuation
+    pytest.param("50%", "50", 1.0, id="percent"),
+    # unicode letters are kept, unicode punctuation dropped
+    pytest.param("¿Zürich?", "zürich", 1.0, id="unicode"),
+    # an empty response
+    pytest.param("", "Paris", 0.0, id="empty_response"),
+    # cut off mid-answer
+    pytest.param("Par", "Paris", 0.0, id="cut_mid_answer"),
+    # an integer label
+    pytest.param("42", 42, 1.0, id="integer_label"),
+    # no label: not applicable
+    pytest.param("Paris", None, None, id="none_label"),
+    # a blank label: not applicable
+    pytest.param("Paris", "", None, id="empty_label"),
+    # a megabyte is not the label
+    pytest.param(MEGABYTE, "word", 0.0, id="one_megabyte"),
+]
+
+
+@pytest.mark.parametrize(("response", "label", "expected"), EXACT_CASES)
+def test_exact_match(response: str, label: Any, expected: float | None) -> None:
+    assert exact_match(response, label, {}) == expected
+
+
+def test_exact_match_case_sensitive() -> None:
+    assert exact_match("paris", "Paris", {}, case_sensitive=True) == 0.0
+    assert exact_match("The Paris.", "Paris", {}, case_sensitive=True) == 1.0
+
+
+def test_boxed_variants_grade_the_content() -> None:
+    assert exact_match(BoxedAnswer("Paris"), "paris", {}) == 1.0
+    assert f1(BoxedAnswer(""), "paris", {}) == 0.0
