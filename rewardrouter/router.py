@@ -113,6 +113,7 @@ class Router:
         ``evaluation`` picks each term's ``eval_key``. ``route`` sends every sample to that route,
         bypassing precedence (for hand-scored examples).
         """
+        self.pools.check_open()
         views = [as_sample(s, f"sample {i}") for i, s in enumerate(samples)]
         results: list[RewardResult | None] = [None] * len(views)
         decisions: list[Decision | None] = [None] * len(views)

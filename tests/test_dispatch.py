@@ -222,12 +222,14 @@ def test_score_sync_inside_a_running_event_loop(make_router: Any) -> None:
     assert asyncio.run(caller()) == 3.0
 
 
-def test_closed_router_refuses_work(make_router: Any) -> None:
+@pytest.mark.parametrize(
+    "path",
+    [pytest.param("rr_testfns.length", id="sync"), pytest.param("rr_testfns.async_length", id="async")],
+)
+def test_closed_router_refuses_work(make_router: Any, path: str) -> None:
     from rewardrouter import RewardRouterError
 
-    router = make_router(
-        {"default_route": "r", "routes": {"r": _route(("t", {"path": "rr_testfns.length"}))}}
-    )
+    router = make_router({"default_route": "r", "routes": {"r": _route(("t", {"path": path}))}})
     router.close()
     with pytest.raises(RewardRouterError, match="closed"):
         router.score_sync([row("abc")])

@@ -38,14 +38,14 @@ class Pools:
 
     def threads(self) -> ThreadLane:
         with self._lock:
-            self._check_open()
+            self.check_open()
             if self._threads is None:
                 self._threads = ThreadLane(self.cap)
             return self._threads
 
     def processes(self) -> ProcessPool:
         with self._lock:
-            self._check_open()
+            self.check_open()
             if self._processes is None:
                 settings = self._settings
                 self._processes = ProcessPool(
@@ -73,6 +73,7 @@ class Pools:
         if threads is not None:
             threads.close()
 
-    def _check_open(self) -> None:
+    def check_open(self) -> None:
+        """Raise :class:`RewardRouterError` once :meth:`close` has run."""
         if self._closed:
             raise RewardRouterError("this router is closed; compile a new one")
