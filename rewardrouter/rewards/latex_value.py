@@ -314,5 +314,5 @@ def parse_value(text: str) -> Expr | None:
     """
     try:
         return _Parser(text).parse()
-    except (_Reject, ValueError, ZeroDivisionError):
+    except (_Reject, ValueError, ZeroDivisionError, RecursionError):
         return None
