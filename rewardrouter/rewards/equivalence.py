@@ -11,24 +11,26 @@ math-verify's verdict (``verify(parse(gold), parse(answer))`` on both strings wr
    math-verify's rounding could hide are unequal; exactly equal rationals, or floats equal to
    1e-12, are equal, unless a variable sits under a root or in an exponent.
 
-An assignment ``x = 5`` compared with a plain ``5`` is compared by its right side, as math-verify
+Before both, digit grouping goes (``1{,}000`` is ``1000``, as math-verify reads it), and an
+assignment ``x = 5`` compared with a plain ``5`` is compared by its right side, as math-verify
 does. Everything else (units, sets, intervals, other equations, text, values too close to call)
-goes to math-verify. One deliberate departure: a trailing
-percent sign is dropped on both sides before comparing (``50\\%`` equals ``50``, the MATH
-convention; math-verify cannot parse a boxed percentage).
+goes to math-verify. One deliberate departure: a trailing percent sign is dropped on both sides
+(``50\\%`` equals ``50``, the MATH convention; math-verify cannot parse a boxed percentage).
 
 math-verify runs with its own ``SIGALRM`` timeouts disabled, so it works in threads and worker
-processes; bounding its time is the executor's job (a CPU-heavy grader runs in a worker process
-that is killed when it overruns). Its ``TimeoutException`` derives from ``BaseException``; should an
-outer alarm raise it anyway, it is re-raised as :class:`TimeoutError`, an ordinary exception the
-router records as a failed call.
+processes and leaves an outer alarm alone; bounding its time is the executor's job (a CPU-heavy
+grader runs in a worker process that is killed when it overruns). An outer deadline must raise an
+exception of its own: math-verify turns its ``TimeoutException`` (a ``BaseException``) into a
+``False`` verdict where it catches it, and where it escapes, it is re-raised here as
+:class:`TimeoutError`, an ordinary exception the router records as a failed call.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
@@ -168,19 +170,22 @@ def _parsed(text: str) -> list[Any]:
     return list(parse(f"\\boxed{{{text}}}", parsing_timeout=None))
 
 
-def _verify(gold: str, found: list[Any]) -> bool:
-    from math_verify import verify
+@contextmanager
+def _timeouts_as_errors() -> Iterator[None]:
     from math_verify.errors import TimeoutException
 
     try:
-        return bool(verify(_parsed(gold), found, timeout_seconds=None))
-    except TimeoutException as exc:
+        yield
+    except TimeoutException as exc:  # a BaseException: only an outer SIGALRM raises it now
         raise TimeoutError("math-verify timed out (an outer SIGALRM fired)") from exc
 
 
 def math_verify_match(answer: str, gold: str) -> bool:
     """math-verify's own verdict, without its SIGALRM timeouts (see the module docstring)."""
-    return _verify(gold, _parsed(answer))
+    from math_verify import verify
+
+    with _timeouts_as_errors():
+        return bool(verify(_parsed(gold), _parsed(answer), timeout_seconds=None))
 
 
 def free_form_match(text: str, golds: Sequence[str]) -> bool:
@@ -188,10 +193,13 @@ def free_form_match(text: str, golds: Sequence[str]) -> bool:
 
     math-verify's own extraction: ``final answer is``, ``Answer:``, else the last LaTeX or number.
     """
-    from math_verify import parse
+    from math_verify import parse, verify
 
-    found = list(parse(text, parsing_timeout=None))
-    return bool(found) and any(_verify(g, found) for g in map(clean_answer, golds) if g)
+    with _timeouts_as_errors():
+        found = parse(text, parsing_timeout=None)
+        return bool(found) and any(
+            verify(_parsed(g), found, timeout_seconds=None) for g in map(clean_answer, golds) if g
+        )
 
 
 def answers_match(answer: str, golds: Sequence[str]) -> bool:

@@ -150,3 +150,25 @@ def test_quick_verdicts_never_contradict_math_verify(answer: str, gold: str) -> 
     verdict = quick_verdict(answer, gold)
     if verdict is not None:
         assert verdict is math_verify_match(answer, gold)
+
+
+class _Deadline(BaseException):
+    """What an outer deadline raises: like math-verify's TimeoutException, not an Exception."""
+
+
+def test_outer_deadline_interrupts_math_verify() -> None:
+    # math-verify's own alarms are off, so an outer one (here on a power tower sympy would chew on
+    # for minutes) is neither cancelled nor swallowed: it interrupts the grader at once
+    import signal
+
+    def fire(signum: int, frame: object) -> None:
+        raise _Deadline
+
+    previous = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    try:
+        with pytest.raises(_Deadline):
+            math_verify_match("9^{9^{9^{9}}}", "3")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
