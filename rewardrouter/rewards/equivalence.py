@@ -143,18 +143,24 @@ def quick_verdict(answer: str, gold: str) -> bool | None:
     if got is None or want is None:
         return None
     exact = not (got.decimal or want.decimal)
-    equal = True
+    envs = _ENVS if got.variables or want.variables else ({},)
+    values: list[Number] = []
     try:
-        for env in _ENVS if got.variables or want.variables else ({},):
+        for env in envs:
             a, b = got.value(env), want.value(env)
             if _clearly_different(a, b, exact):
                 return False
-            equal = equal and _surely_equal(a, b)
+            values.append(a if _surely_equal(a, b) else math.nan)
     except (Undefined, OverflowError):
         return None
-    # equal values are equal for math-verify too (0.25 = 1/4, 2\sqrt{3} = \sqrt{12}, (x+1)^2 =
-    # x^2+2x+1), except where variables sit under roots or in exponents (\sqrt{x^2} is not x)
-    return True if equal and got.rational and want.rational else None
+    if any(v != v for v in values) or not (got.rational and want.rational):
+        return None  # too close to call, or \sqrt{x^2} against x (equal for x > 0 only)
+    lone = got.variables | want.variables
+    if any(all(v == env[x] for v, env in zip(values, envs, strict=True)) for x in lone):
+        return None  # math-verify compares a lone variable by its spelling: (x) \cdot 1 is not x
+    # equal values are equal for math-verify too: 0.25 = 1/4, 2\sqrt{3} = \sqrt{12},
+    # (x+1)^2 = x^2+2x+1
+    return True
 
 
 @lru_cache(maxsize=8192)
