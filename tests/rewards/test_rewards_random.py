@@ -35,7 +35,43 @@ def test_deterministic_random_depends_on_response_and_salt_only() -> None:
     assert first != [deterministic_random(r, None, {}, salt="run 2") for r in RESPONSES]
 
 
-def test_deterministic_random_known_values() -> None:
-    # pinned: the same on every machine and in every process (BLAKE2b, not Python's hash())
-    values = [deterministic_random(f"r{i}", None, {}) for i in range(8)]
-    assert values == [1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0]
+PINNED = [
+    # pinned values: the same on every machine and in every process (BLAKE2b, not hash())
+    # an empty response
+    pytest.param("", 0.0, id="empty_response"),
+    # whitespace is text like any other
+    pytest.param(" ", 1.0, id="space"),
+    # case matters
+    pytest.param("a", 0.0, id="lower_a"),
+    pytest.param("A", 1.0, id="upper_a"),
+    # right and wrong answers are unrelated to the value
+    pytest.param("The answer is 42.", 0.0, id="answer_42"),
+    pytest.param("The answer is 43.", 0.0, id="answer_43"),
+    # markup is text
+    pytest.param("\\boxed{1}", 1.0, id="boxed"),
+    # a response cut mid-answer
+    pytest.param("\\boxed{1", 1.0, id="cut_mid_answer"),
+    # thinking tags
+    pytest.param("<think>x</think>y", 0.0, id="thinking"),
+    # unicode is hashed as UTF-8
+    pytest.param("héllo wörld", 0.0, id="unicode_latin"),
+    pytest.param("答案是四", 1.0, id="unicode_cjk"),
+    # a megabyte
+    pytest.param("x" * 1_000_000, 1.0, id="one_megabyte"),
+    # near-identical responses get independent values
+    pytest.param("r0", 1.0, id="r0"),
+    pytest.param("r1", 0.0, id="r1"),
+    pytest.param("r2", 1.0, id="r2"),
+    pytest.param("r3", 0.0, id="r3"),
+]
+
+
+@pytest.mark.parametrize(("response", "expected"), PINNED)
+def test_deterministic_random_pinned(response: str, expected: float) -> None:
+    assert deterministic_random(response, None, {}) == expected
+
+
+def test_random_ignores_everything() -> None:
+    # no label, no metadata, an empty response: still 0.0 or 1.0, never None
+    assert random_reward("", None, {}) in (0.0, 1.0)
+    assert random_reward("x", "label", {"a": 1}, p=1.0) == 1.0
