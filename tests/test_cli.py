@@ -47,21 +47,19 @@ def test_mixed_router_on_example_data_from_another_folder(tmp_path: Path) -> Non
     by_route: dict[str | None, list[float | None]] = {}
     for r in scored:
         by_route.setdefault(r["route"], []).append(r["reward"])
-    # Hand-scored: the last \\boxed{} must equal the label; row 3 has no \\boxed{} at all.
-    assert by_route["gsm8k"] == [1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0]
-    assert by_route["squad"] == [1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0]
+    # Hand-scored. gsm8k: math on the last \\boxed{} plus 0.1 for having one (row 3 has none);
+    # squad: token F1 ("Normandy is in France." against "France": P 1/4, R 1 -> 0.4);
+    # gpqa: the answer letter, upper case only.
+    assert by_route["gsm8k"] == pytest.approx([1.1, 1.1, 0.1, 0.0, 1.1, 1.1, 1.1, 0.1, 1.1, 1.1, 0.1])
+    assert by_route["squad"] == pytest.approx([1.0, 1.0, 0.4, 0.0, 1.0, 1.0, 0.0, 1.0])
     assert by_route["gpqa"] == [1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0]
     first = scored[0]
-    assert (first["route"], first["level"], first["status"], first["reward"]) == (
-        "gsm8k",
-        "route",
-        "ok",
-        1.0,
-    )
-    # GRPO over prompt group 0 (rewards 1, 1, 0, 0): (1 - 0.5) / (std 0.5774 + 1e-6)
-    assert first["advantage"] == pytest.approx(0.8660, abs=1e-4)
+    assert (first["route"], first["level"], first["status"]) == ("gsm8k", "route", "ok")
+    assert first["reward"] == pytest.approx(1.1)
+    assert first["terms"] == {"correct": 1.0, "format": 1.0}
+    # GRPO over prompt group 0 (rewards 1.1, 1.1, 0.1, 0.0): (1.1 - 0.575) / (std 0.60759 + 1e-6)
+    assert first["advantage"] == pytest.approx(0.86406, abs=1e-4)
     assert "1 constant group(s), their advantages all exactly 0" in " ".join(done.stdout.split())
-    assert first["terms"] == {"correct": 1.0}
     aborted = scored[11]
     assert (aborted["status"], aborted["reward"], aborted["route"]) == ("aborted", None, None)
     for route in ("gsm8k", "squad", "gpqa"):
@@ -84,12 +82,12 @@ def test_launch_command_overrides_reach_the_router(tmp_path: Path) -> None:
     done = run(
         tmp_path,
         "router=mixed",
-        "routes.gsm8k.rewards.correct.weight=0.2",
+        "routes.gsm8k.rewards.format.weight=0.2",
         f"data.path={data}",
         "output.path=out.jsonl",
     )
     assert done.returncode == 0, done.stderr
-    assert rows(tmp_path / "out.jsonl")[0]["reward"] == pytest.approx(0.2)
+    assert rows(tmp_path / "out.jsonl")[0]["reward"] == pytest.approx(1.2)  # correct 1 + format 0.2
 
 
 @pytest.mark.parametrize(

@@ -172,7 +172,8 @@ def test_explain_multi_term_route_shows_each_term(
 def test_explain_a_row_of_a_data_file(capsys: pytest.CaptureFixture[str]) -> None:
     assert explain.main(["router=mixed", "--data", str(DATA), "--line", "3"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "gsm8k" in out and "reward 0.0" in out
+    # Row 3 boxes 144 for a label of 72: math 0, the format bonus 0.1.
+    assert "gsm8k" in out and "reward 0.1" in out
 
 
 # -- validate -------------------------------------------------------------------------------
@@ -224,7 +225,7 @@ def test_validate_composed_config_with_bad_override(capsys: pytest.CaptureFixtur
 def test_three_job_multirun_writes_outputs_and_objectives(tmp_path: Path) -> None:
     sweep_dir = tmp_path / "sweep"
     done = subprocess.run(
-        [EXE, "+sweep=gsm8k_weight", f"hydra.sweep.dir={sweep_dir}"],
+        [EXE, "+sweep=gsm8k_format", f"hydra.sweep.dir={sweep_dir}"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -240,8 +241,8 @@ def test_three_job_multirun_writes_outputs_and_objectives(tmp_path: Path) -> Non
         summary = json.loads((job / "summary.json").read_text())
         assert summary["objective"]["name"] == "agreement"
         values.append(summary["objective"]["value"])
-    # Weight 1.0 reproduces the 0/1 hand scores where the grader agrees; 0.5 and 1.5 cannot.
-    assert values[1] > values[0] and values[1] > values[2]
+    # Without the format bonus the gsm8k rewards are the hand scores' 0/1; with it they are not.
+    assert values[0] > values[1] and values[0] > values[2]
 
 
 def test_optuna_sweeper_runs_the_shipped_sweep(tmp_path: Path) -> None:
@@ -250,7 +251,7 @@ def test_optuna_sweeper_runs_the_shipped_sweep(tmp_path: Path) -> None:
     done = subprocess.run(
         [
             EXE,
-            "+sweep=gsm8k_weight_optuna",
+            "+sweep=gsm8k_format_optuna",
             f"hydra.sweep.dir={sweep_dir}",
             "hydra.sweeper.n_trials=3",
         ],
