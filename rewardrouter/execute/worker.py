@@ -22,6 +22,7 @@ them to an idle worker) without a message to a worker that may be stuck.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib
 import pickle
 import signal
@@ -87,7 +88,7 @@ def _sendable(outcome: Outcome) -> Outcome:
     return outcome
 
 
-def _load(blob: bytes) -> tuple[Callable[[Any], Any], float]:
+def load_job(blob: bytes) -> tuple[Callable[[Any], Any], float]:
     """The per-item call of a job, and its timeout."""
     fn, args, kwargs, group, timeout = pickle.loads(blob)
     if group:
@@ -95,21 +96,33 @@ def _load(blob: bytes) -> tuple[Callable[[Any], Any], float]:
     return (lambda values: fn(args, restore(values), **kwargs)), timeout
 
 
-def _die_with_parent() -> None:
-    """On Linux, ask the kernel to kill this worker if its parent dies (even by SIGKILL)."""
+def die_with_parent() -> None:
+    """On Linux, ask the kernel to kill this process if its parent dies (even by SIGKILL)."""
     if sys.platform != "linux":
         return
-    try:
-        import ctypes
-
+    with contextlib.suppress(Exception):
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
-    except Exception:
-        pass
+
+
+def read_progress(progress: Any, task_id: int) -> tuple[int, float] | None:
+    """The position of the running call of task ``task_id`` and when it started; None while
+    no call of the task has started. Read in the reverse order of :class:`_Reporter`'s writes,
+    so a read that races with a write can only see a later start, never an earlier one."""
+    if int(progress[TASK]) != task_id:
+        return None
+    position = int(progress[POSITION])
+    return position, float(progress[STARTED])
+
+
+def progress_slot(shared: Any, slot: int) -> Any:
+    """Slot ``slot`` of a shared array of progress records, as a four-entry ctypes view."""
+    size = ctypes.sizeof(ctypes.c_double) * 4
+    return (ctypes.c_double * 4).from_buffer(shared, slot * size)
 
 
 def serve(conn: Connection, progress: Any, modules: Sequence[str], flush_seconds: float) -> None:
     """Run tasks from ``conn`` until told to stop. The target of every worker process."""
-    _die_with_parent()
+    die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     for module in modules:
         # A module that fails here fails again in the task that needs it, which reports it.
@@ -131,7 +144,7 @@ def serve(conn: Connection, progress: Any, modules: Sequence[str], flush_seconds
         try:
             if job != job_id:
                 job_id = None
-                call, timeout = _load(blob)
+                call, timeout = load_job(blob)
                 job_id = job
             items = pickle.loads(items_blob)
         except Exception as exc:
