@@ -90,6 +90,23 @@ def slow_then_fine(args: Any, sample: Any) -> float:
     return 1.0
 
 
+_RAN_BEFORE = False
+
+
+def warmth(args: Any, sample: Any) -> Any:
+    """1.0 when this process ran it before (or was forked from one that had), else 0.0.
+
+    ``metadata["thread"]``: the call also starts a thread. ``bad`` samples misbehave.
+    """
+    global _RAN_BEFORE
+    if sample.metadata.get("bad"):
+        return misbehave(args, sample)
+    if sample.metadata.get("thread"):
+        threading.Thread(target=RELEASE.wait, daemon=True).start()
+    ran_before, _RAN_BEFORE = _RAN_BEFORE, True
+    return float(ran_before)
+
+
 def pid(args: Any, sample: Any) -> float:
     """The id of the process that scored the sample."""
     return float(os.getpid())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -257,3 +258,26 @@ def test_workers_receive_plain_snapshots_of_samples_and_args(make_router: Any) -
         "args": 7,
         "score": 1.0,
     }
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers fork from a template")
+@pytest.mark.parametrize(
+    ("first", "replacement_warm"),
+    [
+        pytest.param({}, 1.0, id="replacement_is_forked_warm"),
+        # A warm-up call that starts a thread would make forking unsafe: the next worker comes
+        # from a fresh (cold) template instead.
+        pytest.param({"thread": True}, 0.0, id="no_fork_after_a_thread_starts"),
+    ],
+)
+def test_replacement_workers_start_warm_from_the_template(
+    make_router: Any, first: dict[str, Any], replacement_warm: float
+) -> None:
+    router = make_router(
+        router_config("rr_execution.warmth", on_error="skip", workers=1, timeout=0.5)
+    )
+    [cold] = router.score_sync([row("a", **first)])
+    assert cold.reward == 0.0  # the first worker had never run it
+    killed, after = router.score_sync([row("bad", "sleep"), row("b")])
+    assert killed.status == "timeout"
+    assert after.reward == replacement_warm
