@@ -130,7 +130,8 @@ class Route(_Model):
 class ProcessPoolConfig(_Model):
     """The router's worker processes, used by terms with ``executor: process``.
 
-    Started on first use, reused for every batch, stopped by ``Router.close()``.
+    Started on first use, reused for every batch, stopped by ``Router.close()``. A worker that
+    overruns a deadline is killed and replaced by a fork of a warm template process.
     """
 
     workers: int | None = Field(
@@ -144,7 +145,8 @@ class ProcessPoolConfig(_Model):
     )
     start_method: Literal["auto", "forkserver", "spawn"] = Field(
         default="auto",
-        description="How workers start; auto: forkserver where the platform has it, else spawn.",
+        description="How the process that workers are forked from (on Linux; elsewhere each "
+        "worker) starts; auto: forkserver where the platform has it, else spawn.",
     )
 
 

@@ -19,7 +19,8 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing import reduction
 from multiprocessing.connection import Connection
@@ -33,6 +34,8 @@ StartMethod = Literal["auto", "forkserver", "spawn"]
 
 #: Seconds a template may take to fork a worker (it may be finishing a warm-up call).
 FORK_SECONDS = 60.0
+#: Successful calls per function replayed in the worker template, so new workers start warm.
+WARM_CALLS = 8
 
 
 def start_context(method: StartMethod, modules: Sequence[str]) -> BaseContext:
@@ -88,8 +91,9 @@ class Launcher(Protocol):
     def service(self, ready: Any) -> None:
         """One of :meth:`waitables` is ready."""
 
-    def warm(self, blob: bytes, item: Any) -> None:
-        """A call of job ``blob`` on ``item`` succeeded: future workers may start warmed by it."""
+    def warm(self, key: Hashable, blob: bytes, item: Callable[[], Any]) -> None:
+        """A call of job ``blob`` (function ``key``) on ``item()`` succeeded: future workers
+        may start warmed by it."""
 
     def close(self) -> None:
         """Stop what the launcher runs (the pool has stopped the workers)."""
@@ -135,7 +139,7 @@ class ContextLauncher:
     def service(self, ready: Any) -> None:
         pass
 
-    def warm(self, blob: bytes, item: Any) -> None:
+    def warm(self, key: Hashable, blob: bytes, item: Callable[[], Any]) -> None:
         pass
 
     def close(self) -> None:
@@ -164,6 +168,8 @@ class TemplateLauncher:
         self._free = list(range(slots))
         self._templates: list[_Template] = []
         self._warming = True
+        self._warm_calls: list[tuple[bytes, Any]] = []  # replayed in every new template
+        self._warmed: Counter[Hashable] = Counter()
 
     def start(self) -> Launched:
         for attempt in range(3):
@@ -201,6 +207,9 @@ class TemplateLauncher:
         child.close()
         template = _Template(process, parent)
         self._templates.append(template)
+        if self._warming:
+            for blob, item in self._warm_calls:
+                template.conn.send(("warm", blob, item))
         return template
 
     def _forked(self, template: _Template, slot: int) -> int | None:
@@ -265,10 +274,14 @@ class TemplateLauncher:
         except (EOFError, OSError):  # the template died; its workers die with it
             self._retire(template)
 
-    def warm(self, blob: bytes, item: Any) -> None:
-        if self._warming and self._templates and self._templates[-1].alive:
+    def warm(self, key: Hashable, blob: bytes, item: Callable[[], Any]) -> None:
+        if not self._warming or self._warmed[key] >= WARM_CALLS:
+            return
+        self._warmed[key] += 1
+        self._warm_calls.append((blob, item()))
+        if self._templates and self._templates[-1].alive:
             with contextlib.suppress(OSError):
-                self._templates[-1].conn.send(("warm", blob, item))
+                self._templates[-1].conn.send(("warm", *self._warm_calls[-1]))
 
     def close(self) -> None:
         for template in self._templates:

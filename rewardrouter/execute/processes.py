@@ -33,10 +33,10 @@ import itertools
 import pickle
 import threading
 import time
-from collections import Counter
 from collections.abc import Hashable, Sequence
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
+from functools import partial
 from multiprocessing.connection import Pipe, wait
 from typing import Any, cast
 
@@ -55,8 +55,6 @@ LOAD_GRACE = 30.0
 BOOT_SECONDS = 120.0
 #: Workers in a row that die before becoming ready, after which the pool gives up.
 BOOT_FAILURES = 3
-#: Successful calls per function replayed in the worker template, so new workers start warm.
-WARM_CALLS = 8
 
 
 @dataclass(eq=False)
@@ -83,9 +81,7 @@ class ProcessPool:
         modules: Sequence[str],
     ) -> None:
         self.size = workers
-        self._start_method = start_method
-        self._modules = tuple(modules)
-        self._chunk_seconds = chunk_seconds
+        self._launcher = launcher_for(start_method, modules, chunk_seconds, workers)
         self._sizer = ChunkSizer(chunk_seconds)
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -98,7 +94,6 @@ class ProcessPool:
         self._jobs: list[Job] = []
         self._workers: list[_Worker] = []
         self._boot_failures = 0
-        self._warmed: Counter[Hashable] = Counter()
         self._thread = threading.Thread(
             target=self._run, name="rewardrouter-processes", daemon=True
         )
@@ -175,9 +170,6 @@ class ProcessPool:
         try:
             # Started here, not by the caller: starting the first worker process can take a
             # second, which the caller's event loop should not spend blocked.
-            self._launcher = launcher_for(
-                self._start_method, self._modules, self._chunk_seconds, self.size
-            )
             for _ in range(self.size):
                 self._start_worker()
             while self._accept():
@@ -319,9 +311,8 @@ class ProcessPool:
         for offset, outcome in enumerate(outcomes):
             index = task.indices[first + offset]
             job.record(index, outcome)
-            if outcome.status == "ok" and not job.group and self._warmed[job.key] < WARM_CALLS:
-                self._warmed[job.key] += 1
-                self._launcher.warm(job.blob, job.item(index))
+            if outcome.status == "ok" and not job.group:
+                self._launcher.warm(job.key, job.blob, partial(job.item, index))
         task.reported = first + len(outcomes)
         self._sizer.observe(job.key, seconds, len(outcomes))
         if done:
@@ -443,8 +434,6 @@ class ProcessPool:
         self._settle(job)
 
     def _stop_workers(self) -> None:
-        if not hasattr(self, "_launcher"):
-            return
         for worker in self._workers:
             try:
                 if worker.ready and worker.task is None:
