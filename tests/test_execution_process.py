@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gc
 import os
+import pickle
+import signal
 import sys
 import threading
 import time
@@ -14,10 +16,14 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import rr_execution
 from rr_execution import router_config, row
 
-from rewardrouter import RewardError, Router, compile_router
+from rewardrouter import RewardError, Router, Sample, compile_router
 from rewardrouter.cli.summary import route_stats
+from rewardrouter.execute.launch import ContextLauncher, Launcher, TemplateLauncher, start_context
+from rewardrouter.execute.snapshot import snapshot
+from rewardrouter.execute.worker import LIMIT, READY
 
 TIMEOUT = 1.0
 MARGIN = 1.5  # start-up of replacement workers and a loaded machine, never a second timeout
@@ -281,3 +287,31 @@ def test_replacement_workers_start_warm_from_the_template(
     killed, after = router.score_sync([row("bad", "sleep"), row("b")])
     assert killed.status == "timeout"
     assert after.reward == replacement_warm
+
+
+def _launchers() -> list[Any]:
+    context = start_context("auto", [])
+    found = [pytest.param(ContextLauncher(context, [], 0.05), id="context")]
+    if sys.platform.startswith("linux"):
+        found.append(pytest.param(TemplateLauncher(context, [], 0.05, slots=2), id="template"))
+    return found
+
+
+@pytest.mark.parametrize("launcher", _launchers())
+def test_launchers_start_workers_that_serve_and_die_by_pid(launcher: Launcher) -> None:
+    worker = launcher.start()
+    try:
+        assert worker.conn.recv() == READY
+        blob = pickle.dumps((rr_execution.misbehave, None, {}, False, 5.0))
+        worker.progress[LIMIT] = 2.0
+        items = pickle.dumps([snapshot(Sample(response="abc")), snapshot(Sample(response="x"))])
+        worker.conn.send((7, 1, blob, items, 2))
+        task_id, first, outcomes, _, done = worker.conn.recv()
+        assert (task_id, first, [o.value for o in outcomes], done) == (7, 0, [3.0, 1.0], True)
+        assert _alive(worker.pid)
+        launcher.kill(worker)
+        assert launcher.reap(worker, 5.0) == -signal.SIGKILL
+        assert not _alive(worker.pid)
+    finally:
+        launcher.release(worker)
+        launcher.close()
