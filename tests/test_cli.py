@@ -50,7 +50,9 @@ def test_mixed_router_on_example_data_from_another_folder(tmp_path: Path) -> Non
     # Hand-scored. gsm8k: math on the last \\boxed{} plus 0.1 for having one (row 3 has none);
     # squad: token F1 ("Normandy is in France." against "France": P 1/4, R 1 -> 0.4);
     # gpqa: the answer letter, upper case only.
-    assert by_route["gsm8k"] == pytest.approx([1.1, 1.1, 0.1, 0.0, 1.1, 1.1, 1.1, 0.1, 1.1, 1.1, 0.1])
+    assert by_route["gsm8k"] == pytest.approx(
+        [1.1, 1.1, 0.1, 0.0, 1.1, 1.1, 1.1, 0.1, 1.1, 1.1, 0.1]
+    )
     assert by_route["squad"] == pytest.approx([1.0, 1.0, 0.4, 0.0, 1.0, 1.0, 0.0, 1.0])
     assert by_route["gpqa"] == [1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0]
     first = scored[0]

@@ -224,7 +224,10 @@ def test_score_sync_inside_a_running_event_loop(make_router: Any) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    [pytest.param("rr_testfns.length", id="sync"), pytest.param("rr_testfns.async_length", id="async")],
+    [
+        pytest.param("rr_testfns.length", id="sync"),
+        pytest.param("rr_testfns.async_length", id="async"),
+    ],
 )
 def test_closed_router_refuses_work(make_router: Any, path: str) -> None:
     from rewardrouter import RewardRouterError
@@ -238,9 +241,15 @@ def test_closed_router_refuses_work(make_router: Any, path: str) -> None:
 def test_unreadable_preset_reward_names_the_sample(make_router: Any) -> None:
     from rewardrouter import SampleError
 
-    config = {"reward_key": "score", "default_route": "r", "routes": {"r": _route(("t", {"kind": "exact_match"}))}}
+    config = {
+        "reward_key": "score",
+        "default_route": "r",
+        "routes": {"r": _route(("t", {"kind": "exact_match"}))},
+    }
     router = make_router(config)
     samples = [Sample(response="a", reward={"score": 1.0}), Sample(response="b", reward={"acc": 1})]
-    with pytest.raises(SampleError, match=r"sample 1 carries a reward that cannot be read: .*'score'"):
+    with pytest.raises(
+        SampleError, match=r"sample 1 carries a reward that cannot be read: .*'score'"
+    ):
         router.score_sync(samples)
     assert router.score_sync(samples[:1])[0].reward == 1.0
