@@ -1,8 +1,9 @@
 """Call a plain reward function on a run of items, saying where it is: one loop for every executor.
 
-The same loop runs on the event loop (``inline``), on a lane thread (``thread``) and inside a
-worker process (``process``). Before each call it tells its :class:`Tracker` which item it is on;
-that is what lets a supervisor find the one call that overran its deadline and spare the others.
+The same loop runs on the event loop (``inline``), on a lane thread (``thread``), inside a
+worker process (``process``) and inside a Ray actor (``ray``). Before each call it tells its
+:class:`Tracker` which item it is on; that is what lets a supervisor find the one call that
+overran its deadline and spare the others.
 A call that returns after its deadline is a ``timeout`` too, so a deadline means the same on every
 executor whether the call was stopped or merely finished late.
 """
@@ -10,7 +11,7 @@ executor whether the call was stopped or merely finished late.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 from rewardrouter.execute.outcome import CONTROL_FLOW, Outcome, failed, timed_out
@@ -26,16 +27,21 @@ class Tracker(Protocol):
         """Item ``position`` gave ``outcome``."""
 
 
-def call_each(
-    call: Callable[[Any], Any], items: Sequence[Any], timeout: float, tracker: Tracker
-) -> None:
-    """``call(item)`` for each item in order; exceptions become ``error`` outcomes.
+def each_outcome(
+    call: Callable[[Any], Any],
+    items: Sequence[Any],
+    timeout: float,
+    may_start: Callable[[int], bool] | None = None,
+) -> Iterator[Outcome]:
+    """The outcome of ``call(item)`` for each item in order, computed as the caller iterates.
 
-    Only control flow (KeyboardInterrupt, cancellation) propagates: a grader's ``BaseException``
-    (math-verify's timeout exception is one) or ``sys.exit()`` is the failure of that call.
+    ``may_start(position)`` is asked before each call; False stops the run there. Exceptions
+    become ``error`` outcomes; only control flow (KeyboardInterrupt, cancellation) propagates: a
+    grader's ``BaseException`` (math-verify's timeout exception is one) or ``sys.exit()`` is the
+    failure of that call.
     """
     for position, item in enumerate(items):
-        if not tracker.start(position):
+        if may_start is not None and not may_start(position):
             return
         begun = time.monotonic()
         try:
@@ -47,6 +53,14 @@ def call_each(
         took = time.monotonic() - begun
         if took > timeout:
             outcome = timed_out(timeout, f"; it returned after {took:.3g} s, too late to be used")
+        yield outcome
+
+
+def call_each(
+    call: Callable[[Any], Any], items: Sequence[Any], timeout: float, tracker: Tracker
+) -> None:
+    """:func:`each_outcome`, telling ``tracker`` where it is and what each call gave."""
+    for position, outcome in enumerate(each_outcome(call, items, timeout, tracker.start)):
         tracker.done(position, outcome)
 
 

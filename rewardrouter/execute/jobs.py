@@ -1,5 +1,5 @@
-"""Bookkeeping of the process executor: jobs (one route group's calls) and the tasks that carry
-some of those calls to a worker.
+"""Bookkeeping of the process and Ray executors: jobs (one route group's calls) and the tasks
+that carry some of those calls to a worker.
 
 Every call of a job ends with exactly one recorded :class:`Outcome`, whatever happens to the
 tasks that carry it: the first outcome recorded wins, and a call whose task was lost (its worker
@@ -8,15 +8,16 @@ was killed or died) goes back to the job's ``retry`` queue unless it was the cul
 
 from __future__ import annotations
 
+import contextlib
 import pickle
 from collections import deque
 from collections.abc import Hashable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from rewardrouter.execute.outcome import Outcome, describe_exception
-from rewardrouter.execute.snapshot import snapshot
+from rewardrouter.execute.snapshot import portable_args, snapshot
 
 
 @dataclass(eq=False)
@@ -77,6 +78,46 @@ class Job:
             self.outcomes[index] = outcome
             self.missing -= 1
 
+    def finish(self) -> bool:
+        """Hand the outcomes to the caller once every call has one; True if the job is over."""
+        if self.missing:
+            return False
+        # InvalidStateError: the caller cancelled the job and wants no results.
+        with contextlib.suppress(InvalidStateError):
+            self.future.set_result(cast("list[Outcome]", self.outcomes))  # all filled in
+        return True
+
+
+def open_job(
+    job_id: int,
+    fn: Any,
+    args: Any,
+    samples: Sequence[Any],
+    kwargs: dict[str, Any],
+    *,
+    group: bool,
+    timeout: float,
+    key: Hashable,
+) -> Job:
+    """The job of running ``fn`` on ``samples`` (one call each, or one group call).
+
+    Its future is done at once when nothing is left to send: no samples, or a function (or
+    ``kwargs``) that cannot be pickled, which makes every call ``error``.
+    """
+    count = 1 if group else len(samples)
+    job = Job(job_id, Future(), b"", samples, group, timeout, key, [None] * count, count)
+    if not count:
+        job.future.set_result([])
+        return job
+    try:
+        job.blob = pickle.dumps(
+            (fn, portable_args(args), dict(kwargs), group, timeout), pickle.HIGHEST_PROTOCOL
+        )
+    except Exception as exc:
+        message = f"the call cannot be sent to a worker process: {describe_exception(exc)}"
+        job.future.set_result([Outcome(None, "error", message)] * count)
+    return job
+
 
 @dataclass(eq=False)
 class Task:
@@ -91,6 +132,13 @@ class Task:
 
     def __post_init__(self) -> None:
         self.limit = len(self.indices)
+
+    def report(self, first: int, outcomes: Sequence[Outcome]) -> None:
+        """The worker sent the outcomes of this task's calls ``first, first + 1, ...``."""
+        job = self.job
+        for offset, outcome in enumerate(outcomes):
+            job.record(self.indices[first + offset], outcome)
+        self.reported = first + len(outcomes)
 
     def unfinished(self) -> list[int]:
         """Calls of this task, still the worker's, without an outcome."""

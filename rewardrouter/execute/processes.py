@@ -30,11 +30,10 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import pickle
 import threading
 import time
 from collections.abc import Hashable, Sequence
-from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import partial
 from multiprocessing.connection import Pipe, wait
@@ -42,10 +41,9 @@ from typing import Any, cast
 
 from rewardrouter._errors import RewardRouterError
 from rewardrouter.execute.chunks import ChunkSizer
-from rewardrouter.execute.jobs import Job, Task
+from rewardrouter.execute.jobs import Job, Task, open_job
 from rewardrouter.execute.launch import Launched, StartMethod, exit_text, launcher_for
 from rewardrouter.execute.outcome import Outcome, describe_exception, timed_out
-from rewardrouter.execute.snapshot import portable_args
 from rewardrouter.execute.worker import LIMIT, READY, read_progress
 
 #: Seconds a worker may spend loading a task (unpickling its function and samples) before the
@@ -121,23 +119,12 @@ class ProcessPool:
 
         The result has one :class:`Outcome` per sample, or a single one for a group call.
         """
-        future: Future[list[Outcome]] = Future()
-        count = 1 if group else len(samples)
-        if not count:
-            future.set_result([])
-            return future
-        try:
-            blob = pickle.dumps(
-                (fn, portable_args(args), dict(kwargs), group, timeout), pickle.HIGHEST_PROTOCOL
-            )
-        except Exception as exc:
-            cause = describe_exception(exc)
-            message = f"the call cannot be sent to a worker process: {cause}"
-            future.set_result([Outcome(None, "error", message)] * count)
-            return future
-        job = Job(
-            next(self._ids), future, blob, samples, group, timeout, key, [None] * count, count
+        job = open_job(
+            next(self._ids), fn, args, samples, kwargs, group=group, timeout=timeout, key=key
         )
+        future, count = job.future, len(job.outcomes)
+        if future.done():
+            return future
         with self._lock:
             if self._closing:
                 if self._broken is None:
@@ -308,12 +295,12 @@ class ProcessPool:
         if task is None or task.id != task_id:
             return
         job = task.job
+        task.report(first, outcomes)
         for offset, outcome in enumerate(outcomes):
-            index = task.indices[first + offset]
-            job.record(index, outcome)
             if outcome.status == "ok" and not job.group:
-                self._launcher.warm(job.key, job.blob, partial(job.item, index))
-        task.reported = first + len(outcomes)
+                self._launcher.warm(
+                    job.key, job.blob, partial(job.item, task.indices[first + offset])
+                )
         self._sizer.observe(job.key, seconds, len(outcomes))
         if done:
             # Calls the worker skipped because of a new limit it read before it was taken back.
@@ -322,13 +309,8 @@ class ProcessPool:
         self._settle(job)
 
     def _settle(self, job: Job) -> None:
-        if job.missing:
-            return
-        if job in self._jobs:
+        if job.finish() and job in self._jobs:
             self._jobs.remove(job)
-        # InvalidStateError: the caller cancelled the job and wants no results.
-        with contextlib.suppress(InvalidStateError):
-            job.future.set_result(cast("list[Outcome]", job.outcomes))  # all filled in
 
     # -- deadlines and deaths -------------------------------------------------------------------
 

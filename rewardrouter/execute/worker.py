@@ -30,7 +30,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, TypeVar
 
 from rewardrouter.execute.calls import call_each
 from rewardrouter.execute.outcome import Outcome, describe_exception
@@ -38,45 +38,72 @@ from rewardrouter.execute.snapshot import restore
 
 READY = "ready"
 
+R = TypeVar("R")
+
 #: Layout of a worker's shared progress array.
 TASK, POSITION, STARTED, LIMIT = 0, 1, 2, 3
 
 
-class _Reporter:
-    """The :class:`~rewardrouter.execute.calls.Tracker` of one task: progress and results."""
+Message = tuple[int, int, list[Outcome], float, bool]
 
-    def __init__(self, conn: Connection, task_id: int, progress: Any, flush_seconds: float) -> None:
-        self.conn = conn
-        self.task_id = float(task_id)
-        self.progress = progress
+
+class OutcomeBatch:
+    """The outcomes of one task on their way back to the pool, sent in batches.
+
+    A batch is due once ``flush_seconds`` have passed since the last one, and at the end of the
+    task. Each message is ``(task_id, first, outcomes, seconds, done)``: the outcomes of calls
+    ``first, first + 1, ...``, the seconds they took, and whether the task is complete. Shared
+    by the worker processes (sent over a pipe) and the Ray actors (yielded to a stream).
+    """
+
+    def __init__(self, task_id: int, flush_seconds: float) -> None:
+        self.task_id = task_id
         self.flush_seconds = flush_seconds
         self.buffer: list[Outcome] = []
         self.first = 0
         self.since = time.monotonic()
 
+    def add(self, outcome: Outcome) -> bool:
+        """Keep ``outcome``; True when a batch is due."""
+        self.buffer.append(outcome)
+        return time.monotonic() - self.since >= self.flush_seconds
+
+    def flush(self, send: Callable[[Message], R], done: bool) -> R:
+        """``send`` the kept outcomes as one message, and start a new batch.
+
+        A value that cannot be pickled becomes an ``invalid`` outcome that says so.
+        """
+        now = time.monotonic()
+        outcomes = self.buffer
+        try:
+            sent = send((self.task_id, self.first, outcomes, now - self.since, done))
+        except Exception:  # a value that cannot be pickled: found and replaced
+            outcomes = [_sendable(o) for o in outcomes]
+            sent = send((self.task_id, self.first, outcomes, now - self.since, done))
+        self.first += len(outcomes)
+        self.buffer = []
+        self.since = now
+        return sent
+
+
+class _Reporter(OutcomeBatch):
+    """The :class:`~rewardrouter.execute.calls.Tracker` of one task: progress and results."""
+
+    def __init__(self, conn: Connection, task_id: int, progress: Any, flush_seconds: float) -> None:
+        super().__init__(task_id, flush_seconds)
+        self.conn = conn
+        self.progress = progress
+
     def start(self, position: int) -> bool:
         progress = self.progress
         progress[STARTED] = time.monotonic()  # written before the position: see ProcessPool
         progress[POSITION] = float(position)
-        progress[TASK] = self.task_id
+        progress[TASK] = float(self.task_id)
         return bool(position < progress[LIMIT])
 
     def done(self, position: int, outcome: Outcome) -> None:
-        self.buffer.append(outcome)
-        if time.monotonic() - self.since >= self.flush_seconds:
-            self.flush(False)
-
-    def flush(self, done: bool) -> None:
-        now = time.monotonic()
-        message = (int(self.task_id), self.first, self.buffer, now - self.since, done)
-        try:
-            self.conn.send(message)
-        except Exception:  # a value that cannot be pickled: found and replaced below
-            self.buffer = [_sendable(o) for o in self.buffer]
-            self.conn.send((int(self.task_id), self.first, self.buffer, now - self.since, done))
-        self.first += len(self.buffer)
-        self.buffer = []
-        self.since = now
+        if self.add(outcome):
+            self.flush(self.conn.send, False)
 
 
 def _sendable(outcome: Outcome) -> Outcome:
@@ -94,6 +121,32 @@ def load_job(blob: bytes) -> tuple[Callable[[Any], Any], float]:
     if group:
         return (lambda items: fn(args, [restore(v) for v in items], **kwargs)), timeout
     return (lambda values: fn(args, restore(values), **kwargs)), timeout
+
+
+class JobCache:
+    """The job a worker ran last: a job's calls arrive in several tasks, loaded once."""
+
+    def __init__(self) -> None:
+        self._id: int | None = None
+        self._call: Callable[[Any], Any] = restore
+        self._timeout = 0.0
+
+    def load(
+        self, job_id: int, blob: bytes, items_blob: bytes
+    ) -> tuple[Callable[[Any], Any], float, list[Any]]:
+        """The per-item call of job ``job_id`` (``blob``, unpickled when the job is new), its
+        timeout, and the task's items. Raises whatever unpickling raises."""
+        if job_id != self._id:
+            self._id = None
+            self._call, self._timeout = load_job(blob)
+            self._id = job_id
+        return self._call, self._timeout, pickle.loads(items_blob)
+
+
+def unloadable(exc: BaseException, count: int) -> list[Outcome]:
+    """The outcomes of a task whose function or samples could not be loaded."""
+    cause = describe_exception(exc)
+    return [Outcome(None, "error", f"the worker could not load the call: {cause}")] * count
 
 
 def die_with_parent() -> None:
@@ -129,9 +182,7 @@ def serve(conn: Connection, progress: Any, modules: Sequence[str], flush_seconds
         with contextlib.suppress(Exception):
             importlib.import_module(module)
     conn.send(READY)
-    job_id: int | None = None
-    call: Callable[[Any], Any] = restore
-    timeout = 0.0
+    jobs = JobCache()
     while True:
         try:
             message = conn.recv()
@@ -142,17 +193,9 @@ def serve(conn: Connection, progress: Any, modules: Sequence[str], flush_seconds
         task_id, job, blob, items_blob, count = message
         reporter = _Reporter(conn, task_id, progress, flush_seconds)
         try:
-            if job != job_id:
-                job_id = None
-                call, timeout = load_job(blob)
-                job_id = job
-            items = pickle.loads(items_blob)
+            call, timeout, items = jobs.load(job, blob, items_blob)
         except Exception as exc:
-            cause = describe_exception(exc)
-            reporter.buffer = [
-                Outcome(None, "error", f"the worker could not load the call: {cause}")
-            ]
-            reporter.buffer *= count
+            reporter.buffer = unloadable(exc, count)
         else:
             call_each(call, items, timeout, reporter)
-        reporter.flush(True)
+        reporter.flush(conn.send, True)
