@@ -7,10 +7,12 @@ of a killed worker. So a pool starts one *template* process that imports the mod
 few calls that succeeded (``warm``), and forks the workers: a new worker is a copy of a warm
 process, serving in milliseconds.
 
-Forking is safe only from a single-threaded process. The template starts no threads; after each
-warm-up call it counts its threads (every OS thread, on Linux) and, if the call started one (a
-grader using OpenMP, say), reports ``tainted`` and refuses to fork from then on; the pool forks
-later workers from a fresh template and stops warming.
+Forking is safe only from a process whose threads are known to survive it. The template starts
+no threads; after each warm-up call it counts its threads (every OS thread, on Linux) and, if the
+call started one (a grader using OpenMP, say), reports ``tainted`` and refuses to fork from then
+on; the pool forks later workers from a fresh template and stops warming. (Threads that imports
+start, such as a BLAS pool, are there in every forkserver or fork start too, and are not
+counted.)
 
 Protocol over the template's pipe (a socket pair):
 
@@ -109,6 +111,7 @@ def run_template(
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
     signal.set_wakeup_fd(wake_w)
     children: set[int] = set()
+    threads_at_start = thread_count()  # e.g. a BLAS pool started by an import: fork-safe
     tainted = False
     try:
         while True:
@@ -129,7 +132,7 @@ def run_template(
                 children.add(_fork(conn, progress, message[1], flush_seconds, wake))
             elif message[0] == "warm" and not tainted:
                 _warm(message[1], message[2])
-                tainted = thread_count() > 1
+                tainted = thread_count() > threads_at_start
                 if tainted:
                     conn.send(("tainted",))
     except (EOFError, OSError):  # the pool is gone
