@@ -6,6 +6,7 @@ import asyncio
 import threading
 import weakref
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from itertools import repeat
 from types import TracebackType
 from typing import Any, TypeVar, cast
 
@@ -15,6 +16,7 @@ from rewardrouter.compile.executors import worker_modules
 from rewardrouter.compile.resources import Resources
 from rewardrouter.compile.routes import BoundTerm, CompiledRoute
 from rewardrouter.config.models import RouterConfig
+from rewardrouter.execute.batch import ScoreBatch
 from rewardrouter.execute.combine import combine
 from rewardrouter.execute.outcome import Outcome
 from rewardrouter.execute.pools import Pools
@@ -104,52 +106,74 @@ class Router:
         args: Any = None,
         evaluation: bool = False,
         route: str | None = None,
-    ) -> list[RewardResult]:
+    ) -> ScoreBatch:
         """Score ``samples``; one :class:`RewardResult` per sample, in input order.
 
         Aborted samples are not scored (status ``aborted``); samples that carry a reward keep it
         (status ``kept``) unless the config says ``rescore: true``. ``args`` is handed to every
         reward function as its first argument (a trainer's argument namespace, or None).
         ``evaluation`` picks each term's ``eval_key``. ``route`` sends every sample to that route,
-        bypassing precedence (for hand-scored examples).
+        bypassing precedence (for hand-scored examples). The returned :class:`ScoreBatch` is a
+        sequence of results; its ``rewards`` reads the training values alone.
         """
         self.pools.check_open()
-        views = [as_sample(s, f"sample {i}") for i, s in enumerate(samples)]
-        results: list[RewardResult | None] = [None] * len(views)
-        decisions: list[Decision | None] = [None] * len(views)
+        views = [as_sample(s, i) for i, s in enumerate(samples)]
+        n = len(views)
+        full: dict[int, RewardResult] = {}
+        decisions: list[Decision | None] = [None] * n
+        routed: dict[str, tuple[CompiledRoute, list[int]]] = {}
         unroutable: list[tuple[int, str]] = []
         rescore = self.config.rescore
         decide = self.resolver.decide if route is None else self._forced(route)
         for i, sample in enumerate(views):
-            if status_of(sample) == "aborted":
-                results[i] = RewardResult(
-                    None, "aborted", error_message="aborted sample: not scored"
-                )
+            status = getattr(sample, "status", None)
+            if status is not None and status != "completed" and status_of(sample) == "aborted":
+                full[i] = RewardResult(None, "aborted", error_message="aborted sample: not scored")
                 continue
             preset = getattr(sample, "reward", None)
             if preset is not None and not rescore:
-                results[i] = self._kept(i, preset, evaluation)
+                full[i] = self._kept(i, preset, evaluation)
                 continue
             try:
-                decisions[i] = decide(sample)
+                decision = decisions[i] = decide(sample)
             except Unroutable as exc:
                 unroutable.append((i, str(exc)))
+                continue
+            bucket = routed.get(decision.route.name)
+            if bucket is None:
+                bucket = routed[decision.route.name] = (decision.route, [])
+            bucket[1].append(i)
         if unroutable:
             raise_unroutable(unroutable)
-        groups = plan_groups(decisions)
+        groups = plan_groups(list(routed.values()))
         outcomes = await asyncio.gather(*(self._run_group(g, views, args) for g in groups))
-        per_sample: list[list[tuple[BoundTerm, Outcome]]] = [[] for _ in views]
+        rewards: list[float | None] = [None] * n
+        values: list[float | None] = [None] * n
+        pending: dict[int, list[tuple[BoundTerm, Outcome]]] = {}
+        single = {name: len(r.terms) == 1 for name, (r, _) in routed.items()}
         for group, group_outcomes in zip(groups, outcomes, strict=True):
-            for (i, term), outcome in zip(group.members, group_outcomes, strict=True):
-                per_sample[i].append((term, outcome))
-        for i, decision in enumerate(decisions):
-            if decision is not None:
-                calls = per_sample[i]
-                if len(calls) > 1:
-                    order = {t.name: k for k, t in enumerate(decision.route.terms)}
-                    calls.sort(key=lambda c: order[c[0].name])
-                results[i] = combine(i, decision.route.name, decision.level, calls, evaluation)
-        return cast("list[RewardResult]", results)  # every slot is filled above
+            terms = group.terms or repeat(group.term, len(group.indices))
+            for i, term, outcome in zip(group.indices, terms, group_outcomes, strict=True):
+                value = outcome.value
+                # The common case, kept cheap: the route's only term returned a finite float.
+                if (
+                    type(value) is float
+                    and value - value == 0.0
+                    and outcome.status == "ok"
+                    and single[term.route]
+                ):
+                    rewards[i] = term.weight * value
+                    values[i] = value
+                else:
+                    pending.setdefault(i, []).append((term, outcome))
+        for i, calls in pending.items():
+            chosen = decisions[i]
+            assert chosen is not None
+            if len(calls) > 1:
+                order = {t.name: k for k, t in enumerate(chosen.route.terms)}
+                calls.sort(key=lambda c: order[c[0].name])
+            full[i] = combine(i, chosen.route.name, chosen.level, calls, evaluation)
+        return ScoreBatch(decisions, rewards, values, full)
 
     def _kept(self, index: int, preset: Any, evaluation: bool) -> RewardResult:
         """The result of a sample that arrived with a reward (``None``: it has none)."""
@@ -165,13 +189,13 @@ class Router:
         return RewardResult(value, "kept", raw=preset)
 
     async def _run_group(self, group: RouteGroup, views: Sequence[Any], args: Any) -> list[Outcome]:
-        members = [views[i] for i, _ in group.members]
-        term = group.members[0][1]  # every member shares the call key: executor and timeout
+        members = [views[i] for i in group.indices]
+        term = group.term  # every member shares the call key: executor and timeout
         return await run_calls(
-            group.fn,
+            term.fn,
             args,
             members,
-            dict(group.kwargs),
+            dict(term.kwargs),
             executor=term.executor,
             timeout=term.timeout,
             pools=self.pools,
@@ -193,7 +217,7 @@ class Router:
         without a reward stay out of group statistics and get advantage 0. ``processor`` runs
         another chain on the same inputs (``explain`` uses it to show each stage's output).
         """
-        views = [as_sample(s, f"sample {i}") for i, s in enumerate(samples)]
+        views = [as_sample(s, i) for i, s in enumerate(samples)]
         if results is not None and len(results) != len(views):
             raise ValueError(f"{len(results)} results for {len(views)} samples")
         if results is not None:
@@ -247,7 +271,7 @@ class Router:
         args: Any = None,
         evaluation: bool = False,
         route: str | None = None,
-    ) -> list[RewardResult]:
+    ) -> ScoreBatch:
         """:meth:`score` for synchronous callers (also inside a running event loop's thread)."""
         return run_sync(self.score(samples, args=args, evaluation=evaluation, route=route))
 

@@ -253,3 +253,38 @@ def test_unreadable_preset_reward_names_the_sample(make_router: Any) -> None:
     ):
         router.score_sync(samples)
     assert router.score_sync(samples[:1])[0].reward == 1.0
+
+
+def test_one_route_naming_the_same_call_twice(make_router: Any) -> None:
+    """Two terms with one function and kwargs but different weights: one group, both terms."""
+    router = make_router(
+        {
+            "routes": {
+                "a": _route(
+                    ("g", {"path": "rr_testfns.group_len"}),
+                    ("g_again", {"path": "rr_testfns.group_len", "weight": 0.5}),
+                ),
+                "b": _route(("g", {"path": "rr_testfns.group_len"})),
+            }
+        }
+    )
+    results = router.score_sync(
+        [row("xx", dataset="a"), row("x", dataset="b"), row("xxxx", dataset="a")]
+    )
+    assert rr_testfns.CALLS == [("group_len", ["xx", "xx", "x", "xxxx", "xxxx"])]
+    assert [r.reward for r in results] == [3.0, 1.0, 6.0]
+    assert results[0].terms == {"g": 2.0, "g_again": 2.0}
+
+
+def test_results_read_as_a_sequence(make_router: Any) -> None:
+    router = make_router(
+        {"default_route": "r", "routes": {"r": _route(("t", {"path": "rr_testfns.length"}))}}
+    )
+    results = router.score_sync([row("a"), Sample(response="b", status="aborted"), row("ccc")])
+    assert len(results) == 3
+    assert results.rewards == [1.0, None, 3.0]
+    assert [r.status for r in results] == ["ok", "aborted", "ok"]
+    assert results[-1].terms == {"t": 3.0}
+    assert [r.reward for r in results[0:2]] == [1.0, None]
+    with pytest.raises(IndexError):
+        results[3]

@@ -23,11 +23,6 @@ def combine(
 
     Raises :class:`RewardError` for the first failure whose term says ``on_error: raise``.
     """
-    if len(calls) == 1:  # the common case, kept cheap: one term that returned a finite float
-        term, outcome = calls[0]
-        raw = outcome.value
-        if type(raw) is float and raw - raw == 0.0 and outcome.status == "ok":
-            return RewardResult(term.weight * raw, "ok", route, level, {term.name: raw}, raw)
     terms: dict[str, float | None] = {}
     total = 0.0
     applied = False

@@ -145,7 +145,7 @@ class _RouterRewardBase:
         ]
 
     def _finish(
-        self, results: list[RewardResult], columns: Mapping[str, Any]
+        self, results: Sequence[RewardResult], columns: Mapping[str, Any]
     ) -> list[float | None]:
         log_extra: Callable[[str, list[Any]], None] | None = columns.get("log_extra")
         log_metric: Callable[[str, float], None] | None = columns.get("log_metric")

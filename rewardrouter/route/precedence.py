@@ -61,7 +61,10 @@ class Resolver:
             for dataset in (route.name, *route.match):
                 self._table[dataset] = route
         self._cache: dict[tuple[str, str], CompiledRoute | ResolveError] = {}
-        self._by_value: dict[tuple[str, str], Decision] = {}  # (field, value) -> its decision
+        # Per route_by field, in order: the decision for each dataset string seen there.
+        self._by_value: tuple[tuple[str, dict[str, Decision]], ...] = tuple(
+            (name, {}) for name in route_by
+        )
 
     @property
     def datasets(self) -> list[str]:
@@ -96,17 +99,17 @@ class Resolver:
             decision = self._named_decision(sample, metadata, spec)
             if decision is not None:
                 return decision
-        for name in self._route_by:
+        for name, seen in self._by_value:
             value = metadata.get(name)
             if value is not None:
-                key = (name, value if type(value) is str else str(value))
-                decision = self._by_value.get(key)
+                decision = seen.get(value) if type(value) is str else None
                 if decision is None:
-                    route = self._table.get(key[1])
+                    route = self._table.get(str(value))
                     if route is None:
                         continue
                     decision = Decision(route, "route", f"metadata.{name} = {value!r}")
-                    self._by_value[key] = decision
+                    if type(value) is str:
+                        seen[value] = decision
                 return decision
         if self._default is not None:
             return self._default

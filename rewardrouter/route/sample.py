@@ -51,10 +51,13 @@ class Sample:
         return cls(**values, extra=extra)
 
 
-def as_sample(obj: Any, where: str = "sample") -> Any:
-    """``obj`` itself when it has attributes, else a :class:`Sample` built from the mapping."""
+def as_sample(obj: Any, index: int | None = None) -> Any:
+    """``obj`` itself when it has attributes, else a :class:`Sample` built from the mapping.
+
+    ``index`` (the sample's position in its batch) names it in errors.
+    """
     if type(obj) is dict or (not hasattr(obj, "response") and isinstance(obj, Mapping)):
-        return Sample.from_mapping(obj, where)
+        return Sample.from_mapping(obj, "sample" if index is None else f"sample {index}")
     return obj
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from aiohttp import web
@@ -99,7 +99,7 @@ def _samples(items: list[Any], batched: bool) -> list[Sample]:
     return samples
 
 
-async def _score(router: Router, samples: list[Sample]) -> list[RewardResult]:
+async def _score(router: Router, samples: list[Sample]) -> Sequence[RewardResult]:
     try:
         results = await router.score(samples)
     except RoutingError as exc:

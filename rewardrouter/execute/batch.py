@@ -1,0 +1,82 @@
+"""The results of one ``score`` call, stored by column and read as :class:`RewardResult` s.
+
+A batch of 100,000 samples should not cost 100,000 objects when a trainer only wants the
+rewards: most samples are scored by one term that returned a plain float, and for those the
+batch keeps just the value. :class:`ScoreBatch` is a ``Sequence[RewardResult]``: indexing and
+iteration build the full result on demand, and :attr:`ScoreBatch.rewards` reads the column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import overload
+
+from rewardrouter.execute.result import RewardResult
+from rewardrouter.route.precedence import Decision
+
+
+class ScoreBatch(Sequence[RewardResult]):
+    """One :class:`RewardResult` per scored sample, in input order.
+
+    ``full`` holds the results that were built whole (aborted, kept, several terms, failures, non
+    float returns); every other sample ``i`` was scored ``ok`` by its route's single term, which
+    returned ``values[i]``, weighted into ``rewards[i]``.
+    """
+
+    __slots__ = ("_decisions", "_full", "_rewards", "_values")
+
+    def __init__(
+        self,
+        decisions: Sequence[Decision | None],
+        rewards: list[float | None],
+        values: list[float | None],
+        full: dict[int, RewardResult],
+    ) -> None:
+        self._decisions = decisions
+        self._rewards = rewards
+        self._values = values
+        self._full = full
+
+    def __len__(self) -> int:
+        return len(self._rewards)
+
+    def _result(self, i: int) -> RewardResult:
+        full = self._full.get(i)
+        if full is not None:
+            return full
+        decision = self._decisions[i]
+        assert decision is not None  # every sample without a full result was routed
+        value = self._values[i]
+        name = decision.route.terms[0].name
+        return RewardResult(
+            self._rewards[i], "ok", decision.route.name, decision.level, {name: value}, value
+        )
+
+    @overload
+    def __getitem__(self, index: int) -> RewardResult: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[RewardResult]: ...
+
+    def __getitem__(self, index: int | slice) -> RewardResult | list[RewardResult]:
+        if isinstance(index, slice):
+            return [self._result(i) for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(f"result {index} of a batch of {len(self)}")
+        return self._result(index)
+
+    def __iter__(self) -> Iterator[RewardResult]:
+        return (self._result(i) for i in range(len(self)))
+
+    @property
+    def rewards(self) -> list[float | None]:
+        """The training values, without building a result per sample."""
+        rewards = list(self._rewards)
+        for i, result in self._full.items():
+            rewards[i] = result.reward
+        return rewards
+
+    def __repr__(self) -> str:
+        return f"ScoreBatch({len(self)} results, {len(self._full)} stored whole)"
