@@ -4,8 +4,9 @@
 can kill them; async functions run inline on the event loop; other plain functions run on
 threads. Checked here, at compile time:
 
-- ``process`` needs a plain ``def`` that a worker can import by name: not ``async``, not a
-  lambda, a closure or a function defined inside another function;
+- ``process`` and ``ray`` need a plain ``def`` that a worker can import by name: not ``async``,
+  not a lambda, a closure or a function defined inside another function;
+- ``ray`` needs Ray installed (``pip install 'rewardrouter[ray]'``); it is not imported here;
 - ``thread`` needs a plain ``def`` (an async function has nothing to block on a thread).
 
 >>> choose_executor(resolve_builtin("exact_match", {}), "auto")
@@ -14,6 +15,7 @@ threads. Checked here, at compile time:
 
 from __future__ import annotations
 
+import importlib.util
 import pickle
 import sys
 from collections.abc import Iterable
@@ -53,38 +55,52 @@ def _unpicklable(fn: RewardFn) -> str | None:
     return None
 
 
+#: Where each executor that needs a picklable function runs it, for the problem's message.
+_WORKERS = {"process": "a worker process", "ray": "a Ray actor"}
+
+
 def executor_problems(fn: RewardFn, executor: Executor, where: str) -> list[Problem]:
     """What makes ``executor`` impossible for ``fn``; ``where`` is the term's YAML path."""
     path = f"{where}.executor"
-    if executor in ("process", "thread") and fn.is_async:
-        return [
+    problems: list[Problem] = []
+    if executor == "ray" and importlib.util.find_spec("ray") is None:
+        problems.append(
+            Problem(
+                path,
+                "executor 'ray' needs Ray, which is not installed",
+                "pip install 'rewardrouter[ray]' (or use `executor: process` on one machine)",
+            )
+        )
+    if executor in ("process", "thread", "ray") and fn.is_async:
+        problems.append(
             Problem(
                 path,
                 f"{fn.name} is an async function; executor {executor!r} runs plain functions",
                 "remove `executor` (async functions run inline on the event loop), or make it "
                 "a plain `def`",
             )
-        ]
-    if executor == "process":
+        )
+    elif executor in _WORKERS:
         reason = _unpicklable(fn)
         if reason is not None:
-            return [
+            problems.append(
                 Problem(
                     path,
-                    f"{fn.name} cannot run in a worker process: {reason}",
+                    f"{fn.name} cannot run in {_WORKERS[executor]}: {reason}",
                     "define it at the top level of a module (a top-level callable class "
                     "works too), or use `executor: thread`",
                 )
-            ]
-    return []
+            )
+    return problems
 
 
 def worker_modules(routes: Iterable[CompiledRoute]) -> list[str]:
-    """Modules that worker processes import once at start-up: those of every process term."""
+    """Modules that worker processes and Ray actors import once at start-up: those of every
+    ``process`` and ``ray`` term."""
     modules: dict[str, None] = {}
     for route in routes:
         for term in route.terms:
-            if term.executor != "process":
+            if term.executor not in _WORKERS:
                 continue
             obj = term.fn.fn
             if isinstance(obj, BuiltinReward):

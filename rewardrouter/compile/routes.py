@@ -11,7 +11,7 @@ from rewardrouter.compile.functions import RewardFn
 from rewardrouter.config.models import DEFAULT_TIMEOUT, OnError
 from rewardrouter.config.stages import ShapingStage
 
-Executor = Literal["inline", "thread", "process"]
+Executor = Literal["inline", "thread", "process", "ray"]
 
 #: What makes two term calls one route group: function, mode, kwargs, executor and timeout.
 CallKey = tuple[str, str, str, Executor, float]

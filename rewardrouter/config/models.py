@@ -45,8 +45,8 @@ class FallbackValue(_Model):
 OnError = Literal["raise", "skip"] | FallbackValue
 
 #: Where a term's calls run. ``auto``: CPU-heavy built-ins in worker processes, async functions
-#: inline on the event loop, plain functions on threads.
-ExecutorSetting = Literal["auto", "inline", "thread", "process"]
+#: inline on the event loop, plain functions on threads. ``ray``: the router's Ray actors.
+ExecutorSetting = Literal["auto", "inline", "thread", "process", "ray"]
 
 #: Seconds one reward call may take when neither the term nor the router says otherwise.
 DEFAULT_TIMEOUT = 300.0
@@ -80,8 +80,8 @@ class RewardTerm(_Model):
     executor: ExecutorSetting = Field(
         default="auto",
         description="inline (async, on the event loop), thread (blocking I/O), process (CPU-bound, "
-        "killed at its deadline); auto: process for CPU-heavy built-ins, inline for async "
-        "functions, thread otherwise.",
+        "killed at its deadline), ray (CPU-bound, on Ray actors across a cluster; see `ray`); "
+        "auto: process for CPU-heavy built-ins, inline for async functions, thread otherwise.",
     )
     timeout: float | None = Field(
         default=None,
@@ -150,6 +150,60 @@ class ProcessPoolConfig(_Model):
     )
 
 
+class RayConfig(_Model):
+    """The router's Ray actors, used by terms with ``executor: ray``.
+
+    Started on first use (Ray is imported only then), reused for every batch, killed by
+    ``Router.close()``. Deadlines, statuses and ``on_error`` work as with ``executor: process``:
+    an actor that overruns a deadline is killed and replaced, one that dies is replaced.
+    Example: ``ray: {address: auto, actors: 32}``.
+    """
+
+    address: str | None = Field(
+        default="auto",
+        description="Where the Ray cluster is: `auto` (the cluster this process runs in, e.g. "
+        "under a trainer on Ray, or the one `ray start` runs here), `host:port` of its head, or "
+        "`ray://host:10001` (Ray Client); null: start a local Ray instance. A process already "
+        "connected to Ray (a trainer's driver, any Ray actor) always uses its own cluster.",
+    )
+    actors: int | None = Field(
+        default=None,
+        ge=1,
+        description="Actors in the pool; null: as many as the cluster's free CPUs allow when the "
+        "pool starts (set it on a cluster that other work shares).",
+    )
+    cpus_per_actor: float = Field(
+        default=1.0, gt=0, description="CPUs Ray reserves for each actor (`num_cpus`)."
+    )
+    num_cpus: int | None = Field(
+        default=None,
+        ge=1,
+        description="CPUs of the local Ray instance started when `address` is null; null: all "
+        "of this machine's.",
+    )
+    chunk_seconds: float = Field(
+        default=0.2,
+        gt=0,
+        description="Work sent to an actor at once, as for `process_pool.chunk_seconds`; larger "
+        "than there, since a Ray round trip costs more than a pipe's.",
+    )
+    runtime_env: dict[str, Any] | None = Field(
+        default=None,
+        description="Ray runtime environment of the actors, e.g. `{py_modules: [...]}` or "
+        "`{env_vars: {...}}` to ship reward modules the cluster's workers cannot import.",
+    )
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, address: str | None) -> str | None:
+        if address is None or address == "auto" or re.match(r"^(ray://)?[^\s:/]+:\d+$", address):
+            return address
+        raise ValueError(
+            f"address {address!r} is not a Ray address; expected `auto`, `host:port` of the head "
+            f"node, `ray://host:port` (Ray Client), or null to start a local Ray instance"
+        )
+
+
 class RouterConfig(_Model):
     """A whole reward router: the reward map, how samples find routes, and post-processing."""
 
@@ -178,6 +232,7 @@ class RouterConfig(_Model):
         description="Seconds one reward call may take unless its term sets `timeout`.",
     )
     process_pool: ProcessPoolConfig = Field(default_factory=ProcessPoolConfig)
+    ray: RayConfig = Field(default_factory=RayConfig)
     rescore: bool = Field(
         default=False, description="Re-score samples that already carry a reward."
     )

@@ -1,4 +1,5 @@
-"""The threads and worker processes of one router: each started on first use, all freed by close."""
+"""The threads, worker processes and Ray actors of one router: each started on first use, all
+freed by close."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Sequence
 from rewardrouter._errors import RewardRouterError
 from rewardrouter.config.models import RouterConfig
 from rewardrouter.execute.processes import ProcessPool
+from rewardrouter.execute.ray_pool import RayPool
 from rewardrouter.execute.threads import ThreadLane
 
 
@@ -21,10 +23,10 @@ def available_cpus() -> int:
 
 
 class Pools:
-    """A router's :class:`ThreadLane` and :class:`ProcessPool`.
+    """A router's :class:`ThreadLane`, :class:`ProcessPool` and :class:`RayPool`.
 
-    ``modules`` are imported by every worker process when it starts (those of the process
-    terms), so that no call pays for an import under its deadline.
+    ``modules`` are imported by every worker process and Ray actor when it starts (those of the
+    process and ray terms), so that no call pays for an import under its deadline.
     """
 
     def __init__(self, config: RouterConfig, modules: Sequence[str] = ()) -> None:
@@ -33,6 +35,8 @@ class Pools:
         self._modules = tuple(modules)
         self._threads: ThreadLane | None = None
         self._processes: ProcessPool | None = None
+        self._ray_settings = config.ray
+        self._actors: RayPool | None = None
         self._lock = threading.Lock()
         self._closed = False
 
@@ -56,6 +60,13 @@ class Pools:
                 )
             return self._processes
 
+    def actors(self) -> RayPool:
+        with self._lock:
+            self.check_open()
+            if self._actors is None:
+                self._actors = RayPool(self._ray_settings, self._modules)
+            return self._actors
+
     @property
     def worker_pids(self) -> list[int]:
         """Process ids of the running worker processes (none before first use or after close)."""
@@ -63,13 +74,17 @@ class Pools:
         return processes.pids if processes is not None else []
 
     def close(self) -> None:
-        """Stop the worker processes (waits for them) and the threads. Idempotent."""
+        """Stop the worker processes (waits for them), the Ray actors and the threads.
+        Idempotent."""
         with self._lock:
             self._closed = True
             threads, self._threads = self._threads, None
             processes, self._processes = self._processes, None
+            actors, self._actors = self._actors, None
         if processes is not None:
             processes.close()
+        if actors is not None:
+            actors.close()
         if threads is not None:
             threads.close()
 

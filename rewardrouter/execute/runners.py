@@ -5,7 +5,9 @@
 - ``thread`` (:mod:`~rewardrouter.execute.threads`): plain functions on the router's daemon
   threads, in chunks; an overrunning call is abandoned;
 - ``process`` (:mod:`~rewardrouter.execute.processes`): the router's worker processes; an
-  overrunning call's worker is killed and replaced.
+  overrunning call's worker is killed and replaced;
+- ``ray`` (:mod:`~rewardrouter.execute.ray_pool`): the router's Ray actors, with the same
+  deadlines, deaths and statuses as ``process``.
 
 A group-mode function is called once with exactly the group's samples, under one deadline for the
 whole call. Failures, overruns and bad returns become :class:`Outcome` values; nothing here
@@ -24,6 +26,8 @@ from rewardrouter.compile.routes import Executor
 from rewardrouter.execute.inline import run_inline
 from rewardrouter.execute.outcome import Outcome, group_outcomes
 from rewardrouter.execute.pools import Pools
+from rewardrouter.execute.processes import ProcessPool
+from rewardrouter.execute.ray_pool import RayPool
 from rewardrouter.execute.threads import run_threaded
 
 
@@ -37,16 +41,15 @@ async def run_calls(
     timeout: float,
     pools: Pools,
     key: Hashable,
-) -> list[Outcome]:
+) -> Sequence[Outcome]:
     """One :class:`Outcome` per sample, in order. ``key`` names the call (chunk sizes are learned
     per key)."""
     if not samples:
         return []
     group = fn.mode == "group"
-    if executor == "process":
-        future = pools.processes().submit(
-            fn.fn, args, samples, kwargs, group=group, timeout=timeout, key=key
-        )
+    if executor in ("process", "ray"):
+        pool: ProcessPool | RayPool = pools.processes() if executor == "process" else pools.actors()
+        future = pool.submit(fn.fn, args, samples, kwargs, group=group, timeout=timeout, key=key)
         outcomes = await asyncio.wrap_future(future)
     else:
         call = partial(fn.fn, args, **kwargs)
