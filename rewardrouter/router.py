@@ -18,7 +18,7 @@ from rewardrouter.compile.routes import BoundTerm, CompiledRoute
 from rewardrouter.config.models import RouterConfig
 from rewardrouter.execute.batch import ScoreBatch
 from rewardrouter.execute.combine import combine
-from rewardrouter.execute.outcome import Outcome
+from rewardrouter.execute.outcome import FloatReturns, Outcome
 from rewardrouter.execute.pools import Pools
 from rewardrouter.execute.result import RewardResult
 from rewardrouter.execute.runners import run_calls
@@ -153,6 +153,15 @@ class Router:
         single = {name: len(r.terms) == 1 for name, (r, _) in routed.items()}
         for group, group_outcomes in zip(groups, outcomes, strict=True):
             terms = group.terms or repeat(group.term, len(group.indices))
+            if isinstance(group_outcomes, FloatReturns):  # a group call: floats only
+                returned = zip(group.indices, terms, group_outcomes.values, strict=True)
+                for i, term, value in returned:
+                    if value - value == 0.0 and single[term.route]:
+                        rewards[i] = term.weight * value
+                        values[i] = value
+                    else:
+                        pending.setdefault(i, []).append((term, Outcome(value)))
+                continue
             for i, term, outcome in zip(group.indices, terms, group_outcomes, strict=True):
                 value = outcome.value
                 # The common case, kept cheap: the route's only term returned a finite float.
@@ -188,7 +197,9 @@ class Router:
             ) from None
         return RewardResult(value, "kept", raw=preset)
 
-    async def _run_group(self, group: RouteGroup, views: Sequence[Any], args: Any) -> list[Outcome]:
+    async def _run_group(
+        self, group: RouteGroup, views: Sequence[Any], args: Any
+    ) -> Sequence[Outcome]:
         members = [views[i] for i in group.indices]
         term = group.term  # every member shares the call key: executor and timeout
         return await run_calls(
