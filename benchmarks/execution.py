@@ -111,10 +111,11 @@ def check(results: Sequence[RewardResult], expected: Sequence[float]) -> None:
 
 
 def warmed(executor: str, workers: int, timeout: float) -> tuple[Router, float]:
-    """A router whose executor has started (and the start-up time)."""
+    """A router whose executor has started and graded every kind of answer several times per
+    worker (lazy initialization is paid here), and the time that took."""
     scorer = router(executor, workers, timeout)
     start = time.perf_counter()
-    scorer.score_sync(symbolic(next(FRESH), 4 * workers * len(SYMBOLIC))[0])
+    scorer.score_sync(symbolic(next(FRESH), 10 * workers * len(SYMBOLIC))[0])
     return scorer, time.perf_counter() - start
 
 
