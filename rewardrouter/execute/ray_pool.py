@@ -12,10 +12,11 @@ A thread of the pool runs an event loop; on it each actor has a coroutine that h
 one task at a time (some calls of one route group, about ``chunk_seconds`` of work) and reads
 the task's outcome messages as the actor streams them:
 
-- deadlines: the actor sends a message when a task's calls start and then at least every
-  ``flush_seconds`` of finished calls, so the call it is on started before the last message
-  arrived plus ``flush_seconds``. A task that sends nothing more by then plus the timeout has a
-  call that overran: its actor is killed (``ray.kill``) and replaced;
+- deadlines: the actor sends a message when a task's calls start, then after the first call
+  that ends ``flush_seconds`` or more after its previous message, so the call it is on started
+  before the last message arrived plus ``flush_seconds``. A task that sends nothing more by
+  then plus the timeout has a call that overran: its actor is killed (``ray.kill``) and
+  replaced;
 - deaths (``os._exit``, a segfault, the OOM killer, ``ray.kill`` from outside): the actor is
   replaced, and no call is lost;
 - which call was it? Outcomes since the last message die with the actor, so when a lost task
@@ -42,7 +43,7 @@ import pickle
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Hashable, Sequence
+from collections.abc import AsyncGenerator, Hashable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -182,7 +183,7 @@ class RayPool:
             self._loop.close()
 
     async def _main(self) -> None:
-        slots: list[asyncio.Task[None]] = []
+        waiting: list[asyncio.Task[Any]] = []  # the actors' coroutines, and the wait for close
         try:
             # Connected here, not by the caller: starting Ray takes seconds, which the caller's
             # event loop should not spend blocked.
@@ -191,18 +192,18 @@ class RayPool:
             self._whole = self._lease.client if self._streaming is None else not self._streaming
             self._actor_class = self._ray.remote(RewardActor)
             self._slots = self._settings.actors or self._free_actors()
-            slots = [asyncio.create_task(self._serve()) for _ in range(self._slots)]
             stop = asyncio.create_task(self._stop.wait())
-            done, _ = await asyncio.wait([stop, *slots], return_when=asyncio.FIRST_COMPLETED)
+            waiting = [stop, *(asyncio.create_task(self._serve()) for _ in range(self._slots))]
+            done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
                 if task is not stop:
-                    task.result()  # a slot ends only by raising
+                    task.result()  # an actor's coroutine ends only by raising
         except BaseException as exc:  # _Broken, a failed connection, or a bug: never a hang
             self._failure = exc
         finally:
-            for slot in slots:
-                slot.cancel()
-            await asyncio.gather(*slots, return_exceptions=True)
+            for task in waiting:
+                task.cancel()
+            await asyncio.gather(*waiting, return_exceptions=True)
             self._kill_all()
             with self._lock:
                 self._stopped = True
@@ -256,8 +257,8 @@ class RayPool:
         while True:
             if actor is None:
                 actor = await self._place()
-            job, indices, alone = await self._next_task()
-            if not await self._run_task(actor, job, indices, alone):
+            job, indices = await self._next_task()
+            if not await self._run_task(actor, job, indices):
                 self._kill(actor)
                 actor = None
 
@@ -271,19 +272,20 @@ class RayPool:
         self._actors.append(actor)
         try:
             await asyncio.wait_for(_awaitable(actor.ready.remote()), PLACE_SECONDS)
-        except (asyncio.TimeoutError, self._ray.exceptions.RayError) as exc:
+        except asyncio.TimeoutError:
+            self._kill(actor)  # waiting longer or asking again would not find the CPUs
+            raise _Broken(
+                f"a Ray actor of the reward pool was not placed and ready within "
+                f"{PLACE_SECONDS:g} s; the cluster may lack {settings.cpus_per_actor:g} free "
+                f"CPUs for it (set `ray.actors` and `ray.cpus_per_actor` to what it can spare)"
+            ) from None
+        except self._ray.exceptions.RayError as exc:
             self._kill(actor)
             self._placement_failures += 1
             if self._placement_failures >= PLACE_FAILURES:
-                cause = (
-                    f"none was ready within {PLACE_SECONDS:g} s; the cluster may lack "
-                    f"{settings.cpus_per_actor:g} free CPUs per actor"
-                    if isinstance(exc, asyncio.TimeoutError)
-                    else _cause(exc)
-                )
                 raise _Broken(
-                    f"Ray actors of the reward pool failed to start {PLACE_FAILURES} times in "
-                    f"a row ({cause})"
+                    f"Ray actors of the reward pool died while starting, {PLACE_FAILURES} times "
+                    f"in a row ({_cause(exc)})"
                 ) from exc
             return await self._place()
         self._placement_failures = 0
@@ -302,7 +304,7 @@ class RayPool:
         for actor in list(self._actors):
             self._kill(actor)
 
-    async def _next_task(self) -> tuple[Job, list[int], bool]:
+    async def _next_task(self) -> tuple[Job, list[int]]:
         """The next calls to run: a call that must run alone, else a chunk of a job."""
         while True:
             for job in [j for j in self._jobs if j.future.cancelled()]:
@@ -313,50 +315,53 @@ class RayPool:
                 if alone is not None and alone.queue:
                     index = alone.queue.popleft()
                     alone.ran.add(index)
-                    return job, [index], True
+                    return job, [index]
                 remaining = job.remaining()
                 if remaining:
                     size = 1 if self._whole else self._sizer.size(job.key, remaining, self._slots)
-                    return job, job.take(size), False
+                    return job, job.take(size)
             self._more.clear()
             await self._more.wait()
 
-    async def _run_task(self, actor: Any, job: Job, indices: list[int], alone: bool) -> bool:
+    async def _run_task(self, actor: Any, job: Job, indices: list[int]) -> bool:
         """Run some calls of ``job`` on ``actor``; False if the actor was lost doing it."""
         payload, indices = job.payload(indices)
         if not indices:  # none of them could be pickled: each has its error outcome
             self._settle(job)
             return True
         task = Task(next(self._ids), job, indices, time.monotonic())
-        messages = self._messages(actor, task, payload)
-        started = False
-        last = task.sent
-        while True:
-            if self._whole:
-                deadline = task.sent + job.timeout + CLIENT_SLACK
-            elif started:
-                deadline = last + self._flush_seconds + job.timeout
-            else:
-                deadline = task.sent + max(job.timeout, LOAD_GRACE)
-            try:
-                message = await asyncio.wait_for(
-                    anext(messages), max(0.0, deadline - time.monotonic())
-                )
-            except asyncio.TimeoutError:
-                self._lost(task, started, _Loss(overran=True))
-                return False
-            except (StopAsyncIteration, self._ray.exceptions.RayError) as exc:
-                self._lost(task, started, _Loss(overran=False, cause=_cause(exc)))
-                return False
-            last, started = time.monotonic(), True
-            _, first, outcomes, seconds, done = message
-            task.report(first, outcomes)
-            self._sizer.observe(job.key, seconds, len(outcomes))
-            if done:
-                self._settle(job)
-                return True
+        async with contextlib.aclosing(self._messages(actor, task, payload)) as messages:
+            started = False
+            last = task.sent
+            while True:
+                if self._whole:
+                    deadline = task.sent + job.timeout + CLIENT_SLACK
+                elif started:
+                    deadline = last + self._flush_seconds + job.timeout
+                else:
+                    deadline = task.sent + max(job.timeout, LOAD_GRACE)
+                try:
+                    message = await asyncio.wait_for(
+                        anext(messages), max(0.0, deadline - time.monotonic())
+                    )
+                except asyncio.TimeoutError:
+                    # A whole reply has no start message; its deadline allows for loading.
+                    self._lost(task, started or self._whole, _Loss(overran=True))
+                    return False
+                except (StopAsyncIteration, self._ray.exceptions.RayError) as exc:
+                    self._lost(task, started, _Loss(overran=False, cause=_cause(exc)))
+                    return False
+                last, started = time.monotonic(), True
+                _, first, outcomes, seconds, done = message
+                task.report(first, outcomes)
+                self._sizer.observe(job.key, seconds, len(outcomes))
+                if done:
+                    self._settle(job)
+                    return True
 
-    async def _messages(self, actor: Any, task: Task, payload: bytes) -> AsyncIterator[Message]:
+    async def _messages(
+        self, actor: Any, task: Task, payload: bytes
+    ) -> AsyncGenerator[Message, None]:
         """The outcome messages of ``task`` as ``actor`` sends them."""
         job = task.job
         args = (task.id, job.id, job.blob, payload, len(task.indices))
