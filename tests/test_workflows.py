@@ -20,27 +20,45 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "examples" / "data" / "mixed.jsonl"
 DATASETS = sorted(p.stem for p in (ROOT / "conf" / "datasets").glob("*.yaml"))
 ROUTERS = sorted(p.stem for p in (ROOT / "conf" / "router").glob("*.yaml"))
+SHAPINGS = sorted(p.stem for p in (ROOT / "conf" / "shaping").glob("*.yaml"))
 EXE = shutil.which("rewardrouter", path=str(Path(sys.executable).parent)) or "rewardrouter"
 
 
 def _combinations() -> list[Any]:
+    """Every router with every subset of dataset maps, and with every shaping chain."""
     combos = []
     for router in ROUTERS:
         for n in range(len(DATASETS) + 1):
             for chosen in itertools.combinations(DATASETS, n):
-                combos.append(
-                    pytest.param(router, list(chosen), id=f"{router}+{'+'.join(chosen) or 'none'}")
-                )
+                overrides = [f"router={router}"]
+                if chosen:
+                    overrides.append(f"datasets=[{','.join(chosen)}]")
+                combos.append(pytest.param(overrides, id=f"{router}+{'+'.join(chosen) or 'none'}"))
+        for shaping in SHAPINGS:
+            combos.append(
+                pytest.param([f"router={router}", f"shaping={shaping}"], id=f"{router}~{shaping}")
+            )
     return combos
 
 
-@pytest.mark.parametrize(("router", "datasets"), _combinations())
-def test_every_router_and_dataset_combination_composes(router: str, datasets: list[str]) -> None:
-    overrides = [f"router={router}"] + ([f"datasets=[{','.join(datasets)}]"] if datasets else [])
+@pytest.mark.parametrize("overrides", _combinations())
+def test_every_shipped_config_combination_composes(overrides: list[str]) -> None:
     job = compose_job(overrides)
-    for name in datasets:
-        assert name in job.routes
+    for override in overrides:
+        group, _, choice = override.partition("=")
+        if group == "datasets":
+            assert set(choice.strip("[]").split(",")) <= set(job.routes)
+        if group == "shaping":
+            assert job.post_process, "a shaping option sets post_process"
     assert validate.main(overrides) == 0
+
+
+def test_own_dataset_map_from_the_worked_example(capsys: pytest.CaptureFixture[str]) -> None:
+    searchpath = f"hydra.searchpath=[file://{ROOT / 'examples' / 'datasets'}]"
+    job = compose_job([searchpath, "datasets=[arith,gsm8k]"])
+    assert {"arith", "gsm8k"} <= set(job.routes)
+    assert check.main([searchpath, "datasets=[arith,gsm8k]"]) == 0
+    assert "3 passed, 0 failed" in capsys.readouterr().out  # the arith examples
 
 
 def test_sweep_configs_compose() -> None:
