@@ -61,6 +61,7 @@ class Pools:
             return self._processes
 
     def actors(self) -> RayPool:
+        """The router's Ray actors (connecting to Ray and starting them on first use)."""
         with self._lock:
             self.check_open()
             if self._actors is None:

@@ -62,6 +62,8 @@ from rewardrouter.execute.worker import Message
 PLACE_SECONDS = 300.0
 #: Actors in a row that fail to start, after which the pool gives up.
 PLACE_FAILURES = 3
+#: Seconds that closing a pool waits for Ray to report its killed actors dead.
+KILL_SECONDS = 10.0
 #: Seconds beyond a call's deadline that a reply through Ray Client may take.
 CLIENT_SLACK = 2.0
 
@@ -80,8 +82,11 @@ class _Alone:
 
 @dataclass(eq=False)
 class _Loss:
-    """How a task's actor was lost: it overran a deadline, or it died of ``cause``."""
+    """A task whose actor was lost: it overran a deadline, or it died of ``cause``.
+    ``started``: the task's calls had started (its first message arrived)."""
 
+    task: Task
+    started: bool
     overran: bool
     cause: str = ""
 
@@ -125,8 +130,8 @@ class RayPool:
     # -- the public side ----------------------------------------------------------------------
 
     @property
-    def actors(self) -> list[Any]:
-        """Handles of the current actors (for inspection and tests)."""
+    def handles(self) -> list[Any]:
+        """Ray handles of the current actors (for inspection and tests)."""
         return list(self._actors)
 
     @property
@@ -204,7 +209,7 @@ class RayPool:
             for task in waiting:
                 task.cancel()
             await asyncio.gather(*waiting, return_exceptions=True)
-            self._kill_all()
+            await self._kill_all()
             with self._lock:
                 self._stopped = True
             await asyncio.sleep(0)  # let the jobs submitted until now arrive, to be failed
@@ -253,43 +258,51 @@ class RayPool:
 
     async def _serve(self) -> None:
         """One actor's life and its replacements': take a task, run it, until the pool stops."""
-        actor: Any = None
+        actor = await self._ready(self._spawn())
         while True:
-            if actor is None:
-                actor = await self._place()
             job, indices = await self._next_task()
-            if not await self._run_task(actor, job, indices):
+            loss = await self._run_task(actor, job, indices)
+            if loss is not None:
                 self._kill(actor)
-                actor = None
+                actor = self._spawn()  # under way before the caller hears of the loss
+                self._lost(loss)
+                actor = await self._ready(actor)
 
-    async def _place(self) -> Any:
-        """A new actor, ready to run tasks."""
+    def _spawn(self) -> Any:
+        """A new actor, which Ray starts placing now."""
         settings = self._settings
         options: dict[str, Any] = {"num_cpus": settings.cpus_per_actor, "max_restarts": 0}
         if settings.runtime_env is not None:
             options["runtime_env"] = settings.runtime_env
         actor = self._actor_class.options(**options).remote(self._modules, self._flush_seconds)
         self._actors.append(actor)
-        try:
-            await asyncio.wait_for(_awaitable(actor.ready.remote()), PLACE_SECONDS)
-        except asyncio.TimeoutError:
-            self._kill(actor)  # waiting longer or asking again would not find the CPUs
-            raise _Broken(
-                f"a Ray actor of the reward pool was not placed and ready within "
-                f"{PLACE_SECONDS:g} s; the cluster may lack {settings.cpus_per_actor:g} free "
-                f"CPUs for it (set `ray.actors` and `ray.cpus_per_actor` to what it can spare)"
-            ) from None
-        except self._ray.exceptions.RayError as exc:
-            self._kill(actor)
-            self._placement_failures += 1
-            if self._placement_failures >= PLACE_FAILURES:
-                raise _Broken(
-                    f"Ray actors of the reward pool died while starting, {PLACE_FAILURES} times "
-                    f"in a row ({_cause(exc)})"
-                ) from exc
-            return await self._place()
-        self._placement_failures = 0
         return actor
+
+    async def _ready(self, actor: Any) -> Any:
+        """``actor`` once it is placed and ready; if it dies starting, a new one."""
+        while True:
+            try:
+                await asyncio.wait_for(_awaitable(actor.ready.remote()), PLACE_SECONDS)
+            except asyncio.TimeoutError:
+                self._kill(actor)  # waiting longer or asking again would not find the CPUs
+                raise _Broken(
+                    f"a Ray actor of the reward pool was not placed and ready within "
+                    f"{PLACE_SECONDS:g} s; the cluster may lack "
+                    f"{self._settings.cpus_per_actor:g} free CPUs for it (set `ray.actors` and "
+                    f"`ray.cpus_per_actor` to what it can spare)"
+                ) from None
+            except self._ray.exceptions.RayError as exc:
+                self._kill(actor)
+                self._placement_failures += 1
+                if self._placement_failures >= PLACE_FAILURES:
+                    raise _Broken(
+                        f"Ray actors of the reward pool died while starting, {PLACE_FAILURES} "
+                        f"times in a row ({_cause(exc)})"
+                    ) from exc
+                actor = self._spawn()
+            else:
+                self._placement_failures = 0
+                return actor
 
     def _kill(self, actor: Any) -> None:
         if actor in self._actors:
@@ -297,12 +310,25 @@ class RayPool:
         with contextlib.suppress(Exception):
             self._ray.kill(actor, no_restart=True)
 
-    def _kill_all(self) -> None:
-        if self._ray is None or not self._ray.is_initialized():
+    async def _kill_all(self) -> None:
+        """Kill every actor and wait (up to ``KILL_SECONDS``) until Ray reports them dead, so
+        that their CPUs are free when :meth:`close` returns."""
+        actors, ray = list(self._actors), self._ray
+        if ray is None or not ray.is_initialized():
             self._actors.clear()
             return
-        for actor in list(self._actors):
+        for actor in actors:
             self._kill(actor)
+
+        async def gone(actor: Any) -> None:
+            # ray.kill returns before the actor is dead: a call may still get through.
+            with contextlib.suppress(ray.exceptions.RayError):
+                while True:
+                    await _awaitable(actor.ready.remote())
+                    await asyncio.sleep(0.05)
+
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*map(gone, actors)), KILL_SECONDS)
 
     async def _next_task(self) -> tuple[Job, list[int]]:
         """The next calls to run: a call that must run alone, else a chunk of a job."""
@@ -323,12 +349,12 @@ class RayPool:
             self._more.clear()
             await self._more.wait()
 
-    async def _run_task(self, actor: Any, job: Job, indices: list[int]) -> bool:
-        """Run some calls of ``job`` on ``actor``; False if the actor was lost doing it."""
+    async def _run_task(self, actor: Any, job: Job, indices: list[int]) -> _Loss | None:
+        """Run some calls of ``job`` on ``actor``; how the actor was lost doing it, if it was."""
         payload, indices = job.payload(indices)
         if not indices:  # none of them could be pickled: each has its error outcome
             self._settle(job)
-            return True
+            return None
         task = Task(next(self._ids), job, indices, time.monotonic())
         async with contextlib.aclosing(self._messages(actor, task, payload)) as messages:
             started = False
@@ -346,18 +372,16 @@ class RayPool:
                     )
                 except asyncio.TimeoutError:
                     # A whole reply has no start message; its deadline allows for loading.
-                    self._lost(task, started or self._whole, _Loss(overran=True))
-                    return False
+                    return _Loss(task, started or self._whole, overran=True)
                 except (StopAsyncIteration, self._ray.exceptions.RayError) as exc:
-                    self._lost(task, started, _Loss(overran=False, cause=_cause(exc)))
-                    return False
+                    return _Loss(task, started, overran=False, cause=_cause(exc))
                 last, started = time.monotonic(), True
                 _, first, outcomes, seconds, done = message
                 task.report(first, outcomes)
                 self._sizer.observe(job.key, seconds, len(outcomes))
                 if done:
                     self._settle(job)
-                    return True
+                    return None
 
     async def _messages(
         self, actor: Any, task: Task, payload: bytes
@@ -372,8 +396,9 @@ class RayPool:
         async for ref in actor.run.options(num_returns="streaming").remote(*args):
             yield pickle.loads(await ref)
 
-    def _lost(self, task: Task, started: bool, loss: _Loss) -> None:
+    def _lost(self, loss: _Loss) -> None:
         """Settle the calls of a task whose actor overran or died (see the module docstring)."""
+        task, started = loss.task, loss.started
         job = task.job
         rest = task.unfinished()
         alone = self._alone.setdefault(job, _Alone())
