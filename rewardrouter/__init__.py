@@ -20,6 +20,7 @@ from rewardrouter._errors import (
 )
 from rewardrouter.compile.compiler import compile_router
 from rewardrouter.config import RouterConfig, load_config
+from rewardrouter.execute.batch import ScoreBatch
 from rewardrouter.execute.result import RewardResult
 from rewardrouter.route.sample import Sample
 from rewardrouter.router import Router
@@ -37,6 +38,7 @@ __all__ = [
     "RoutingError",
     "Sample",
     "SampleError",
+    "ScoreBatch",
     "__version__",
     "compile_router",
     "load_config",
