@@ -11,49 +11,18 @@ from __future__ import annotations
 import asyncio
 from argparse import Namespace
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rr_frameworks import MilesSample as Sample
+from rr_frameworks import RewardSpec
 
 from rewardrouter import RoutingError
 from rewardrouter.integrations._shared import close_shared
 from rewardrouter.integrations.miles import batched_custom_rm, custom_rm, post_process_rewards
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "miles"
-
-
-@dataclass(frozen=True)
-class RewardSpec:
-    """miles' ``miles.utils.types.RewardSpec``."""
-
-    rm_type: str | None = None
-    custom_rm_path: str | None = None
-
-
-@dataclass
-class Sample:
-    """The fields of miles' ``miles.utils.types.Sample`` that reward hooks read."""
-
-    class Status(Enum):
-        PENDING = "pending"
-        COMPLETED = "completed"
-        TRUNCATED = "truncated"
-        ABORTED = "aborted"
-        FAILED = "failed"
-
-    group_index: int | None = None
-    index: int | None = None
-    prompt: str = ""
-    response: str = ""
-    response_length: int = 0
-    label: str | None = None
-    reward: float | dict[str, Any] | None = None
-    status: Status = Status.COMPLETED
-    metadata: dict[str, Any] = field(default_factory=dict)
-    reward_spec: RewardSpec | None = None
 
 
 @pytest.fixture(autouse=True)

@@ -15,12 +15,11 @@ import pickle
 import statistics
 from argparse import Namespace
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rr_frameworks import SlimeSample as Sample
 
 from rewardrouter import ConfigError, RewardError, RoutingError
 from rewardrouter.integrations._self_reference import without_self_reference
@@ -32,29 +31,6 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "slime"
 ROUTER = EXAMPLE / "router.yaml"
 GSM8K, SQUAD = "openai/gsm8k", "rajpurkar/squad"
-
-
-@dataclass
-class Sample:
-    """The fields of slime's ``slime.utils.types.Sample`` that reward hooks read."""
-
-    class Status(Enum):
-        PENDING = "pending"
-        COMPLETED = "completed"
-        TRUNCATED = "truncated"
-        ABORTED = "aborted"
-        FAILED = "failed"
-
-    group_index: int | None = None
-    index: int | None = None
-    prompt: str | list[dict[str, str]] = ""
-    response: str = ""
-    response_length: int = 0
-    label: str | None = None
-    reward: float | dict[str, Any] | None = None
-    status: Status = Status.COMPLETED
-    metadata: dict[str, Any] = field(default_factory=dict)
-    custom_rm_path: str | None = None
 
 
 def sample(response: str, label: str | None, dataset: str | None = SQUAD, **fields: Any) -> Sample:

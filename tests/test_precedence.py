@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from rr_frameworks import MilesSample, RewardSpec, SlimeSample
 from rr_testfns import row
 
 from rewardrouter import RoutingError
@@ -22,36 +22,13 @@ CONFIG = {
 }
 
 
-@dataclass
-class SlimeSample:
-    """The fields of slime's Sample that routing reads."""
-
-    response: str = ""
-    label: Any = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    custom_rm_path: str | None = None
-    status: str = "completed"
-    reward: Any = None
-
-
-@dataclass
-class RewardSpec:
-    rm_type: str | None = None
-    custom_rm_path: str | None = None
-
-
-@dataclass
-class MilesSample(SlimeSample):
-    reward_spec: Any = None
-
-
 @pytest.mark.parametrize(
     ("sample", "route", "level"),
     [
         pytest.param(
             SlimeSample(
-                "abc",
-                "abc",
+                response="abc",
+                label="abc",
                 metadata={"dataset": "org/exact", "rm_type": "exact_match"},
                 custom_rm_path="rr_testfns.length",
             ),
@@ -61,8 +38,8 @@ class MilesSample(SlimeSample):
         ),
         pytest.param(
             MilesSample(
-                "abc",
-                "abc",
+                response="abc",
+                label="abc",
                 reward_spec=RewardSpec(custom_rm_path="rr_testfns.length", rm_type="exact_match"),
             ),
             "custom_rm_path:rr_testfns.length",
@@ -70,7 +47,7 @@ class MilesSample(SlimeSample):
             id="miles_reward_spec_custom_rm_path_beats_its_rm_type",
         ),
         pytest.param(
-            MilesSample("abc", "abc", reward_spec={"rm_type": "exact_match"}),
+            MilesSample(response="abc", label="abc", reward_spec={"rm_type": "exact_match"}),
             "rm_type:exact_match",
             "rm_type",
             id="miles_reward_spec_as_dict",
@@ -103,7 +80,7 @@ class MilesSample(SlimeSample):
             row("abc", "abc", dataset="nowhere"), "fallback", "default_route", id="default_route"
         ),
         pytest.param(
-            SlimeSample("abc", "abc", metadata={"dataset": "org/exact"}),
+            SlimeSample(response="abc", label="abc", metadata={"dataset": "org/exact"}),
             "exact",
             "route",
             id="slime_object_routed_by_metadata",

@@ -1,0 +1,58 @@
+"""The sample types of the trainers, as far as reward hooks read them.
+
+slime's (and vime's) ``slime.utils.types.Sample`` carries ``custom_rm_path``; miles' carries a
+frozen ``reward_spec`` instead. Contract tests build these instead of importing the trainers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, ClassVar
+
+
+class SampleStatus(Enum):
+    """``Sample.Status`` of slime and miles."""
+
+    PENDING = "pending"
+    COMPLETED = "completed"
+    TRUNCATED = "truncated"
+    ABORTED = "aborted"
+    FAILED = "failed"
+
+
+@dataclass
+class _TrainerSample:
+    Status: ClassVar[type[SampleStatus]] = SampleStatus
+
+    group_index: int | None = None
+    index: int | None = None
+    prompt: str | list[dict[str, str]] = ""
+    response: str = ""
+    response_length: int = 0
+    label: str | None = None
+    reward: float | dict[str, Any] | None = None
+    status: SampleStatus = SampleStatus.COMPLETED
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SlimeSample(_TrainerSample):
+    """slime's ``Sample``: a per-sample ``custom_rm_path`` may name the reward function."""
+
+    custom_rm_path: str | None = None
+
+
+@dataclass(frozen=True)
+class RewardSpec:
+    """miles' ``miles.utils.types.RewardSpec``."""
+
+    rm_type: str | None = None
+    custom_rm_path: str | None = None
+
+
+@dataclass
+class MilesSample(_TrainerSample):
+    """miles' ``Sample``: per-sample dispatch lives in ``reward_spec``."""
+
+    reward_spec: RewardSpec | dict[str, Any] | None = None  # a plain dict works too
