@@ -8,7 +8,7 @@ import weakref
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from itertools import repeat
 from types import TracebackType
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from rewardrouter._errors import RoutingError, SampleError
 from rewardrouter.compile.compiler import data_route_factory
@@ -26,8 +26,9 @@ from rewardrouter.execute.values import InvalidReturn, to_value
 from rewardrouter.route.groups import RouteGroup, plan_groups
 from rewardrouter.route.precedence import Decision, Resolver, Unroutable, raise_unroutable
 from rewardrouter.route.sample import as_sample, status_of
-from rewardrouter.shape.batch import MissingInputError
-from rewardrouter.shape.processor import PostProcessor, PostProcessResult
+
+if TYPE_CHECKING:  # torch is imported only when post-processing is configured or asked for
+    from rewardrouter.shape.processor import PostProcessor, PostProcessResult
 
 T = TypeVar("T")
 
@@ -55,9 +56,7 @@ class Router:
         self.config = config
         self.routes = dict(routes)
         self.resources = resources if resources is not None else Resources()
-        self.post_processor = post_processor or PostProcessor.compile(
-            {name: route.shaping for name, route in self.routes.items()}, config.post_process
-        )
+        self._post_processor = post_processor
         self.resolver = Resolver(
             self.routes,
             tuple(config.route_by),
@@ -213,6 +212,18 @@ class Router:
             key=term.call_key,
         )
 
+    @property
+    def post_processor(self) -> PostProcessor:
+        """The compiled shaping and advantage chain (compiled on first use if not given)."""
+        if self._post_processor is None:
+            from rewardrouter.shape.processor import PostProcessor
+
+            self._post_processor = PostProcessor.compile(
+                {name: route.shaping for name, route in self.routes.items()},
+                self.config.post_process,
+            )
+        return self._post_processor
+
     def post_process(
         self,
         samples: Sequence[Any],
@@ -228,6 +239,8 @@ class Router:
         without a reward stay out of group statistics and get advantage 0. ``processor`` runs
         another chain on the same inputs (``explain`` uses it to show each stage's output).
         """
+        from rewardrouter.shape.batch import MissingInputError
+
         views = [as_sample(s, i) for i, s in enumerate(samples)]
         if results is not None and len(results) != len(views):
             raise ValueError(f"{len(results)} results for {len(views)} samples")

@@ -39,3 +39,20 @@ def test_public_classes_and_functions_are_documented() -> None:
         obj = getattr(rewardrouter, attr)
         if callable(obj):
             assert (obj.__doc__ or "").strip(), f"rewardrouter.{attr} has no docstring"
+
+
+def test_importing_and_scoring_without_post_processing_leaves_torch_alone() -> None:
+    """Trainer hooks and worker processes import rewardrouter; torch waits until it is needed."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, rewardrouter\n"
+        "r = rewardrouter.compile_router({'default_route': 'q', 'routes': {'q': {'rewards': "
+        "{'em': {'kind': 'exact_match'}}}}})\n"
+        "assert r.score_sync([{'response': 'Paris', 'label': 'paris'}]).rewards == [1.0]\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+        "r.post_process([{'response': 'x', 'reward': 1.0}])\n"
+        "assert 'torch' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

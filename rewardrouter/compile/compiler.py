@@ -186,7 +186,6 @@ def compile_router(config: RouterConfig | Mapping[str, Any]) -> Router:
     sample is scored; all problems are raised together as one :class:`ConfigError`.
     """
     from rewardrouter.router import Router
-    from rewardrouter.shape.processor import compile_post_process
 
     if not isinstance(config, RouterConfig):
         config = validate(config, RouterConfig)
@@ -199,10 +198,14 @@ def compile_router(config: RouterConfig | Mapping[str, Any]) -> Router:
                     f"allowed_modules[{i}]", f"{module!r} is not a module name", "e.g. my_rewards"
                 )
             )
-    post_processor, post_problems = compile_post_process(
-        {name: route.shaping for name, route in config.routes.items()}, config.post_process
-    )
-    problems += post_problems
+    post_processor = None
+    if config.post_process or any(route.shaping for route in config.routes.values()):
+        from rewardrouter.shape.processor import compile_post_process  # imports torch
+
+        post_processor, post_problems = compile_post_process(
+            {name: route.shaping for name, route in config.routes.items()}, config.post_process
+        )
+        problems += post_problems
     if problems:
         resources.close()
         raise ConfigError(problems)
