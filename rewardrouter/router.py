@@ -94,7 +94,6 @@ class Router:
             return self.resolver.decide(as_sample(sample))
         except Unroutable as exc:
             raise_unroutable([(0, str(exc))])
-            raise  # unreachable
 
     # -- scoring ---------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -42,7 +43,7 @@ SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {
 }
 
 
-def fail(error: RewardRouterError) -> None:
+def fail(error: RewardRouterError) -> NoReturn:
     """Print a user-facing error without a traceback and exit with status 2."""
     Console(stderr=True, highlight=False).print("[bold red]error:[/]", escape(str(error)))
     sys.exit(USAGE_ERROR)
@@ -54,7 +55,6 @@ def _job(cfg: DictConfig) -> float:
         return score.run(cfg, Path(HydraConfig.get().runtime.output_dir), Console())
     except RewardRouterError as exc:
         fail(exc)
-        raise  # unreachable: fail() exits
 
 
 def main() -> None:

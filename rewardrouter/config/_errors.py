@@ -29,28 +29,28 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
     return f"did you mean {close[0]!r}?" if close else None
 
 
-def _walk_input(data: Any, loc: Sequence[str | int]) -> tuple[list[str | int], Any, Any]:
+def _walk_input(data: Any, loc: Sequence[str | int]) -> tuple[list[str | int], Any]:
     """Follow ``loc`` through the input, dropping entries that name a union member.
 
     pydantic puts the tag of a discriminated union (``clip``) or a member's type into the
-    location; those are not keys of the YAML. Returns (path, parent node, node).
+    location; those are not keys of the YAML. Returns the YAML path and the node found there
+    (``None`` for a key the input lacks).
     """
     path: list[str | int] = []
-    parent: Any = None
     node = data
     for i, part in enumerate(loc):
         is_last = i == len(loc) - 1
         in_mapping = isinstance(node, Mapping) and part in node
         in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
         if in_mapping or in_list:
-            parent, node = node, node[part]
+            node = node[part]
             path.append(part)
         elif is_last:
             # A key that is not in the input: a missing field, or an unexpected one.
             path.append(part)
-            parent, node = node, None
+            node = None
         # Otherwise a union tag: skip it.
-    return path, parent, node
+    return path, node
 
 
 def _fields_at(model: type[BaseModel], loc: Sequence[str | int]) -> list[str]:
@@ -100,7 +100,7 @@ def problems_from_validation(
     seen: set[tuple[str, str]] = set()
     for err in error.errors(include_url=False):
         loc = list(err["loc"])
-        path, parent, node = _walk_input(data, loc)
+        path, node = _walk_input(data, loc)
         kind = err["type"]
         hint: str | None = None
         if kind == "extra_forbidden":
@@ -123,10 +123,9 @@ def problems_from_validation(
             message = "stage has no `kind`"
             hint = f"add `kind:` — one of {err.get('ctx', {}).get('expected_tags', '')}"
         else:
-            found = node if node is not None or parent is None else None
             message = err["msg"]
-            if kind not in ("value_error", "assertion_error") and found is not None:
-                message += f" (found {found!r})"
+            if kind not in ("value_error", "assertion_error") and node is not None:
+                message += f" (found {node!r})"
             if message.startswith("Value error, "):
                 message = message[len("Value error, ") :]
         where = yaml_path([*prefix, *path])

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from rewardrouter._errors import RoutingError
 from rewardrouter.compile.functions import ResolveError, module_allowed
@@ -154,7 +154,7 @@ class Resolver:
         )
 
 
-def raise_unroutable(failures: list[tuple[int, str]]) -> None:
+def raise_unroutable(failures: list[tuple[int, str]]) -> NoReturn:
     """One :class:`RoutingError` listing (up to ten of) the samples that could not be routed."""
     shown = "\n".join(f"  - sample {i}: {why}" for i, why in failures[:10])
     more = f"\n  … and {len(failures) - 10} more" if len(failures) > 10 else ""
