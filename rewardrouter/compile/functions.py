@@ -109,14 +109,36 @@ def import_path(path: str) -> Callable[..., Any]:
     return obj  # type: ignore[no-any-return]
 
 
-def _is_async(fn: Callable[..., Any]) -> bool:
+def read_signature(fn: Callable[..., Any], name: str) -> inspect.Signature:
+    """``fn``'s signature; :class:`ResolveError` naming ``name`` when it cannot be read."""
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):
+        raise ResolveError(f"cannot read the signature of {name}") from None
+
+
+def positional_params(sig: inspect.Signature) -> list[inspect.Parameter]:
+    """The parameters that may be passed by position."""
+    return [
+        p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+
+
+def takes_varargs(sig: inspect.Signature) -> bool:
+    return any(p.kind is p.VAR_POSITIONAL for p in sig.parameters.values())
+
+
+def is_async(fn: Callable[..., Any]) -> bool:
+    """Whether calling ``fn`` returns an awaitable (async functions and async callable classes)."""
     if inspect.iscoroutinefunction(fn):
         return True
     call = getattr(fn, "__call__", None)  # noqa: B004  (callable class instances)
     return call is not None and inspect.iscoroutinefunction(call)
 
 
-def _check_kwargs(sig: inspect.Signature, fixed: int, kwargs: Mapping[str, Any], name: str) -> None:
+def check_kwargs(sig: inspect.Signature, fixed: int, kwargs: Mapping[str, Any], name: str) -> None:
+    """Raise :class:`ResolveError` unless ``kwargs`` bind after the first ``fixed`` parameters:
+    an unknown key (with "did you mean") or a required keyword left unset."""
     params = list(sig.parameters.values())[fixed:]
     takes_var_kw = any(p.kind is p.VAR_KEYWORD for p in params)
     accepted = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
@@ -152,15 +174,9 @@ def inspect_function(
     ``auto`` reads the mode from the second parameter's name (``sample`` / ``samples``) and
     refuses other names; ``lenient`` (for functions named by data) takes single mode then.
     """
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        raise ResolveError(f"cannot read the signature of {name}") from None
-    positional = [
-        p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
-    var_positional = any(p.kind is p.VAR_POSITIONAL for p in sig.parameters.values())
-    if len(positional) < 2 and not var_positional:
+    sig = read_signature(fn, name)
+    positional = positional_params(sig)
+    if len(positional) < 2 and not takes_varargs(sig):
         raise ResolveError(
             f"{name} takes {len(positional)} positional argument(s); a reward function takes "
             f"(args, sample, **kwargs) or (args, samples, **kwargs) (signature {name + str(sig)})",
@@ -181,8 +197,8 @@ def inspect_function(
                 f"is {second!r} (signature {name + str(sig)})",
                 "name it `sample` or `samples`, or set `mode: single` / `mode: group` on the term",
             )
-    _check_kwargs(sig, min(2, len(positional)), kwargs, name)
-    return RewardFn(name=name, fn=fn, mode=resolved, is_async=_is_async(fn))
+    check_kwargs(sig, min(2, len(positional)), kwargs, name)
+    return RewardFn(name=name, fn=fn, mode=resolved, is_async=is_async(fn))
 
 
 def resolve_builtin(kind: str, kwargs: Mapping[str, Any]) -> RewardFn:
@@ -201,7 +217,7 @@ def resolve_builtin(kind: str, kwargs: Mapping[str, Any]) -> RewardFn:
             or f"known kinds: {', '.join(kinds)}; or name a function with `path:`",
         )
     spec = BUILTINS[reward.name]
-    _check_kwargs(inspect.signature(spec.grade), 3, kwargs, f"built-in {kind!r}")
+    check_kwargs(inspect.signature(spec.grade), 3, kwargs, f"built-in {kind!r}")
     return RewardFn(
         name=kind,
         fn=reward,

@@ -12,7 +12,6 @@ problem is reported with its YAML path instead of surfacing at the first batch.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -33,16 +32,20 @@ def resolve_custom(
     # Imported here, not at the top: the compile package imports this one to build routers.
     from rewardrouter.compile.functions import (
         ResolveError,
-        _check_kwargs,
-        _is_async,
+        check_kwargs,
         import_path,
+        is_async,
+        positional_params,
+        read_signature,
+        takes_varargs,
     )
 
     try:
         fn = import_path(stage.path)
+        sig = read_signature(fn, stage.path)
     except ResolveError as exc:
         return None, [Problem(f"{where}.path", str(exc), exc.hint)]
-    if _is_async(fn):
+    if is_async(fn):
         return None, [
             Problem(
                 f"{where}.path",
@@ -50,13 +53,8 @@ def resolve_custom(
                 "make it a plain `def`: it works on tensors, there is nothing to await",
             )
         ]
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return None, [Problem(f"{where}.path", f"cannot read the signature of {stage.path}")]
-    params = sig.parameters.values()
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    if len(positional) < 2 and not any(p.kind is p.VAR_POSITIONAL for p in params):
+    positional = positional_params(sig)
+    if len(positional) < 2 and not takes_varargs(sig):
         return None, [
             Problem(
                 f"{where}.path",
@@ -65,7 +63,7 @@ def resolve_custom(
             )
         ]
     try:
-        _check_kwargs(sig, min(2, len(positional)), stage.kwargs, stage.path)
+        check_kwargs(sig, min(2, len(positional)), stage.kwargs, stage.path)
     except ResolveError as exc:
         return None, [Problem(where, str(exc), exc.hint)]
     return fn, []
