@@ -128,6 +128,15 @@ routes:
 """
 
 
+def _explain_paris(tmp_path: Path, capsys: pytest.CaptureFixture[str], metadata: str) -> str:
+    """``explain`` of the answer "Paris" (label "Paris") under EXPLAIN_CONFIG; its output."""
+    config = tmp_path / "router.yaml"
+    config.write_text(EXPLAIN_CONFIG)
+    argv = ["--config", str(config), "--response", "Paris", "--label", "Paris"]
+    assert explain.main([*argv, "--metadata", metadata]) == 0
+    return capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     ("metadata", "expected"),
     [
@@ -148,20 +157,7 @@ routes:
 def test_explain_names_the_precedence_level(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], metadata: dict[str, Any], expected: str
 ) -> None:
-    config = tmp_path / "router.yaml"
-    config.write_text(EXPLAIN_CONFIG)
-    argv = [
-        "--config",
-        str(config),
-        "--response",
-        "Paris",
-        "--label",
-        "Paris",
-        "--metadata",
-        json.dumps(metadata),
-    ]
-    assert explain.main(argv) == 0
-    out = " ".join(capsys.readouterr().out.split())
+    out = " ".join(_explain_paris(tmp_path, capsys, json.dumps(metadata)).split())
     assert expected in out
     assert "reward" in out
 
@@ -169,20 +165,7 @@ def test_explain_names_the_precedence_level(
 def test_explain_multi_term_route_shows_each_term(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    config = tmp_path / "router.yaml"
-    config.write_text(EXPLAIN_CONFIG)
-    argv = [
-        "--config",
-        str(config),
-        "--response",
-        "Paris",
-        "--label",
-        "Paris",
-        "--metadata",
-        '{"dataset": "org/qa"}',
-    ]
-    assert explain.main(argv) == 0
-    out = capsys.readouterr().out
+    out = _explain_paris(tmp_path, capsys, '{"dataset": "org/qa"}')
     assert "rr_testfns.length" in out and "exact_match" in out
     assert "reward 1.05" in " ".join(out.split())
 
