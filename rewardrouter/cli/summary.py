@@ -15,6 +15,9 @@ from rich.table import Table
 from rewardrouter.cli.objective import is_constant, prompt_groups
 from rewardrouter.execute.result import RewardResult
 
+#: The row of samples that reached no route (aborted, or already carrying a reward).
+NOT_SCORED = "(not scored)"
+
 STATUSES = ("ok", "skipped", "kept", "aborted", "error", "timeout", "invalid")
 
 
@@ -58,14 +61,14 @@ class RouteStats:
 def route_stats(
     rows: Sequence[dict[str, Any]], results: Sequence[RewardResult]
 ) -> list[RouteStats]:
-    """One :class:`RouteStats` per route (``-`` for samples never routed), sorted by name.
+    """One :class:`RouteStats` per route (:data:`NOT_SCORED` for samples never routed), by name.
 
     A prompt group (rows sharing ``group_index``) counts for the route of its first routed row.
     """
     stats: dict[str, RouteStats] = defaultdict(lambda: RouteStats(""))
     for result in results:
-        entry = stats[result.route or "-"]
-        entry.route = result.route or "-"
+        entry = stats[result.route or NOT_SCORED]
+        entry.route = result.route or NOT_SCORED
         entry.statuses[result.status] += 1
         if result.reward is not None:
             entry.rewards.append(result.reward)
@@ -84,7 +87,11 @@ def _fmt(value: float | None) -> str:
 
 
 def summary_table(stats: Sequence[RouteStats], title: str = "rewards per route") -> Table:
-    table = Table(title=title)
+    table = Table(
+        title=title,
+        caption="groups: prompt groups (group_index) seen; constant: those whose answers all got "
+        "the same reward, so GRPO learns nothing from them",
+    )
     for column in ("route", "n", "mean", "std"):
         table.add_column(column, justify="left" if column == "route" else "right")
     shown = [s for s in STATUSES if any(st.statuses[s] for st in stats)]
