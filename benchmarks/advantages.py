@@ -11,10 +11,11 @@ of another size (2..30), timed tensor-in, tensor-out:
   uniform, position-ordered groups, so it is timed on a uniform batch of the same size; on the
   shuffled, uneven batch it would be wrong, not slow.
 
-Single-threaded by default, so that both sides get the same, reproducible resources on a
-shared machine; ``--threads N`` gives torch more.
+Both sides run with the same number of torch CPU threads in each row: by default one thread,
+then torch's default (every core); ``--threads 1 4`` picks others. (a) is pure Python, so it is
+measured once and compared against every row.
 
-Run: ``python benchmarks/advantages.py [--sizes 1000000 10000000] [--threads N]``.
+Run: ``python benchmarks/advantages.py [--sizes 1000000 10000000] [--threads 1 N]``.
 """
 
 from __future__ import annotations
@@ -102,39 +103,53 @@ def check_agreement(rewards: Tensor, ids: Tensor) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        nargs="+",
+        default=sorted({1, torch.get_num_threads()}),
+        help="torch CPU thread counts, one table row per size and count (default: 1 and all)",
+    )
     parser.add_argument("--loop-size", type=int, default=1_000_000, help="largest (a) run")
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU thread(s), groups of {GROUP}")
+    print(f"torch {torch.__version__}, groups of {GROUP}")
     print(f"max |ours - (a)| on uneven groups: {check_agreement(*make_batch(50_000)):.2e}")
     print()
-    header = f"{'rewards':>11} {'ours':>10} {'(a) loop':>12} {'(b) reshape':>12} {'vs (a)':>9} {'ours/(b)':>9}"
+    header = (
+        f"{'rewards':>11} {'threads':>7} {'ours':>10} {'(a) loop':>12} {'(b) reshape':>12} "
+        f"{'vs (a)':>9} {'ours/(b)':>9}"
+    )
     print(header)
     print("-" * len(header))
     loop_rate: float | None = None
+    extrapolated = False
     for n in args.sizes:
         rewards, ids = make_batch(n)
-        repeat = 5 if n <= 2_000_000 else 3
-        ours = best_of(partial(group_advantages, rewards, ids, STAGE), repeat)
         uniform = rewards[: rewards.numel() // GROUP * GROUP].contiguous()
-        reshape = best_of(partial(reshape_uniform, uniform), repeat)
-        loop_cell, speedup_cell = "n/a", "n/a"
+        repeat = 5 if n <= 2_000_000 else 3
+        loop: float | None = None
         if n <= args.loop_size:
             index = ids.tolist()
             start = time.perf_counter()
             python_loop(rewards, index)
             loop = time.perf_counter() - start
             loop_rate = loop / rewards.numel()
-            loop_cell, speedup_cell = f"{loop * 1e3:.0f}ms", f"{loop / ours:.0f}x"
         elif loop_rate is not None:
             loop = loop_rate * rewards.numel()  # extrapolated: see the footnote
-            loop_cell, speedup_cell = f"{loop * 1e3:.0f}ms*", f"{loop / ours:.0f}x"
-        print(
-            f"{rewards.numel():>11,} {ours * 1e3:>8.1f}ms {loop_cell:>12} "
-            f"{reshape * 1e3:>10.1f}ms {speedup_cell:>9} {ours / reshape:>8.2f}x"
-        )
-    if loop_rate is not None and any(n > args.loop_size for n in args.sizes):
+            extrapolated = True
+        for threads in args.threads:
+            torch.set_num_threads(threads)
+            ours = best_of(partial(group_advantages, rewards, ids, STAGE), repeat)
+            reshape = best_of(partial(reshape_uniform, uniform), repeat)
+            loop_cell, speedup_cell = "n/a", "n/a"
+            if loop is not None:
+                mark = "*" if n > args.loop_size else ""
+                loop_cell, speedup_cell = f"{loop * 1e3:.0f}ms{mark}", f"{loop / ours:.0f}x"
+            print(
+                f"{rewards.numel():>11,} {threads:>7} {ours * 1e3:>8.1f}ms {loop_cell:>12} "
+                f"{reshape * 1e3:>10.1f}ms {speedup_cell:>9} {ours / reshape:>8.2f}x"
+            )
+    if extrapolated:
         print(f"* extrapolated linearly from the {args.loop_size:,}-reward measurement")
     print("targets: >= 100x faster than (a); within 2x of (b) (which cannot group by index)")
 

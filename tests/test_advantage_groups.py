@@ -174,7 +174,7 @@ def test_cuda_tensors_stay_on_the_gpu_and_agree_with_cpu() -> None:
     assert torch.allclose(on_gpu.cpu(), group_advantages(rewards, ids, F64), rtol=1e-12)
 
 
-def test_the_index_add_path_used_on_gpus_gives_the_cpu_result(
+def test_the_index_add_and_take_path_used_on_gpus_gives_the_cpu_result(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     gen = torch.Generator().manual_seed(3)
@@ -182,7 +182,8 @@ def test_the_index_add_path_used_on_gpus_gives_the_cpu_result(
     ids = torch.randint(0, 400, (5000,), generator=gen)
     valid = torch.rand(5000, generator=gen) > 0.1
     by_bincount = group_advantages(rewards, ids, F64, valid=valid)
-    monkeypatch.setattr(segments, "_prefers_bincount", lambda device: False)
-    assert segments_by_index(ids).bins is None
+    monkeypatch.setattr(segments, "_uses_host_kernels", lambda device: False)
+    seg = segments_by_index(ids)
+    assert seg.bins is None and seg.host_ids is None
     by_index_add = group_advantages(rewards, ids, F64, valid=valid)
     assert torch.allclose(by_index_add, by_bincount, rtol=1e-12, atol=1e-15)

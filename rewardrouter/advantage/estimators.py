@@ -31,6 +31,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from rewardrouter.advantage import host
 from rewardrouter.advantage.device import resolve_device
 from rewardrouter.advantage.moments import GroupMoments, group_moments
 from rewardrouter.advantage.segments import Segments, segments_by_index, segments_by_position
@@ -113,7 +114,7 @@ def group_advantages(
     factor = _FACTORS[stage.kind](stage, moments)
     if factor.dim():
         factor = moments.segments.gather(factor, out=moments.scratch)
-    return moments.centered.mul_(factor).to(device=rewards.device, dtype=out_dtype)
+    return host.multiply(moments.centered, factor, out_dtype).to(rewards.device)
 
 
 def _segments(
@@ -138,8 +139,9 @@ def _segments(
 
 def _inverse(std: Tensor, eps: float) -> Tensor:
     """``1 / (std + eps)`` where that is finite and ``std > 0``, else 0 (the zero-std policy)."""
-    inverse = 1.0 / (std + eps)
-    return torch.where((std > 0) & torch.isfinite(inverse), inverse, 0.0)
+    inverse = std.add(eps).reciprocal_().masked_fill_(std == 0, 0.0)
+    # Only a subnormal std with eps 0 overflows here (std is never negative or NaN).
+    return inverse.nan_to_num_(posinf=0.0) if eps == 0 else inverse
 
 
 def _check_shapes(rewards: Tensor, group_ids: Tensor | None, valid: Tensor | None) -> None:

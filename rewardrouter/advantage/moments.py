@@ -25,11 +25,13 @@ Example::
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
+from rewardrouter.advantage import host
 from rewardrouter.advantage.segments import Segments
 
 # Dtypes whose values carry at most 24 significant bits: one float64 pass is exact (see above).
@@ -60,8 +62,8 @@ class GroupMoments:
 
     def group_std(self) -> Tensor:
         """Unbiased (``n - 1``) std per slot; 0 for slots with fewer than two members."""
-        n = self.sizes
-        return torch.where(n > 1, self.sq_dev / (n - 1), 0.0).sqrt_()
+        # Below two members the squared deviations are exactly 0, and so is 0 / 1.
+        return self.sq_dev.div((self.sizes - 1).clamp_(min=1)).sqrt_()
 
     def batch_std(self) -> Tensor:
         """Unbiased std of the valid rewards over the whole batch (0-dim; 0 below two)."""
@@ -88,7 +90,7 @@ def group_moments(rewards: Tensor, segments: Segments) -> GroupMoments:
     Raises :class:`ValueError` naming the first offending sample when a valid reward is NaN or
     infinite, or when a group's sum overflows.
     """
-    centered = rewards.to(torch.float64, copy=True)
+    centered = host.cast(rewards, torch.float64)
     if segments.valid is not None:
         centered.masked_fill_(~segments.valid, 0.0)
     means = _mean(segments.sum(centered), segments.sizes)
@@ -104,11 +106,12 @@ def group_moments(rewards: Tensor, segments: Segments) -> GroupMoments:
 
 
 def _mean(sums: Tensor, sizes: Tensor) -> Tensor:
-    return torch.where(sizes > 0, sums / sizes, 0.0)
+    """``sums / sizes`` in place of ``sums``; empty slots have sum 0 and mean 0."""
+    return sums.div_(sizes.clamp(min=1))
 
 
 def _check_finite(means: Tensor, rewards: Tensor, segments: Segments) -> None:
-    if bool(torch.isfinite(means).all()):
+    if math.isfinite(float(means.sum())) or bool(torch.isfinite(means).all()):
         return
     bad = ~torch.isfinite(rewards)
     if segments.valid is not None:

@@ -17,8 +17,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
 import torch
 from torch import Tensor
+
+from rewardrouter.advantage import host
 
 # Group ids spanning at most this many slots per sample are used as slot numbers as they are
 # (empty slots cost one float each); wider or negative-heavy ids are renumbered by torch.unique,
@@ -34,13 +38,17 @@ class Segments:
     empty (gaps between the caller's group ids). Samples marked invalid all share one extra slot
     whose entry in ``sizes`` is 0, so they never enter a statistic; ``valid`` is that mask, or
     ``None`` when every sample is valid. ``sizes`` (float64) counts the valid members per slot.
-    ``bins`` holds the same slots as int32 for ``bincount`` (the CPU's fastest segment sum, a
-    third faster on int32), or is ``None`` where sums use ``index_add_`` (CUDA: ``bincount``
-    there reads the largest id back to the host).
+
+    On the CPU, ``bins`` holds the slots as int32 for ``bincount`` (the CPU's fastest segment
+    sum, a third faster on int32) and ``host_ids`` is ``ids`` seen as a NumPy array, for
+    NumPy's gather; both run split over torch's threads (see
+    :mod:`~rewardrouter.advantage.host`). Elsewhere both are ``None``: sums use ``index_add_``
+    (CUDA's ``bincount`` reads the largest id back to the host) and gathers ``take``.
     """
 
     ids: Tensor
     bins: Tensor | None
+    host_ids: npt.NDArray[np.int64] | None
     slots: int
     sizes: Tensor
     valid: Tensor | None
@@ -48,11 +56,14 @@ class Segments:
     def sum(self, values: Tensor) -> Tensor:
         """Per-slot sums of the float64 per-sample ``values``."""
         if self.bins is not None:
-            return torch.bincount(self.bins, weights=values, minlength=self.slots)
+            return host.segment_sum(self.bins, values, self.slots)
         return values.new_zeros(self.slots).index_add_(0, self.ids, values)
 
     def gather(self, per_slot: Tensor, out: Tensor | None = None) -> Tensor:
-        """Each sample's entry of the per-slot tensor ``per_slot`` (into ``out`` when given)."""
+        """Each sample's entry of the per-slot float64 tensor ``per_slot`` (into ``out``, a
+        contiguous float64 tensor of one entry per sample, when given)."""
+        if self.host_ids is not None:
+            return host.take(per_slot, self.host_ids, out)
         if out is None:
             return per_slot.take(self.ids)
         return torch.take(per_slot, self.ids, out=out)
@@ -104,17 +115,20 @@ def _finish(ids: Tensor, slots: int, valid: Tensor | None) -> Segments:
         ids = torch.where(valid, ids, slots)
         slots += 1
     bins: Tensor | None = None
-    if _prefers_bincount(ids.device):
-        bins = ids.to(torch.int32) if slots < 2**31 else ids
-        sizes = torch.bincount(bins, minlength=slots).to(torch.float64)
+    host_ids: npt.NDArray[np.int64] | None = None
+    if _uses_host_kernels(ids.device):
+        bins = host.cast(ids, torch.int32) if slots < 2**31 else ids
+        host_ids = ids.numpy(force=True)
+        sizes = host.segment_sum(bins, None, slots).to(torch.float64)
     else:
         sizes = torch.zeros(slots, dtype=torch.float64, device=ids.device)
         sizes.index_add_(0, ids, torch.ones_like(ids, dtype=torch.float64))
     if valid is not None:
         sizes[-1] = 0.0
-    return Segments(ids, bins, slots, sizes, valid)
+    return Segments(ids, bins, host_ids, slots, sizes, valid)
 
 
-def _prefers_bincount(device: torch.device) -> bool:
-    """Whether segment sums on ``device`` use ``bincount`` (else ``index_add_``)."""
+def _uses_host_kernels(device: torch.device) -> bool:
+    """Whether segments on ``device`` use ``bincount`` and NumPy gathers (else ``index_add_``
+    and ``take``, as on a GPU)."""
     return device.type == "cpu"

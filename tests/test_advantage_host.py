@@ -1,0 +1,108 @@
+"""The CPU passes split over threads give the one-chunk result, and survive a fork."""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections.abc import Iterator
+
+import pytest
+import torch
+
+from rewardrouter.advantage import group_advantages, host
+from rewardrouter.config.stages import GRPOStage, RLOOStage
+
+
+@pytest.fixture
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Chunks of 64 samples on 3 threads, so that small batches take the threaded path."""
+    threads = torch.get_num_threads()
+    monkeypatch.setattr(host, "_MIN_CHUNK", 64)
+    torch.set_num_threads(3)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _batch(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    rewards = torch.rand(n, generator=gen, dtype=torch.float64)
+    ids = torch.randint(0, n // 10, (n,), generator=gen)
+    constant = ids % 7 == 0  # every 7th group holds one repeated value
+    rewards[constant] = 0.3
+    return rewards, ids, torch.rand(n, generator=gen) > 0.1
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize(
+    "stage",
+    [
+        pytest.param(GRPOStage(device="cpu", dtype="float64"), id="grpo"),
+        pytest.param(GRPOStage(device="cpu", dtype="float32"), id="grpo_f32_out"),
+        pytest.param(RLOOStage(device="cpu", dtype="float64"), id="rloo"),
+    ],
+)
+def test_threaded_chunks_match_one_chunk(
+    dtype: torch.dtype, stage: GRPOStage | RLOOStage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rewards, ids, valid = _batch(5000, seed=1)
+    rewards = rewards.to(dtype)
+    whole = group_advantages(rewards, ids, stage, valid=valid)
+    threads = torch.get_num_threads()
+    monkeypatch.setattr(host, "_MIN_CHUNK", 64)
+    torch.set_num_threads(3)
+    try:
+        assert host._chunk_count(5000) == 3
+        split = group_advantages(rewards, ids, stage, valid=valid)
+    finally:
+        torch.set_num_threads(threads)
+    assert split.dtype == whole.dtype
+    assert torch.allclose(split.double(), whole.double(), rtol=1e-12, atol=1e-15)
+    constant = (ids % 7 == 0) & valid
+    assert bool((split[constant] == 0).all())
+
+
+@pytest.mark.usefixtures("small_chunks")
+def test_segment_sums_are_exact_counts_and_keep_their_memory_bounded() -> None:
+    bins = torch.randint(0, 50, (1000,), dtype=torch.int32)
+    counts = host.segment_sum(bins, None, 50)
+    assert torch.equal(counts, torch.bincount(bins, minlength=50))
+    assert host._chunk_count(1000) == 3
+    # 1000 samples in 600 slots: three private tables would outgrow the batch, so one chunk.
+    assert host._chunk_count(1000, limit=1000 // 600) == 1
+
+
+@pytest.mark.usefixtures("small_chunks")
+def test_casts_gathers_and_products_cover_every_chunk() -> None:
+    x = torch.arange(1000, dtype=torch.float32)
+    assert torch.equal(host.cast(x, torch.float64), x.double())
+    table = torch.arange(10, dtype=torch.float64) * 2
+    ids = torch.arange(1000) % 10
+    assert torch.equal(host.take(table, ids.numpy()), table[ids])
+    a = torch.rand(1000, dtype=torch.float64)
+    assert torch.equal(host.multiply(a.clone(), a, torch.float32), (a * a).float())
+    scale = torch.tensor(0.5, dtype=torch.float64)
+    assert torch.equal(host.multiply(a.clone(), scale, torch.float16), (a * 0.5).half())
+
+
+def _chunks_in_child(queue: multiprocessing.Queue[list[int]]) -> None:
+    # NumPy-only passes: torch's own OpenMP threads do not survive a fork either (torch's
+    # documented limitation), which is the caller's business, not this pool's.
+    host._MIN_CHUNK = 64
+    x = host.cast(torch.arange(1000, dtype=torch.int64), torch.float64)
+    queue.put([*host._over_chunks(lambda lo, hi: hi - lo, 1000, chunks=3), int(x.sum())])
+
+
+@pytest.mark.usefixtures("small_chunks")
+def test_a_forked_child_starts_its_own_threads() -> None:
+    for _ in range(5):  # the parent's pool runs and its threads go idle, ready for more work
+        host._over_chunks(lambda lo, hi: hi - lo, 1000, chunks=3)
+    time.sleep(0.2)
+    ctx = multiprocessing.get_context("fork")
+    queue: multiprocessing.Queue[list[int]] = ctx.Queue()
+    child = ctx.Process(target=_chunks_in_child, args=(queue,), daemon=True)
+    child.start()
+    child.join(timeout=30)
+    assert child.exitcode == 0
+    assert queue.get(timeout=5) == [333, 333, 334, 499500]
