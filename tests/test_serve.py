@@ -292,10 +292,10 @@ def test_serve_command_end_to_end(tmp_path: Path) -> None:
     finally:
         process.send_signal(signal.SIGTERM)
         try:
-            process.wait(timeout=15)
+            _, stderr = process.communicate(timeout=15)
         finally:
             process.kill()
-    assert process.returncode == 0, process.stderr.read() if process.stderr else ""
+    assert process.returncode == 0, stderr
 
 
 def test_serve_command_reports_a_bad_config_without_a_traceback(tmp_path: Path) -> None:
