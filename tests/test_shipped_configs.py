@@ -53,6 +53,34 @@ def test_yaml_has_modeline_and_matches_its_schema(path: Path) -> None:
     assert not errors
 
 
+@pytest.mark.parametrize(
+    ("term", "message"),
+    [
+        pytest.param(
+            {"kind": "remote", "kwargs": {"url": "http://127.0.0.1:1/r", "retrys": 3}},
+            "Additional properties are not allowed ('retrys' was unexpected)",
+            id="typo",
+        ),
+        pytest.param({"kind": "remote", "kwargs": {}}, "'url' is a required property", id="no_url"),
+        pytest.param(
+            {"kind": "remote", "kwargs": {"url": "http://127.0.0.1:1/r", "concurrency": 0}},
+            "0 is less than the minimum of 1",
+            id="range",
+        ),
+    ],
+)
+def test_schema_describes_the_settings_of_a_remote_term(
+    term: dict[str, object], message: str
+) -> None:
+    schema = json.loads((ROOT / "schemas" / "router.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    document = {"routes": {"judged": {"rewards": {"judge": term}}}}
+    assert [e.message for e in validator.iter_errors(document)] == [message]
+    # The same kwargs on a plain function are that function's business, not the schema's.
+    plain = {"routes": {"judged": {"rewards": {"judge": {**term, "kind": "math"}}}}}
+    assert not list(validator.iter_errors(plain))
+
+
 def test_schema_files_are_fresh() -> None:
     for name, text in render_all().items():
         committed = (ROOT / "schemas" / name).read_text()

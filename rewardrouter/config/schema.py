@@ -3,12 +3,15 @@
 ``python -m rewardrouter.config.schema --write`` regenerates ``schemas/``; ``--check`` exits 1 when
 the committed files are stale. Discriminated unions become ``if kind == X then <X's schema>``
 branches instead of pydantic's ``oneOf``, so a validator or an editor reports a typo'd key as
-that key ("'mn' was unexpected") rather than "matches none of the stage kinds".
+that key ("'mn' was unexpected") rather than "matches none of the stage kinds". A reward term of
+a resource kind (``kind: remote``) gets its ``kwargs`` described by that kind's settings model
+the same way.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -16,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from rewardrouter.compile.resources import RESOURCE_KINDS
 from rewardrouter.config.job import JobConfig
 from rewardrouter.config.models import RouterConfig
 
@@ -50,9 +54,29 @@ def _tagged_to_conditionals(node: Any) -> Any:
     return node
 
 
+def _describe_resource_kwargs(schema: dict[str, Any]) -> None:
+    """``if kind == <resource kind> then kwargs: <its Settings>`` on the reward term."""
+    defs: dict[str, Any] = schema.get("$defs", {})
+    term = defs.get("RewardTerm")
+    if term is None:
+        return
+    for name, kind in sorted(RESOURCE_KINDS.items()):
+        settings: type[BaseModel] = importlib.import_module(kind.module).Settings
+        settings_schema = settings.model_json_schema(mode="validation")
+        defs.update(settings_schema.pop("$defs", {}))
+        defs[settings.__name__] = settings_schema
+        term.setdefault("allOf", []).append(
+            {
+                "if": {"properties": {"kind": {"const": name}}, "required": ["kind"]},
+                "then": {"properties": {"kwargs": {"$ref": f"#/$defs/{settings.__name__}"}}},
+            }
+        )
+
+
 def schema_for(model: type[BaseModel], hydra_keys: bool = False) -> dict[str, Any]:
     """The JSON Schema of ``model``; ``hydra_keys`` also admits a ``defaults`` list and ``hydra``."""
     schema = _tagged_to_conditionals(model.model_json_schema(mode="validation"))
+    _describe_resource_kwargs(schema)
     if hydra_keys:
         schema["properties"]["defaults"] = {
             "type": "array",
