@@ -7,9 +7,12 @@ math-verify's verdict (``verify(parse(gold), parse(answer))`` on both strings wr
 1. the two strings are equal after spacing, ``\\dfrac``/``\\tfrac`` and ``\\left``/``\\right``
    are normalized away: equal;
 2. both lie in the unambiguous subset of :mod:`~rewardrouter.rewards.latex_value`, and their values
-   (at two rational points, for expressions in variables) decide: values further apart than
-   math-verify's rounding could hide are unequal; exactly equal rationals, or floats equal to
-   1e-12, are equal, unless a variable sits under a root or in an exponent.
+   decide: values further apart than math-verify's rounding could hide are unequal; exactly
+   equal rationals, or floats equal to 1e-12, are equal, unless a variable sits under a root or
+   in an exponent. Expressions in variables are compared at two points drawn from about 2^60
+   rationals per variable, seeded by the two strings: two different rational functions of
+   degree ``d`` agree at such a point with probability below ``d / 2^60`` (Schwartz-Zippel),
+   and no answer can be written to hit points that are not fixed in advance.
 
 Before both, digit grouping goes (``1{,}000`` is ``1000``, as math-verify reads it), and an
 assignment ``x = 5`` compared with a plain ``5`` is compared by its right side, as math-verify
@@ -27,7 +30,9 @@ exception of its own: math-verify turns its ``TimeoutException`` (a ``BaseExcept
 
 from __future__ import annotations
 
+import hashlib
 import math
+import random
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -52,12 +57,8 @@ _REL_TOL = 1e-9
 _EQUAL_TOL = 1e-12
 
 
-# Two points at which expressions in variables are compared: distinct, irregular, positive
-# rationals (exact arithmetic; square roots of the variables stay real).
-_ENVS: tuple[dict[str, Number], ...] = tuple(
-    {letter: Fraction(base + step * k, den) for k, letter in enumerate("abcdfghjklmnopqrstuvwxyz")}
-    for base, step, den in ((37, 11, 29), (53, 7, 19))
-)
+# Expressions in variables are compared at this many points.
+_POINTS = 2
 # "x = 5": one variable letter (not e or i), then a value with no further relation
 _ASSIGNMENT = re.compile(r"\s*[a-df-hj-z]\s*=\s*([^=<>]+?)\s*")
 _GROUPED_DIGITS = re.compile(r"-?\d{1,3}(?:(?:,|\{,\})\d{3})+(?:\.\d+)?")
@@ -143,7 +144,7 @@ def quick_verdict(answer: str, gold: str) -> bool | None:
     if got is None or want is None:
         return None
     exact = not (got.decimal or want.decimal)
-    envs = _ENVS if got.variables or want.variables else ({},)
+    envs = _points(answer, gold, got.variables | want.variables)
     values: list[Number] = []
     try:
         for env in envs:
@@ -161,6 +162,25 @@ def quick_verdict(answer: str, gold: str) -> bool | None:
     # equal values are equal for math-verify too: 0.25 = 1/4, 2\sqrt{3} = \sqrt{12},
     # (x+1)^2 = x^2+2x+1
     return True
+
+
+def _points(answer: str, gold: str, variables: frozenset[str]) -> tuple[dict[str, Number], ...]:
+    """Where to compare two expressions: one empty point without variables, else ``_POINTS``
+    points that give each variable a rational in [1, 11) with a 30-bit denominator (positive,
+    so square roots of the variables stay real), drawn from a generator seeded by both strings
+    (the same verdict every time)."""
+    if not variables:
+        return ({},)
+    seed = hashlib.blake2b(f"{answer}\0{gold}".encode(), digest_size=8).digest()
+    rng = random.Random(int.from_bytes(seed, "big"))
+    points = []
+    for _ in range(_POINTS):
+        point: dict[str, Number] = {}
+        for name in sorted(variables):
+            den = rng.randrange(2**29, 2**30)
+            point[name] = Fraction(rng.randrange(den, 11 * den), den)
+        points.append(point)
+    return tuple(points)
 
 
 @lru_cache(maxsize=8192)

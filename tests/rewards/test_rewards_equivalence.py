@@ -124,6 +124,18 @@ def test_quick_verdicts_agree_with_math_verify(
         assert math_verify_match(answer, gold) is verdict
 
 
+def test_an_answer_cannot_be_written_to_agree_only_at_the_comparison_points() -> None:
+    # 2x plus a product that vanishes at two chosen values of x agrees with 2x exactly there.
+    # Built against fixed comparison points (these were x's in an earlier scheme), it would be
+    # scored equal; the points are drawn per pair of strings, so it is told apart.
+    answer = "2x+(x-\\frac{268}{29})\\cdot(x-\\frac{200}{19})"
+    assert parse_value(answer) is not None  # decided cheaply, not left to math-verify
+    assert quick_verdict(answer, "2x") is False
+    assert math_verify_match(answer, "2x") is False
+    # the same pair always gets the same verdict
+    assert all(quick_verdict("(x+1)^2", "x^2+2x+1") is True for _ in range(3))
+
+
 def test_answers_match_falls_back_to_math_verify() -> None:
     assert answers_match("5 \\text{ cm}", ["5"])
     assert answers_match("\\{2, 1\\}", ["\\{1,2\\}"])
