@@ -187,3 +187,10 @@ def test_the_index_add_and_take_path_used_on_gpus_gives_the_cpu_result(
     assert seg.bins is None and seg.host_ids is None
     by_index_add = group_advantages(rewards, ids, F64, valid=valid)
     assert torch.allclose(by_index_add, by_bincount, rtol=1e-12, atol=1e-15)
+
+
+def test_rewards_that_track_gradients_give_the_same_advantages_and_no_graph() -> None:
+    rewards = REWARDS.clone().requires_grad_()
+    got = group_advantages(rewards, CANONICAL, F64)
+    assert not got.requires_grad
+    assert torch.equal(got, group_advantages(REWARDS, CANONICAL, F64))

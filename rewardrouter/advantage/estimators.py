@@ -102,7 +102,7 @@ def group_advantages(
     stage = GRPOStage() if stage is None else stage
     _check_shapes(rewards, group_ids, valid)
     device = resolve_device(stage.device, rewards)
-    x = rewards.to(device)
+    x = rewards.detach().to(device)  # advantages are targets: no gradient flows through them
     mask = None if valid is None else valid.to(device=device, dtype=torch.bool)
     out_dtype = OUTPUT_DTYPES[stage.dtype]
     if isinstance(stage, NoAdvantageStage):
