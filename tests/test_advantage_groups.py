@@ -194,3 +194,24 @@ def test_rewards_that_track_gradients_give_the_same_advantages_and_no_graph() ->
     got = group_advantages(rewards, CANONICAL, F64)
     assert not got.requires_grad
     assert torch.equal(got, group_advantages(REWARDS, CANONICAL, F64))
+
+
+@pytest.mark.parametrize(
+    ("ids", "valid"),
+    [
+        pytest.param([0, 0, 2, 2, 3], [True] * 5, id="id_gap"),
+        pytest.param([0, 0, 1, 1, 1], [True, True, True, True, False], id="invalid_sample"),
+    ],
+)
+def test_a_batch_std_that_overflows_gives_zeros_not_nan(ids: list[int], valid: list[bool]) -> None:
+    # The group sums overflow together: an empty slot's 0 * inf would be NaN everywhere.
+    rewards = torch.tensor([8e307, 8e307, 8e307, 7e307, 0.0], dtype=torch.float64)
+    stage = GRPOStage(device="cpu", dtype="float64", std="batch")
+    got = group_advantages(rewards, torch.tensor(ids), stage, valid=torch.tensor(valid))
+    assert got.tolist() == [0.0] * 5
+
+
+def test_segments_stay_hashable() -> None:
+    seg = segments_by_index(CANONICAL)
+    assert seg.host_ids is not None
+    assert hash(seg) == hash(seg)

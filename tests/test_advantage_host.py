@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import threading
 import time
 from collections.abc import Iterator
 
@@ -84,6 +85,47 @@ def test_casts_gathers_and_products_cover_every_chunk() -> None:
     assert torch.equal(host.multiply(a.clone(), a, torch.float32), (a * a).float())
     scale = torch.tensor(0.5, dtype=torch.float64)
     assert torch.equal(host.multiply(a.clone(), scale, torch.float16), (a * 0.5).half())
+
+
+def test_concurrent_callers_with_different_thread_counts_share_one_pool(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # torch's thread count is per Python thread: callers that see different counts must not
+    # replace or shut down the pool another caller is using.
+    monkeypatch.setattr(host, "_MIN_CHUNK", 64)
+    rewards, ids, valid = _batch(5000, seed=3)
+    expected = {t: group_advantages(rewards, ids, valid=valid) for t in (1, 2, 3, 4)}
+    failures: list[BaseException] = []
+    mismatches: list[int] = []
+
+    def call(threads: int) -> None:
+        torch.set_num_threads(threads)
+        try:
+            for _ in range(30):
+                got = group_advantages(rewards, ids, valid=valid)
+                if not torch.allclose(got, expected[1], rtol=1e-12, atol=1e-15):
+                    mismatches.append(threads)
+        except BaseException as error:  # reported below, with the thread's count
+            failures.append(error)
+
+    main_threads = torch.get_num_threads()
+    workers = [threading.Thread(target=call, args=(t,)) for t in (1, 2, 3, 4, 2, 3)]
+    try:
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(timeout=120)
+    finally:
+        torch.set_num_threads(main_threads)
+    assert not any(worker.is_alive() for worker in workers)
+    assert not failures and not mismatches
+    assert all(torch.allclose(v, expected[1], rtol=1e-12, atol=1e-15) for v in expected.values())
+
+
+def test_gathers_from_tables_numpy_lacks_go_through_torch() -> None:
+    table = torch.tensor([0.5, 1.5, 2.5], dtype=torch.bfloat16)
+    ids = torch.tensor([2, 0, 2, 1])
+    assert torch.equal(host.take(table, ids.numpy()), table[ids])
 
 
 def _chunks_in_child(queue: multiprocessing.Queue[list[int]]) -> None:

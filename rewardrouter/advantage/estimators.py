@@ -140,8 +140,8 @@ def _segments(
 def _inverse(std: Tensor, eps: float) -> Tensor:
     """``1 / (std + eps)`` where that is finite and ``std > 0``, else 0 (the zero-std policy)."""
     inverse = std.add(eps).reciprocal_().masked_fill_(std == 0, 0.0)
-    # Only a subnormal std with eps 0 overflows here (std is never negative or NaN).
-    return inverse.nan_to_num_(posinf=0.0) if eps == 0 else inverse
+    # A batch std is NaN or infinite when the rewards' squares overflow float64.
+    return inverse.nan_to_num_(nan=0.0, posinf=0.0)
 
 
 def _check_shapes(rewards: Tensor, group_ids: Tensor | None, valid: Tensor | None) -> None:

@@ -9,14 +9,16 @@ Two things make the CPU path fast on millions of rewards (measured by
   the L2 cache are latency-bound, so they scale with threads: each pass here runs on
   contiguous chunks of the batch, one per thread (2 threads: 49 → 23 ms per sum, 44 → 21 ms
   per gather). Per-chunk sums go into private tables that are added at the end, so a constant
-  group's sum stays exact (each partial sum is an exact multiple of its value) and results are
-  reproducible for a given thread count.
+  group's sum stays exact (each partial sum is an exact multiple of its value). Results are
+  bitwise reproducible for a given thread count; across thread counts the advantages of
+  non-constant groups may differ in the last bit (about 1e-16 relative in float64), as
+  torch's own parallel reductions do.
 * on one thread, NumPy's casts and gathers take about half of torch's time (float32 → float64
   15 ms vs 29, int64 → int32 11 vs 19, a float64 product rounded to float32 19 vs 58, a gather
   from a table of 625,000 floats 41 vs 92).
 
-Tensors elsewhere (a GPU), bfloat16 (which NumPy lacks) and tensors that track gradients are
-left to torch by the callers (see :func:`on_host`).
+Tensors elsewhere (a GPU), bfloat16 (which NumPy lacks) and tensors that track gradients go
+through torch (see :func:`on_host`).
 
 Example::
 
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -56,8 +59,8 @@ _NUMPY_DTYPES: dict[torch.dtype, type[np.generic]] = {
 # Below this many samples per chunk, handing work to another thread costs more than it saves.
 _MIN_CHUNK = 1 << 18
 
-# The pool and the thread count it was made for; remade when torch's thread count changes.
-_pool: tuple[ThreadPoolExecutor, int] | None = None
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
 
 
 def on_host(*tensors: Tensor) -> bool:
@@ -104,10 +107,14 @@ def segment_sum(bins: Tensor, values: Tensor | None, slots: int) -> Tensor:
 
 
 def take(table: Tensor, ids: npt.NDArray[np.int64], out: Tensor | None = None) -> Tensor:
-    """``table[ids]`` for a CPU ``table`` and slot numbers ``ids`` that are all in range.
+    """``table[ids]`` for a CPU ``table`` and slot numbers ``ids`` that are all in range (as
+    :mod:`~rewardrouter.advantage.segments` builds them: NumPy does not check them here).
 
     ``out``, when given, is a contiguous CPU tensor of ``table``'s dtype with one entry per id.
     """
+    if not on_host(table):
+        index = torch.from_numpy(ids)
+        return table.take(index) if out is None else torch.take(table, index, out=out)
     src = table.contiguous().numpy(force=True)
     dst = np.empty(ids.shape, dtype=src.dtype) if out is None else out.numpy()
 
@@ -121,7 +128,8 @@ def take(table: Tensor, ids: npt.NDArray[np.int64], out: Tensor | None = None) -
 
 
 def multiply(a: Tensor, b: Tensor, dtype: torch.dtype) -> Tensor:
-    """``a * b`` (1-D float64 ``a``; ``b`` alike or 0-dim) rounded once into ``dtype``.
+    """``a * b`` (1-D float64 ``a``; ``b`` alike or 0-dim) computed in float64, then rounded to
+    ``dtype`` (exactly what ``(a * b).to(dtype)`` gives).
 
     The result is new unless ``dtype`` is float64, in which case it is written into ``a``.
     """
@@ -145,30 +153,34 @@ def _chunk_count(n: int, limit: int | None = None) -> int:
 
 
 def _over_chunks(run: Callable[[int, int], T], n: int, chunks: int | None = None) -> list[T]:
-    """``run(lo, hi)`` over ``chunks`` contiguous ranges covering ``[0, n)``, on threads when
-    there is more than one; the results in range order."""
+    """``run(lo, hi)`` over ``chunks`` contiguous ranges covering ``[0, n)``: the first in the
+    calling thread, the others on the pool; the results in range order."""
     chunks = _chunk_count(n) if chunks is None else chunks
     if chunks == 1:
         return [run(0, n)]
     bounds = [n * i // chunks for i in range(chunks + 1)]
-    futures = [_executor().submit(run, lo, hi) for lo, hi in itertools.pairwise(bounds)]
-    return [f.result() for f in futures]
+    pool = _executor()
+    futures = [pool.submit(run, lo, hi) for lo, hi in itertools.pairwise(bounds[1:])]
+    first = run(bounds[0], bounds[1])
+    return [first, *(f.result() for f in futures)]
 
 
 def _executor() -> ThreadPoolExecutor:
+    """The process's one pool, shared by every calling thread (whatever thread count each of
+    them gave torch) and never shut down while the process runs; its threads start on demand."""
     global _pool
-    threads = torch.get_num_threads()
-    if _pool is None or _pool[1] != threads:
-        if _pool is not None:
-            _pool[0].shutdown(wait=False)
-        _pool = ThreadPoolExecutor(threads, thread_name_prefix="rewardrouter-advantage"), threads
-    return _pool[0]
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="rewardrouter-host")
+        return _pool
 
 
 def _forget_pool() -> None:
-    """In a forked child the pool's threads do not exist: start a new pool when needed."""
-    global _pool
-    _pool = None
+    """In a forked child the pool's threads do not exist, and the lock may have been held by
+    one of them: start afresh."""
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
 
 
-os.register_at_fork(after_in_child=_forget_pool)
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_forget_pool)

@@ -15,7 +15,7 @@ Example::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -48,10 +48,10 @@ class Segments:
 
     ids: Tensor
     bins: Tensor | None
-    host_ids: npt.NDArray[np.int64] | None
     slots: int
     sizes: Tensor
     valid: Tensor | None
+    host_ids: npt.NDArray[np.int64] | None = field(default=None, compare=False)
 
     def sum(self, values: Tensor) -> Tensor:
         """Per-slot sums of the float64 per-sample ``values``."""
@@ -125,7 +125,7 @@ def _finish(ids: Tensor, slots: int, valid: Tensor | None) -> Segments:
         sizes.index_add_(0, ids, torch.ones_like(ids, dtype=torch.float64))
     if valid is not None:
         sizes[-1] = 0.0
-    return Segments(ids, bins, host_ids, slots, sizes, valid)
+    return Segments(ids, bins, slots, sizes, valid, host_ids=host_ids)
 
 
 def _uses_host_kernels(device: torch.device) -> bool:

@@ -63,8 +63,11 @@ def _describe_resource_kwargs(schema: dict[str, Any]) -> None:
     for name, kind in sorted(RESOURCE_KINDS.items()):
         settings: type[BaseModel] = importlib.import_module(kind.module).Settings
         settings_schema = settings.model_json_schema(mode="validation")
-        defs.update(settings_schema.pop("$defs", {}))
-        defs[settings.__name__] = settings_schema
+        added = {**settings_schema.pop("$defs", {}), settings.__name__: settings_schema}
+        for key, definition in added.items():
+            if defs.get(key, definition) != definition:
+                raise ValueError(f"two different models are both named {key!r} in the schema")
+            defs[key] = definition
         term.setdefault("allOf", []).append(
             {
                 "if": {"properties": {"kind": {"const": name}}, "required": ["kind"]},

@@ -9,10 +9,12 @@ math-verify's verdict (``verify(parse(gold), parse(answer))`` on both strings wr
 2. both lie in the unambiguous subset of :mod:`~rewardrouter.rewards.latex_value`, and their values
    decide: values further apart than math-verify's rounding could hide are unequal; exactly
    equal rationals, or floats equal to 1e-12, are equal, unless a variable sits under a root or
-   in an exponent. Expressions in variables are compared at two points drawn from about 2^60
-   rationals per variable, seeded by the two strings: two different rational functions of
-   degree ``d`` agree at such a point with probability below ``d / 2^60`` (Schwartz-Zippel),
-   and no answer can be written to hit points that are not fixed in advance.
+   in an exponent. Expressions in variables are compared at two points whose coordinates are
+   drawn uniformly from 10 * 2^30 rationals, with a hash of the two strings as the source: two
+   different rational functions of degree ``d`` agree at one such point with probability at
+   most ``d / 2^33`` (Schwartz-Zippel), and no answer can be written to hit points that are not
+   fixed in advance. They are called equal only when every value was computed exactly (a
+   degree too high for exact powers leaves the verdict to math-verify).
 
 Before both, digit grouping goes (``1{,}000`` is ``1000``, as math-verify reads it), and an
 assignment ``x = 5`` compared with a plain ``5`` is compared by its right side, as math-verify
@@ -32,7 +34,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import random
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -57,8 +58,11 @@ _REL_TOL = 1e-9
 _EQUAL_TOL = 1e-12
 
 
-# Expressions in variables are compared at this many points.
+# Expressions in variables are compared at this many points, each coordinate one of _SPAN
+# rationals k / _DENOMINATOR in [1, 11).
 _POINTS = 2
+_DENOMINATOR = 2**30
+_SPAN = 10 * _DENOMINATOR
 # "x = 5": one variable letter (not e or i), then a value with no further relation
 _ASSIGNMENT = re.compile(r"\s*[a-df-hj-z]\s*=\s*([^=<>]+?)\s*")
 _GROUPED_DIGITS = re.compile(r"-?\d{1,3}(?:(?:,|\{,\})\d{3})+(?:\.\d+)?")
@@ -156,6 +160,8 @@ def quick_verdict(answer: str, gold: str) -> bool | None:
         return None
     if any(v != v for v in values) or not (got.rational and want.rational):
         return None  # too close to call, or \sqrt{x^2} against x (equal for x > 0 only)
+    if len(envs[0]) and not all(isinstance(v, Fraction) for v in values):
+        return None  # x^{50} and x^{50}+1 agree in floating point; only exact values tell
     lone = got.variables | want.variables
     if any(all(v == env[x] for v, env in zip(values, envs, strict=True)) for x in lone):
         return None  # math-verify compares a lone variable by its spelling: (x) \cdot 1 is not x
@@ -166,21 +172,18 @@ def quick_verdict(answer: str, gold: str) -> bool | None:
 
 def _points(answer: str, gold: str, variables: frozenset[str]) -> tuple[dict[str, Number], ...]:
     """Where to compare two expressions: one empty point without variables, else ``_POINTS``
-    points that give each variable a rational in [1, 11) with a 30-bit denominator (positive,
-    so square roots of the variables stay real), drawn from a generator seeded by both strings
-    (the same verdict every time)."""
+    points that give each variable a rational ``k / 2^30`` in [1, 11) (positive, so square
+    roots of the variables stay real), ``k`` uniform, read from a hash of both strings (the
+    same verdict every time)."""
     if not variables:
         return ({},)
-    seed = hashlib.blake2b(f"{answer}\0{gold}".encode(), digest_size=8).digest()
-    rng = random.Random(int.from_bytes(seed, "big"))
-    points = []
-    for _ in range(_POINTS):
-        point: dict[str, Number] = {}
-        for name in sorted(variables):
-            den = rng.randrange(2**29, 2**30)
-            point[name] = Fraction(rng.randrange(den, 11 * den), den)
-        points.append(point)
-    return tuple(points)
+    names = sorted(variables)
+    stream = hashlib.shake_256(f"{answer}\0{gold}".encode()).digest(8 * _POINTS * len(names))
+    draws = iter(int.from_bytes(stream[i : i + 8], "big") for i in range(0, len(stream), 8))
+    return tuple(
+        {name: Fraction(_DENOMINATOR + next(draws) % _SPAN, _DENOMINATOR) for name in names}
+        for _ in range(_POINTS)
+    )
 
 
 @lru_cache(maxsize=8192)
