@@ -134,6 +134,20 @@ def test_an_answer_cannot_be_written_to_agree_only_at_the_comparison_points() ->
     assert math_verify_match(answer, "2x") is False
 
 
+def test_comparison_points_depend_on_both_strings_and_nothing_else() -> None:
+    from rewardrouter.rewards.equivalence import _points
+
+    first = _points("(x+1)^2", "x^2+2x+1", frozenset("xy"))
+    assert first == _points("(x+1)^2", "x^2+2x+1", frozenset("xy"))  # a fixed seed, not hash()
+    assert first != _points("(x+1)^2", "x^2+2x+2", frozenset("xy"))
+    assert len(first) == 2 and first[0] != first[1]
+    for point in first:
+        assert set(point) == {"x", "y"}
+        for value in point.values():
+            assert isinstance(value, Fraction) and 1 <= value < 11
+            assert (2**30) % value.denominator == 0
+
+
 @pytest.mark.parametrize(
     ("answer", "gold"),
     [
