@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 from fractions import Fraction
 
 import pytest
@@ -138,7 +141,19 @@ def test_comparison_points_depend_on_both_strings_and_nothing_else() -> None:
     from rewardrouter.rewards.equivalence import _points
 
     first = _points("(x+1)^2", "x^2+2x+1", frozenset("xy"))
-    assert first == _points("(x+1)^2", "x^2+2x+1", frozenset("xy"))  # a fixed seed, not hash()
+    # the same in another process with another string-hash seed: the verdict is reproducible
+    script = (
+        "from rewardrouter.rewards.equivalence import _points;"
+        "print(repr(_points('(x+1)^2', 'x^2+2x+1', frozenset('xy'))))"
+    )
+    other = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**os.environ, "PYTHONHASHSEED": "12345"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert other.stdout.strip() == repr(first)
     assert first != _points("(x+1)^2", "x^2+2x+2", frozenset("xy"))
     assert len(first) == 2 and first[0] != first[1]
     for point in first:
