@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from unittest import mock
 
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewardrouter.advantage import group_advantages
+from rewardrouter.advantage import group_advantages, segments
 from rewardrouter.config.stages import (
     AdvantageStage,
     GRPOStage,
@@ -110,17 +113,30 @@ STAGES = [
 ]
 
 
+@contextmanager
+def _kernels(which: str) -> Iterator[None]:
+    """``host``: the CPU's bincount and NumPy passes; ``torch``: the index_add_ and take
+    passes a GPU runs, here on the CPU."""
+    if which == "host":
+        yield
+        return
+    with mock.patch.object(segments, "_uses_host_kernels", lambda device: False):
+        yield
+
+
+@pytest.mark.parametrize("kernels", ["host", "torch"])
 @pytest.mark.parametrize("stage", STAGES)
 @settings(max_examples=40, deadline=None)
 @given(batch=batches())
-def test_matches_float64_reference(stage: AdvantageStage, batch: Batch) -> None:
+def test_matches_float64_reference(kernels: str, stage: AdvantageStage, batch: Batch) -> None:
     rewards = torch.tensor(
         [r if ok else math.nan for r, ok in zip(batch.rewards, batch.valid, strict=True)],
         dtype=torch.float64,
     )
-    got = group_advantages(
-        rewards, torch.tensor(batch.ids), stage, valid=torch.tensor(batch.valid)
-    ).tolist()
+    with _kernels(kernels):
+        got = group_advantages(
+            rewards, torch.tensor(batch.ids), stage, valid=torch.tensor(batch.valid)
+        ).tolist()
     want, tiny = reference(batch, stage)
     for i, (g, w) in enumerate(zip(got, want, strict=True)):
         if i in tiny:
