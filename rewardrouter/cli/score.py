@@ -118,7 +118,10 @@ def run(cfg: DictConfig, output_dir: Path, console: Console) -> float:
                 f"{check.max_abs_advantage}; expected exactly 0 — please report this with the data"
             )
     console.print(f"objective {job.objective.name} = {value:.4f}")
-    console.print(f"scored {len(rows)} rows from {data}; wrote {out} and {output_dir}/summary.json")
+    console.print(
+        f"scored {len(rows)} rows from {data}; wrote {out}, {output_dir}/summary.json and "
+        f"{output_dir}/report.png (reward and advantage histograms)"
+    )
     return value
 
 
