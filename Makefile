@@ -28,7 +28,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 schema: $(STAMP)
-	$(BIN)/python -m rewardrouter.config.schema --write
+	$(BIN)/python -m rewardrouter.schema --write
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info outputs multirun

@@ -10,7 +10,8 @@ normalization).
 ...     results = router.score_sync(samples)
 """
 
-from rewardrouter._errors import (
+from rewardrouter.config import RouterConfig, load_config
+from rewardrouter.errors import (
     ConfigError,
     Problem,
     RewardError,
@@ -18,12 +19,9 @@ from rewardrouter._errors import (
     RoutingError,
     SampleError,
 )
-from rewardrouter.compile.compiler import compile_router
-from rewardrouter.config import RouterConfig, load_config
-from rewardrouter.execute.batch import ScoreBatch
-from rewardrouter.execute.result import RewardResult
-from rewardrouter.route.sample import Sample
-from rewardrouter.router import Router
+from rewardrouter.results import RewardResult, ScoreBatch
+from rewardrouter.router import Router, compile_router
+from rewardrouter.sample import Sample
 
 __version__ = "0.1.0"
 

@@ -1,4 +1,5 @@
-"""The compiled router: route, batch per route group, execute, combine, post-process."""
+"""The compiled router and :func:`compile_router`, which builds it: route, batch per route group,
+execute, assemble results, post-process."""
 
 from __future__ import annotations
 
@@ -10,27 +11,51 @@ from itertools import repeat
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from rewardrouter._errors import RoutingError, SampleError
-from rewardrouter.compile.compiler import data_route_factory
+from rewardrouter.compile.compiler import compile_routes, data_route_factory
 from rewardrouter.compile.executors import worker_modules
 from rewardrouter.compile.resources import Resources
 from rewardrouter.compile.routes import BoundTerm, CompiledRoute
+from rewardrouter.config.load import validate
 from rewardrouter.config.models import RouterConfig
-from rewardrouter.execute.batch import ScoreBatch
-from rewardrouter.execute.combine import combine
+from rewardrouter.errors import ConfigError, RoutingError, SampleError
 from rewardrouter.execute.outcome import FloatReturns, Outcome
 from rewardrouter.execute.pools import Pools
-from rewardrouter.execute.result import RewardResult
 from rewardrouter.execute.runners import run_calls
 from rewardrouter.execute.values import InvalidReturn, to_value
+from rewardrouter.results import RewardResult, ScoreBatch
+from rewardrouter.route.assemble import combine
 from rewardrouter.route.groups import RouteGroup, plan_groups
 from rewardrouter.route.precedence import Decision, Resolver, Unroutable, raise_unroutable
-from rewardrouter.route.sample import as_sample, status_of
+from rewardrouter.sample import as_sample, status_of
 
 if TYPE_CHECKING:  # torch is imported only when post-processing is configured or asked for
     from rewardrouter.shape.processor import PostProcessor, PostProcessResult
 
 T = TypeVar("T")
+
+
+def compile_router(config: RouterConfig | Mapping[str, Any]) -> Router:
+    """Compile a validated config (or plain data) into a :class:`Router`.
+
+    Every built-in kind and import path is resolved and every signature checked here, before any
+    sample is scored; all problems are raised together as one :class:`ConfigError`.
+    """
+    if not isinstance(config, RouterConfig):
+        config = validate(config, RouterConfig)
+    resources = Resources()
+    routes, problems = compile_routes(config, resources)
+    post_processor = None
+    if config.post_process or any(route.shaping for route in config.routes.values()):
+        from rewardrouter.shape.processor import compile_post_process  # imports torch
+
+        post_processor, post_problems = compile_post_process(
+            {name: route.shaping for name, route in config.routes.items()}, config.post_process
+        )
+        problems += post_problems
+    if problems:
+        resources.close()
+        raise ConfigError(problems)
+    return Router(config, routes, resources, post_processor)
 
 
 class Router:

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 import torch
 
-from rewardrouter.advantage import group_advantages, host
+from rewardrouter.advantage import cpu, group_advantages
 from rewardrouter.config.stages import GRPOStage, RLOOStage
 
 
@@ -18,7 +18,7 @@ from rewardrouter.config.stages import GRPOStage, RLOOStage
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Chunks of 64 samples on 3 threads, so that small batches take the threaded path."""
     threads = torch.get_num_threads()
-    monkeypatch.setattr(host, "_MIN_CHUNK", 64)
+    monkeypatch.setattr(cpu, "_MIN_CHUNK", 64)
     torch.set_num_threads(3)
     try:
         yield
@@ -51,10 +51,10 @@ def test_threaded_chunks_match_one_chunk(
     rewards = rewards.to(dtype)
     whole = group_advantages(rewards, ids, stage, valid=valid)
     threads = torch.get_num_threads()
-    monkeypatch.setattr(host, "_MIN_CHUNK", 64)
+    monkeypatch.setattr(cpu, "_MIN_CHUNK", 64)
     torch.set_num_threads(3)
     try:
-        assert host._chunk_count(5000) == 3
+        assert cpu._chunk_count(5000) == 3
         split = group_advantages(rewards, ids, stage, valid=valid)
     finally:
         torch.set_num_threads(threads)
@@ -67,24 +67,24 @@ def test_threaded_chunks_match_one_chunk(
 @pytest.mark.usefixtures("small_chunks")
 def test_segment_sums_are_exact_counts_and_keep_their_memory_bounded() -> None:
     bins = torch.randint(0, 50, (1000,), dtype=torch.int32)
-    counts = host.segment_sum(bins, None, 50)
+    counts = cpu.segment_sum(bins, None, 50)
     assert torch.equal(counts, torch.bincount(bins, minlength=50))
-    assert host._chunk_count(1000) == 3
+    assert cpu._chunk_count(1000) == 3
     # 1000 samples in 600 slots: three private tables would outgrow the batch, so one chunk.
-    assert host._chunk_count(1000, limit=1000 // 600) == 1
+    assert cpu._chunk_count(1000, limit=1000 // 600) == 1
 
 
 @pytest.mark.usefixtures("small_chunks")
 def test_casts_gathers_and_products_cover_every_chunk() -> None:
     x = torch.arange(1000, dtype=torch.float32)
-    assert torch.equal(host.cast(x, torch.float64), x.double())
+    assert torch.equal(cpu.cast(x, torch.float64), x.double())
     table = torch.arange(10, dtype=torch.float64) * 2
     ids = torch.arange(1000) % 10
-    assert torch.equal(host.take(table, ids.numpy()), table[ids])
+    assert torch.equal(cpu.take(table, ids.numpy()), table[ids])
     a = torch.rand(1000, dtype=torch.float64)
-    assert torch.equal(host.multiply(a.clone(), a, torch.float32), (a * a).float())
+    assert torch.equal(cpu.multiply(a.clone(), a, torch.float32), (a * a).float())
     scale = torch.tensor(0.5, dtype=torch.float64)
-    assert torch.equal(host.multiply(a.clone(), scale, torch.float16), (a * 0.5).half())
+    assert torch.equal(cpu.multiply(a.clone(), scale, torch.float16), (a * 0.5).half())
 
 
 def test_concurrent_callers_with_different_thread_counts_share_one_pool(
@@ -92,7 +92,7 @@ def test_concurrent_callers_with_different_thread_counts_share_one_pool(
 ) -> None:
     # torch's thread count is per Python thread: callers that see different counts must not
     # replace or shut down the pool another caller is using.
-    monkeypatch.setattr(host, "_MIN_CHUNK", 64)
+    monkeypatch.setattr(cpu, "_MIN_CHUNK", 64)
     rewards, ids, valid = _batch(5000, seed=3)
     expected = {t: group_advantages(rewards, ids, valid=valid) for t in (1, 2, 3, 4)}
     failures: list[BaseException] = []
@@ -125,21 +125,21 @@ def test_concurrent_callers_with_different_thread_counts_share_one_pool(
 def test_gathers_from_tables_numpy_lacks_go_through_torch() -> None:
     table = torch.tensor([0.5, 1.5, 2.5], dtype=torch.bfloat16)
     ids = torch.tensor([2, 0, 2, 1])
-    assert torch.equal(host.take(table, ids.numpy()), table[ids])
+    assert torch.equal(cpu.take(table, ids.numpy()), table[ids])
 
 
 def _chunks_in_child(queue: multiprocessing.Queue[list[int]]) -> None:
     # NumPy-only passes: torch's own OpenMP threads do not survive a fork either (torch's
     # documented limitation), which is the caller's business, not this pool's.
-    host._MIN_CHUNK = 64
-    x = host.cast(torch.arange(1000, dtype=torch.int64), torch.float64)
-    queue.put([*host._over_chunks(lambda lo, hi: hi - lo, 1000, chunks=3), int(x.sum())])
+    cpu._MIN_CHUNK = 64
+    x = cpu.cast(torch.arange(1000, dtype=torch.int64), torch.float64)
+    queue.put([*cpu._over_chunks(lambda lo, hi: hi - lo, 1000, chunks=3), int(x.sum())])
 
 
 @pytest.mark.usefixtures("small_chunks")
 def test_a_forked_child_starts_its_own_threads() -> None:
     for _ in range(5):  # the parent's pool runs and its threads go idle, ready for more work
-        host._over_chunks(lambda lo, hi: hi - lo, 1000, chunks=3)
+        cpu._over_chunks(lambda lo, hi: hi - lo, 1000, chunks=3)
     time.sleep(0.2)
     ctx = multiprocessing.get_context("fork")
     queue: multiprocessing.Queue[list[int]] = ctx.Queue()

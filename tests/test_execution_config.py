@@ -11,12 +11,12 @@ from rr_execution import router_config
 
 from rewardrouter import ConfigError, compile_router
 from rewardrouter.compile.executors import choose_executor
-from rewardrouter.compile.functions import RewardFn, resolve_builtin
+from rewardrouter.compile.resolve import RewardFn, resolve_builtin
 from rewardrouter.config.models import DEFAULT_TIMEOUT, RouterConfig
-from rewardrouter.execute.chunks import ChunkSizer
-from rewardrouter.execute.snapshot import FIELDS, restore, snapshot
+from rewardrouter.execute.tasks import ChunkSizer
+from rewardrouter.execute.wire import FIELDS, restore, snapshot
 from rewardrouter.rewards import BuiltinReward
-from rewardrouter.route.sample import Sample
+from rewardrouter.sample import Sample
 
 
 def _problems(config: dict[str, Any]) -> list[str]:

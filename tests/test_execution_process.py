@@ -21,9 +21,14 @@ from rr_execution import router_config, row
 
 from rewardrouter import RewardError, Router, Sample, compile_router
 from rewardrouter.cli.summary import route_stats
-from rewardrouter.execute.launch import ContextLauncher, Launcher, TemplateLauncher, start_context
-from rewardrouter.execute.snapshot import snapshot
-from rewardrouter.execute.worker import LIMIT, READY
+from rewardrouter.execute.process.launch import (
+    ContextLauncher,
+    Launcher,
+    TemplateLauncher,
+    start_context,
+)
+from rewardrouter.execute.process.worker import LIMIT, READY
+from rewardrouter.execute.wire import snapshot
 
 TIMEOUT = 1.0
 MARGIN = 1.5  # start-up of replacement workers and a loaded machine, never a second timeout

@@ -24,7 +24,7 @@ from rr_execution import router_config, row
 
 from rewardrouter import ConfigError, RewardResult, Router, Sample, compile_router
 from rewardrouter.config.models import RayConfig
-from rewardrouter.execute.ray_pool import RayPool
+from rewardrouter.execute.ray.pool import RayPool
 
 TESTS = Path(__file__).resolve().parent
 TIMEOUT = 1.0

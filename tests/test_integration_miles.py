@@ -19,7 +19,7 @@ from rr_frameworks import MilesSample as Sample
 from rr_frameworks import RewardSpec
 
 from rewardrouter import RoutingError
-from rewardrouter.integrations._shared import close_shared
+from rewardrouter.integrations._router_cache import close_shared
 from rewardrouter.integrations.miles import batched_custom_rm, custom_rm, post_process_rewards
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "miles"

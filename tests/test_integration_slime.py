@@ -22,8 +22,8 @@ import pytest
 from rr_frameworks import SlimeSample as Sample
 
 from rewardrouter import ConfigError, RewardError, RoutingError
+from rewardrouter.integrations._router_cache import close_shared, shared_router
 from rewardrouter.integrations._self_reference import without_self_reference
-from rewardrouter.integrations._shared import close_shared, shared_router
 from rewardrouter.integrations._source import ConfigSource, parse_overrides
 from rewardrouter.integrations.slime import batched_custom_rm, custom_rm, post_process_rewards
 

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from rewardrouter import ConfigError, load_config
-from rewardrouter.integrations._shared import close_shared
+from rewardrouter.integrations._router_cache import close_shared
 from rewardrouter.integrations.trl import (
     AsyncRouterReward,
     RouterReward,

@@ -24,7 +24,7 @@ import pytest
 
 import rewardrouter.integrations.verl as verl_module
 from rewardrouter import ConfigError
-from rewardrouter.integrations._shared import close_shared
+from rewardrouter.integrations._router_cache import close_shared
 from rewardrouter.integrations.verl import compute_score, compute_score_async
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "verl"

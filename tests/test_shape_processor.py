@@ -8,7 +8,6 @@ import pytest
 import rr_stagefns
 import torch
 
-from rewardrouter._errors import ConfigError, RewardError
 from rewardrouter.config.stages import (
     ClipStage,
     CustomStage,
@@ -20,6 +19,7 @@ from rewardrouter.config.stages import (
     ScaleStage,
     ShapingStage,
 )
+from rewardrouter.errors import ConfigError, RewardError
 from rewardrouter.shape import MissingInputError, PostProcessor, compile_post_process
 
 CPU_GRPO = GRPOStage(device="cpu", dtype="float64")

@@ -19,7 +19,7 @@ from hydra import compose, initialize_config_dir
 from rewardrouter import compile_router
 from rewardrouter.cli.paths import conf_dir
 from rewardrouter.config import JobConfig, to_container, validate
-from rewardrouter.config.schema import render_all
+from rewardrouter.schema import render_all
 
 ROOT = Path(__file__).resolve().parents[1]
 YAMLS = sorted(p for p in (ROOT / "conf").rglob("*.yaml")) + sorted(

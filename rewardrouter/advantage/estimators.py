@@ -31,7 +31,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from rewardrouter.advantage import host
+from rewardrouter.advantage import cpu
 from rewardrouter.advantage.device import resolve_device
 from rewardrouter.advantage.moments import GroupMoments, group_moments
 from rewardrouter.advantage.segments import Segments, segments_by_index, segments_by_position
@@ -114,7 +114,7 @@ def group_advantages(
     factor = _FACTORS[stage.kind](stage, moments)
     if factor.dim():
         factor = moments.segments.gather(factor, out=moments.scratch)
-    return host.multiply(moments.centered, factor, out_dtype).to(rewards.device)
+    return cpu.multiply(moments.centered, factor, out_dtype).to(rewards.device)
 
 
 def _segments(

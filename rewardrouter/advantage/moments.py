@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from rewardrouter.advantage import host
+from rewardrouter.advantage import cpu
 from rewardrouter.advantage.segments import Segments
 
 # Dtypes whose values carry at most 24 significant bits: one float64 pass is exact (see above).
@@ -90,7 +90,7 @@ def group_moments(rewards: Tensor, segments: Segments) -> GroupMoments:
     Raises :class:`ValueError` naming the first offending sample when a valid reward is NaN or
     infinite, or when a group's sum overflows.
     """
-    centered = host.cast(rewards, torch.float64)
+    centered = cpu.cast(rewards, torch.float64)
     if segments.valid is not None:
         centered.masked_fill_(~segments.valid, 0.0)
     means = _mean(segments.sum(centered), segments.sizes)

@@ -22,7 +22,7 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
-from rewardrouter.advantage import host
+from rewardrouter.advantage import cpu
 
 # Group ids spanning at most this many slots per sample are used as slot numbers as they are
 # (empty slots cost one float each); wider or negative-heavy ids are renumbered by torch.unique,
@@ -42,7 +42,7 @@ class Segments:
     On the CPU, ``bins`` holds the slots as int32 for ``bincount`` (the CPU's fastest segment
     sum, a third faster on int32) and ``host_ids`` is ``ids`` seen as a NumPy array, for
     NumPy's gather; both run split over torch's threads (see
-    :mod:`~rewardrouter.advantage.host`). Elsewhere both are ``None``: sums use ``index_add_``
+    :mod:`~rewardrouter.advantage.cpu`). Elsewhere both are ``None``: sums use ``index_add_``
     (CUDA's ``bincount`` reads the largest id back to the host) and gathers ``take``.
     """
 
@@ -56,14 +56,14 @@ class Segments:
     def sum(self, values: Tensor) -> Tensor:
         """Per-slot sums of the float64 per-sample ``values``."""
         if self.bins is not None:
-            return host.segment_sum(self.bins, values, self.slots)
+            return cpu.segment_sum(self.bins, values, self.slots)
         return values.new_zeros(self.slots).index_add_(0, self.ids, values)
 
     def gather(self, per_slot: Tensor, out: Tensor | None = None) -> Tensor:
         """Each sample's entry of the per-slot float64 tensor ``per_slot`` (into ``out``, a
         contiguous float64 tensor of one entry per sample, when given)."""
         if self.host_ids is not None:
-            return host.take(per_slot, self.host_ids, out)
+            return cpu.take(per_slot, self.host_ids, out)
         if out is None:
             return per_slot.take(self.ids)
         return torch.take(per_slot, self.ids, out=out)
@@ -117,9 +117,9 @@ def _finish(ids: Tensor, slots: int, valid: Tensor | None) -> Segments:
     bins: Tensor | None = None
     host_ids: npt.NDArray[np.int64] | None = None
     if _uses_host_kernels(ids.device):
-        bins = host.cast(ids, torch.int32) if slots < 2**31 else ids
+        bins = cpu.cast(ids, torch.int32) if slots < 2**31 else ids
         host_ids = ids.numpy(force=True)
-        sizes = host.segment_sum(bins, None, slots).to(torch.float64)
+        sizes = cpu.segment_sum(bins, None, slots).to(torch.float64)
     else:
         sizes = torch.zeros(slots, dtype=torch.float64, device=ids.device)
         sizes.index_add_(0, ids, torch.ones_like(ids, dtype=torch.float64))

@@ -17,11 +17,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from rewardrouter._errors import RewardError
 from rewardrouter.cli.compose import add_config_arguments, router_config
-from rewardrouter.compile.compiler import compile_router
 from rewardrouter.config.models import RouteExample, RouterConfig
-from rewardrouter.route.sample import Sample
+from rewardrouter.errors import RewardError
+from rewardrouter.router import compile_router
+from rewardrouter.sample import Sample
 
 
 @dataclass(frozen=True)

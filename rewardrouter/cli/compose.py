@@ -10,11 +10,11 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
-from rewardrouter._errors import ConfigError, Problem
 from rewardrouter.cli.paths import conf_dir
 from rewardrouter.config.job import JobConfig
 from rewardrouter.config.load import load_config, to_container, validate
 from rewardrouter.config.models import RouterConfig
+from rewardrouter.errors import ConfigError, Problem
 
 
 def config_groups() -> set[str]:

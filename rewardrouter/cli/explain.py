@@ -19,13 +19,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from rewardrouter._errors import RewardRouterError
 from rewardrouter.cli.compose import add_config_arguments, router_config
 from rewardrouter.cli.jsonl import read_rows
-from rewardrouter.compile.compiler import compile_router
 from rewardrouter.config.stages import PostProcessStage
-from rewardrouter.route.sample import as_sample
-from rewardrouter.router import Router
+from rewardrouter.errors import RewardRouterError
+from rewardrouter.router import Router, compile_router
+from rewardrouter.sample import as_sample
 from rewardrouter.shape.processor import PostProcessor
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from rewardrouter._errors import RewardRouterError
+from rewardrouter.errors import RewardRouterError
 
 
 class DataError(RewardRouterError):

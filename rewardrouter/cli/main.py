@@ -20,10 +20,10 @@ from omegaconf import DictConfig
 from rich.console import Console
 from rich.markup import escape
 
-from rewardrouter._errors import RewardRouterError
 from rewardrouter.cli import check, explain, score, validate
 from rewardrouter.cli.compose import upsert_overrides
 from rewardrouter.cli.paths import conf_dir
+from rewardrouter.errors import RewardRouterError
 
 USAGE_ERROR = 2
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rewardrouter.config.job import ObjectiveConfig
-from rewardrouter.execute.result import RewardResult
+from rewardrouter.results import RewardResult
 
 
 def prompt_groups(rows: Sequence[dict[str, Any]]) -> dict[Any, list[int]]:

@@ -10,17 +10,16 @@ from omegaconf import DictConfig
 from rich.console import Console
 from rich.progress import Progress
 
-from rewardrouter._errors import RewardRouterError
 from rewardrouter.cli.figure import write_figure
 from rewardrouter.cli.jsonl import chunks, read_rows, write_rows
 from rewardrouter.cli.objective import objective
 from rewardrouter.cli.paths import example_data
 from rewardrouter.cli.summary import print_summary, route_stats
-from rewardrouter.compile.compiler import compile_router
 from rewardrouter.config.job import JobConfig
 from rewardrouter.config.load import to_container, validate
-from rewardrouter.execute.result import RewardResult
-from rewardrouter.router import Router
+from rewardrouter.errors import RewardRouterError
+from rewardrouter.results import RewardResult
+from rewardrouter.router import Router, compile_router
 
 PROGRESS_FROM = 1000
 

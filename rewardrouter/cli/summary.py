@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from rewardrouter.cli.objective import is_constant, prompt_groups
-from rewardrouter.execute.result import RewardResult
+from rewardrouter.results import RewardResult
 
 #: The row of samples that reached no route (aborted, or already carrying a reward).
 NOT_SCORED = "(not scored)"

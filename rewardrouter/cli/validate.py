@@ -21,14 +21,14 @@ import yaml
 from rich.console import Console
 from rich.markup import escape
 
-from rewardrouter._errors import ConfigError, RewardRouterError
 from rewardrouter.cli.compose import compose_job
-from rewardrouter.compile.compiler import compile_router
-from rewardrouter.config._errors import yaml_path
 from rewardrouter.config.job import JobConfig
 from rewardrouter.config.load import load_config
 from rewardrouter.config.models import RouterConfig
-from rewardrouter.config.schema import schema_for
+from rewardrouter.config.problems import yaml_path
+from rewardrouter.errors import ConfigError, RewardRouterError
+from rewardrouter.router import compile_router
+from rewardrouter.schema import schema_for
 
 _MODELINE = re.compile(r"^# yaml-language-server: \$schema=(\S+)$", re.M)
 

@@ -1,7 +1,7 @@
 """Compile: resolve built-ins and import paths, check signatures, collect every problem."""
 
-from rewardrouter.compile.compiler import compile_router
-from rewardrouter.compile.functions import RewardFn
+from rewardrouter.compile.compiler import compile_routes
+from rewardrouter.compile.resolve import RewardFn
 from rewardrouter.compile.routes import BoundTerm, CompiledRoute
 
-__all__ = ["BoundTerm", "CompiledRoute", "RewardFn", "compile_router"]
+__all__ = ["BoundTerm", "CompiledRoute", "RewardFn", "compile_routes"]

@@ -1,14 +1,15 @@
-"""``compile_router``: resolve every function, check every reference, report all problems at once."""
+"""Compile a config's routes: resolve every function, check every reference, collect every problem.
+
+:func:`~rewardrouter.router.compile_router` builds a router from what this returns.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable
+from typing import Literal
 
-from rewardrouter._errors import ConfigError, Problem
 from rewardrouter.compile.executors import choose_executor, executor_problems
-from rewardrouter.compile.functions import (
-    ResolveError,
+from rewardrouter.compile.resolve import (
     RewardFn,
     resolve_builtin,
     resolve_path,
@@ -16,12 +17,9 @@ from rewardrouter.compile.functions import (
 )
 from rewardrouter.compile.resources import RESOURCE_KINDS, Resources
 from rewardrouter.compile.routes import BoundTerm, CompiledRoute
-from rewardrouter.config._errors import did_you_mean
-from rewardrouter.config.load import validate
 from rewardrouter.config.models import RewardTerm, RouterConfig
-
-if TYPE_CHECKING:
-    from rewardrouter.router import Router
+from rewardrouter.errors import Problem, did_you_mean
+from rewardrouter.introspect import ResolveError
 
 
 def _check_key(fn: RewardFn, term: RewardTerm, where: str) -> list[Problem]:
@@ -84,9 +82,11 @@ def _located(exc: ResolveError, where: str, field: str) -> list[Problem]:
     return [Problem(f"{where}.{sub}", message, exc.hint)]
 
 
-def _compile_routes(
+def compile_routes(
     config: RouterConfig, resources: Resources
 ) -> tuple[dict[str, CompiledRoute], list[Problem]]:
+    """Every route of ``config`` with its terms' functions resolved, and every problem found
+    (each with its YAML path). Resource kinds keep what they build in ``resources``."""
     problems: list[Problem] = []
     routes: dict[str, CompiledRoute] = {}
     owner: dict[str, str] = {}
@@ -140,6 +140,13 @@ def _compile_routes(
                 or "name one of the routes, or null",
             )
         )
+    for i, module in enumerate(config.allowed_modules):
+        if not all(part.isidentifier() for part in module.split(".")):
+            problems.append(
+                Problem(
+                    f"allowed_modules[{i}]", f"{module!r} is not a module name", "e.g. my_rewards"
+                )
+            )
     return routes, problems
 
 
@@ -177,36 +184,3 @@ def data_route_factory(
         return CompiledRoute(route, (term,))
 
     return build
-
-
-def compile_router(config: RouterConfig | Mapping[str, Any]) -> Router:
-    """Compile a validated config (or plain data) into a :class:`~rewardrouter.Router`.
-
-    Every built-in kind and import path is resolved and every signature checked here, before any
-    sample is scored; all problems are raised together as one :class:`ConfigError`.
-    """
-    from rewardrouter.router import Router
-
-    if not isinstance(config, RouterConfig):
-        config = validate(config, RouterConfig)
-    resources = Resources()
-    routes, problems = _compile_routes(config, resources)
-    for i, module in enumerate(config.allowed_modules):
-        if not all(part.isidentifier() for part in module.split(".")):
-            problems.append(
-                Problem(
-                    f"allowed_modules[{i}]", f"{module!r} is not a module name", "e.g. my_rewards"
-                )
-            )
-    post_processor = None
-    if config.post_process or any(route.shaping for route in config.routes.values()):
-        from rewardrouter.shape.processor import compile_post_process  # imports torch
-
-        post_processor, post_problems = compile_post_process(
-            {name: route.shaping for name, route in config.routes.items()}, config.post_process
-        )
-        problems += post_problems
-    if problems:
-        resources.close()
-        raise ConfigError(problems)
-    return Router(config, routes, resources, post_processor)

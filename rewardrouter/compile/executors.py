@@ -20,10 +20,10 @@ import pickle
 import sys
 from collections.abc import Iterable
 
-from rewardrouter._errors import Problem
-from rewardrouter.compile.functions import RewardFn
+from rewardrouter.compile.resolve import RewardFn
 from rewardrouter.compile.routes import CompiledRoute, Executor
 from rewardrouter.config.models import ExecutorSetting
+from rewardrouter.errors import Problem
 from rewardrouter.rewards import BuiltinReward
 
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from rewardrouter.compile.functions import RewardFn
+from rewardrouter.compile.resolve import RewardFn
 from rewardrouter.config.models import DEFAULT_TIMEOUT, OnError
 from rewardrouter.config.stages import ShapingStage
 

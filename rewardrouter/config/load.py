@@ -14,9 +14,9 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from pydantic import BaseModel, ValidationError
 
-from rewardrouter._errors import ConfigError, Problem
-from rewardrouter.config._errors import problems_from_validation, yaml_path
 from rewardrouter.config.models import RouterConfig
+from rewardrouter.config.problems import problems_from_validation, yaml_path
+from rewardrouter.errors import ConfigError, Problem
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -1,5 +1,10 @@
-"""Execute: run each route group, read values, apply ``on_error`` policies."""
+"""Execute: run the calls of each route group on its executor, under deadlines.
 
-from rewardrouter.execute.result import RewardResult, Status
+Backends: ``inprocess`` (inline, thread), ``process`` (worker processes) and ``ray`` (Ray
+actors); the last two share :mod:`~rewardrouter.execute.tasks` (jobs, tasks, task sizes) and
+:mod:`~rewardrouter.execute.wire` (what crosses to a worker and back).
+"""
 
-__all__ = ["RewardResult", "Status"]
+from rewardrouter.execute.outcome import Outcome
+
+__all__ = ["Outcome"]

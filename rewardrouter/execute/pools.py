@@ -7,11 +7,11 @@ import os
 import threading
 from collections.abc import Sequence
 
-from rewardrouter._errors import RewardRouterError
 from rewardrouter.config.models import RouterConfig
-from rewardrouter.execute.processes import ProcessPool
-from rewardrouter.execute.ray_pool import RayPool
-from rewardrouter.execute.threads import ThreadLane
+from rewardrouter.errors import RewardRouterError
+from rewardrouter.execute.inprocess.threads import ThreadLane
+from rewardrouter.execute.process.pool import ProcessPool
+from rewardrouter.execute.ray.pool import RayPool
 
 
 def available_cpus() -> int:

@@ -1,12 +1,12 @@
 """Run one route group: every call of one function with one set of kwargs, on its executor.
 
-- ``inline`` (:mod:`~rewardrouter.execute.inline`): on the event loop, async functions on at most
+- ``inline`` (:mod:`~rewardrouter.execute.inprocess.inline`): on the event loop, async functions on at most
   ``cap`` worker coroutines, each call under an asyncio deadline;
-- ``thread`` (:mod:`~rewardrouter.execute.threads`): plain functions on the router's daemon
+- ``thread`` (:mod:`~rewardrouter.execute.inprocess.threads`): plain functions on the router's daemon
   threads, in chunks; an overrunning call is abandoned;
-- ``process`` (:mod:`~rewardrouter.execute.processes`): the router's worker processes; an
+- ``process`` (:mod:`~rewardrouter.execute.process.pool`): the router's worker processes; an
   overrunning call's worker is killed and replaced;
-- ``ray`` (:mod:`~rewardrouter.execute.ray_pool`): the router's Ray actors, with the same
+- ``ray`` (:mod:`~rewardrouter.execute.ray.pool`): the router's Ray actors, with the same
   deadlines, deaths and statuses as ``process``.
 
 A group-mode function is called once with exactly the group's samples, under one deadline for the
@@ -21,14 +21,14 @@ from collections.abc import Hashable, Sequence
 from functools import partial
 from typing import Any
 
-from rewardrouter.compile.functions import RewardFn
+from rewardrouter.compile.resolve import RewardFn
 from rewardrouter.compile.routes import Executor
-from rewardrouter.execute.inline import run_inline
+from rewardrouter.execute.inprocess.inline import run_inline
+from rewardrouter.execute.inprocess.threads import run_threaded
 from rewardrouter.execute.outcome import Outcome, group_outcomes
 from rewardrouter.execute.pools import Pools
-from rewardrouter.execute.processes import ProcessPool
-from rewardrouter.execute.ray_pool import RayPool
-from rewardrouter.execute.threads import run_threaded
+from rewardrouter.execute.process.pool import ProcessPool
+from rewardrouter.execute.ray.pool import RayPool
 
 
 async def run_calls(

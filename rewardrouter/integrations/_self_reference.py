@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rewardrouter.route.sample import as_sample, metadata_of, spec_field
+from rewardrouter.sample import as_sample, metadata_of, spec_field
 
 #: Functions under this prefix are rewardrouter's own hooks, never reward functions.
 HOOK_PREFIX = "rewardrouter.integrations."

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rewardrouter._errors import ConfigError, Problem
+from rewardrouter.errors import ConfigError, Problem
 
 ENV_CONFIG = "REWARDROUTER_CONFIG"
 ENV_OVERRIDES = "REWARDROUTER_OVERRIDES"

@@ -33,14 +33,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rewardrouter._errors import ConfigError, Problem, RoutingError, SampleError
-from rewardrouter.execute.result import RewardResult
+from rewardrouter.errors import ConfigError, Problem, RoutingError, SampleError
 from rewardrouter.execute.values import InvalidReturn, to_value
+from rewardrouter.integrations._router_cache import shared_router
 from rewardrouter.integrations._self_reference import without_self_reference
-from rewardrouter.integrations._shared import shared_router
 from rewardrouter.integrations._source import config_source
-from rewardrouter.route.sample import status_of
+from rewardrouter.results import RewardResult
 from rewardrouter.router import Router
+from rewardrouter.sample import status_of
 
 __all__ = ["batched_custom_rm", "custom_rm", "post_process_rewards"]
 

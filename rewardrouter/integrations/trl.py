@@ -33,13 +33,13 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, overload
 
-from rewardrouter._errors import ConfigError, Problem
 from rewardrouter.config.models import RouterConfig
-from rewardrouter.execute.result import RewardResult
-from rewardrouter.integrations._shared import shared_router
+from rewardrouter.errors import ConfigError, Problem
+from rewardrouter.integrations._router_cache import shared_router
 from rewardrouter.integrations._source import ConfigSource
-from rewardrouter.route.sample import Sample
+from rewardrouter.results import RewardResult
 from rewardrouter.router import Router
+from rewardrouter.sample import Sample
 
 __all__ = ["AsyncRouterReward", "RouterReward", "completion_text", "reward_function"]
 

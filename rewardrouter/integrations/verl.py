@@ -30,11 +30,11 @@ from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any
 
-from rewardrouter.execute.result import RewardResult
-from rewardrouter.integrations._shared import shared_router
+from rewardrouter.integrations._router_cache import shared_router
 from rewardrouter.integrations._source import CONFIG_FIELD, OVERRIDES_FIELD, config_source
-from rewardrouter.route.sample import Sample
+from rewardrouter.results import RewardResult
 from rewardrouter.router import Router
+from rewardrouter.sample import Sample
 
 __all__ = ["DATA_SOURCE_FIELD", "compute_score", "compute_score_async"]
 

@@ -38,7 +38,7 @@ from rewardrouter.remote.errors import (
 from rewardrouter.remote.pool import SessionPool
 from rewardrouter.remote.retry import backoff_delay, retry_after, retryable
 from rewardrouter.remote.settings import RemoteSettings, display_url
-from rewardrouter.route.sample import metadata_of
+from rewardrouter.sample import metadata_of
 
 log = logging.getLogger("rewardrouter.remote")
 

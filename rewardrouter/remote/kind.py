@@ -10,8 +10,8 @@ import os
 
 from pydantic import SecretStr
 
-from rewardrouter.compile.functions import ResolveError
 from rewardrouter.compile.resources import Bound, Resources
+from rewardrouter.introspect import ResolveError
 from rewardrouter.remote.client import RemoteReward
 from rewardrouter.remote.pool import SessionPool
 from rewardrouter.remote.settings import RemoteSettings

@@ -1,7 +1,8 @@
-"""Route: which route scores each sample (precedence) and how calls are grouped."""
+"""Route: which route scores each sample (precedence), how calls are grouped, and how each
+sample's term outcomes become its result."""
 
+from rewardrouter.route.assemble import combine
 from rewardrouter.route.groups import RouteGroup, plan_groups
 from rewardrouter.route.precedence import Decision, Resolver
-from rewardrouter.route.sample import Sample, as_sample
 
-__all__ = ["Decision", "Resolver", "RouteGroup", "Sample", "as_sample", "plan_groups"]
+__all__ = ["Decision", "Resolver", "RouteGroup", "combine", "plan_groups"]

@@ -14,11 +14,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
-from rewardrouter._errors import RoutingError
-from rewardrouter.compile.functions import ResolveError, module_allowed
 from rewardrouter.compile.routes import CompiledRoute
-from rewardrouter.config._errors import did_you_mean
-from rewardrouter.route.sample import metadata_of, spec_field
+from rewardrouter.errors import RoutingError, did_you_mean
+from rewardrouter.introspect import ResolveError, module_allowed
+from rewardrouter.sample import metadata_of, spec_field
 
 Level = Literal["custom_rm_path", "rm_type", "route", "default_route"]
 

@@ -32,11 +32,11 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from rewardrouter._errors import RewardError, RoutingError
-from rewardrouter.config._errors import problems_from_validation
-from rewardrouter.execute.result import RewardResult
-from rewardrouter.route.sample import Sample
+from rewardrouter.config.problems import problems_from_validation
+from rewardrouter.errors import RewardError, RoutingError
+from rewardrouter.results import RewardResult
 from rewardrouter.router import Router
+from rewardrouter.sample import Sample
 
 log = logging.getLogger("rewardrouter.serve")
 

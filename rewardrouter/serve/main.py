@@ -17,9 +17,8 @@ import sys
 
 from aiohttp import web
 
-from rewardrouter.compile.compiler import compile_router
 from rewardrouter.config.load import load_config
-from rewardrouter.router import Router
+from rewardrouter.router import Router, compile_router
 from rewardrouter.serve.app import make_app
 
 

@@ -19,8 +19,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from rewardrouter._errors import Problem, RewardError
 from rewardrouter.config.stages import ADVANTAGE_KINDS, CustomStage, PostProcessStage
+from rewardrouter.errors import Problem, RewardError
 from rewardrouter.shape.batch import ShapeBatch
 from rewardrouter.shape.builtin import BUILTIN_STAGES
 from rewardrouter.shape.custom import resolve_custom

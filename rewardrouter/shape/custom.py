@@ -15,8 +15,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from rewardrouter._errors import Problem
 from rewardrouter.config.stages import CustomStage
+from rewardrouter.errors import Problem
+from rewardrouter.introspect import (
+    ResolveError,
+    check_kwargs,
+    import_path,
+    is_async,
+    positional_params,
+    read_signature,
+    takes_varargs,
+)
 
 _CONTRACT = "a custom stage is `fn(rewards: Tensor, batch: ShapeBatch, **kwargs) -> Tensor`"
 
@@ -29,17 +38,6 @@ def resolve_custom(
     Returns the function and no problems, or ``None`` and the problem found, located at the
     stage's YAML path ``where`` (``.path`` for import problems).
     """
-    # Imported here, not at the top: the compile package imports this one to build routers.
-    from rewardrouter.compile.functions import (
-        ResolveError,
-        check_kwargs,
-        import_path,
-        is_async,
-        positional_params,
-        read_signature,
-        takes_varargs,
-    )
-
     try:
         fn = import_path(stage.path)
         sig = read_signature(fn, stage.path)

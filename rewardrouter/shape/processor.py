@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from rewardrouter._errors import ConfigError, Problem
 from rewardrouter.advantage import (
     ConstantGroups,
     constant_groups,
@@ -45,6 +44,7 @@ from rewardrouter.config.stages import (
     PostProcessStage,
     ShapingStage,
 )
+from rewardrouter.errors import ConfigError, Problem
 from rewardrouter.shape.batch import ShapeBatch
 from rewardrouter.shape.chain import CompiledStage, compile_stage, run_stages
 

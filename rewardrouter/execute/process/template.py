@@ -24,7 +24,6 @@ Protocol over the template's pipe (a socket pair):
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import signal
 import socket
@@ -35,7 +34,9 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from rewardrouter.execute.outcome import CONTROL_FLOW
-from rewardrouter.execute.worker import die_with_parent, load_job, progress_slot, serve
+from rewardrouter.execute.process.worker import die_with_parent, progress_slot, serve
+from rewardrouter.execute.wire import load_job
+from rewardrouter.introspect import import_quietly
 
 
 def thread_count() -> int:
@@ -101,9 +102,7 @@ def run_template(
     """The template's main loop: fork, warm and reap until told to stop. Process target."""
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for module in modules:
-        with contextlib.suppress(Exception):  # a worker's task reports the failure
-            importlib.import_module(module)
+    import_quietly(modules)
     # A child's exit wakes the loop: SIGCHLD writes a byte to this pipe.
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)

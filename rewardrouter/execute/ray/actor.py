@@ -1,13 +1,13 @@
-"""One actor of the ``ray`` executor: the Ray side of :mod:`~rewardrouter.execute.ray_pool`.
+"""One actor of the ``ray`` executor: the Ray side of :mod:`~rewardrouter.execute.ray.pool`.
 
 A plain class: the pool turns it into a Ray actor class, so this module imports nothing of Ray,
-and an actor runs a task exactly as a worker process does (:mod:`~rewardrouter.execute.worker`:
+and an actor runs a task exactly as a worker process does (:mod:`~rewardrouter.execute.process.worker`:
 the same job loading, call loop and outcome batches).
 
 Protocol: :meth:`RewardActor.run` ``(task_id, job_id, job_blob, items_blob, count)`` is a Ray
 streaming generator. ``job_blob`` pickles ``(fn, args, kwargs, group, timeout)`` and
 ``items_blob`` the task's ``count`` items, as for a worker process. It yields pickled
-:class:`~rewardrouter.execute.worker.OutcomeBatch` messages ``(task_id, first, outcomes,
+:class:`~rewardrouter.execute.process.worker.OutcomeBatch` messages ``(task_id, first, outcomes,
 seconds, done)``: an empty one as soon as the function and the items are loaded (the calls start
 now), then one at most every ``flush_seconds`` of calls, and a last one with ``done`` true.
 Ray Client cannot stream, so there :meth:`RewardActor.run_whole` returns the same messages in
@@ -20,14 +20,13 @@ one reply.
 
 from __future__ import annotations
 
-import contextlib
-import importlib
 import os
 import pickle
 from collections.abc import Iterator, Sequence
 
 from rewardrouter.execute.calls import each_outcome
-from rewardrouter.execute.worker import JobCache, Message, OutcomeBatch, unloadable
+from rewardrouter.execute.wire import JobCache, Message, OutcomeBatch, unloadable
+from rewardrouter.introspect import import_quietly
 
 
 def _encode(message: Message) -> bytes:
@@ -38,10 +37,7 @@ class RewardActor:
     """Runs tasks of reward calls; ``modules`` are imported once, when the actor starts."""
 
     def __init__(self, modules: Sequence[str], flush_seconds: float) -> None:
-        for module in modules:
-            # A module that fails here fails again in the task that needs it, which reports it.
-            with contextlib.suppress(Exception):
-                importlib.import_module(module)
+        import_quietly(modules)
         self._flush_seconds = flush_seconds
         self._jobs = JobCache()
 

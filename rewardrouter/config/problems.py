@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from rewardrouter._errors import Problem
+from rewardrouter.errors import Problem, did_you_mean
 
 
 def yaml_path(parts: Iterable[str | int]) -> str:
@@ -21,12 +20,6 @@ def yaml_path(parts: Iterable[str | int]) -> str:
         else:
             out += f".{part}" if out else str(part)
     return out
-
-
-def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
-    """``"did you mean 'x'?"`` for the closest choice, or None when nothing is close."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"did you mean {close[0]!r}?" if close else None
 
 
 def _walk_input(data: Any, loc: Sequence[str | int]) -> tuple[list[str | int], Any]:

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from rewardrouter._errors import RewardRouterError
 from rewardrouter.config.models import RayConfig
+from rewardrouter.errors import RewardRouterError
 
 INSTALL = "pip install 'rewardrouter[ray]'"
 

@@ -1,7 +1,7 @@
-"""How the workers of a :class:`~rewardrouter.execute.processes.ProcessPool` come to be.
+"""How the workers of a :class:`~rewardrouter.execute.process.pool.ProcessPool` come to be.
 
 - :class:`TemplateLauncher` (Linux): workers are forked from a warm template process
-  (:mod:`~rewardrouter.execute.template`); a replacement costs a fork, not a cold start;
+  (:mod:`~rewardrouter.execute.process.template`); a replacement costs a fork, not a cold start;
 - :class:`ContextLauncher` (elsewhere): each worker is started by the multiprocessing context.
 
 Either way a worker is a :class:`Launched`: its pid, its pipe, its shared progress record. A
@@ -27,8 +27,8 @@ from multiprocessing.connection import Connection
 from multiprocessing.context import BaseContext
 from typing import Any, Literal, Protocol
 
-from rewardrouter.execute.template import run_template
-from rewardrouter.execute.worker import TASK, progress_slot, serve
+from rewardrouter.execute.process.template import run_template
+from rewardrouter.execute.process.worker import TASK, progress_slot, serve
 
 StartMethod = Literal["auto", "forkserver", "spawn"]
 
@@ -156,7 +156,7 @@ class _Template:
 
 
 class TemplateLauncher:
-    """Workers forked from a warm template process (see :mod:`~rewardrouter.execute.template`)."""
+    """Workers forked from a warm template process (see :mod:`~rewardrouter.execute.process.template`)."""
 
     def __init__(
         self, context: BaseContext, modules: Sequence[str], flush_seconds: float, slots: int

@@ -24,12 +24,11 @@ import atexit
 import os
 import threading
 
-from rewardrouter._errors import ConfigError
-from rewardrouter.compile.compiler import compile_router
 from rewardrouter.config.load import load_config
 from rewardrouter.config.models import RouterConfig
+from rewardrouter.errors import ConfigError
 from rewardrouter.integrations._source import ConfigSource, missing_file
-from rewardrouter.router import Router
+from rewardrouter.router import Router, compile_router
 
 _Key = tuple[int, str, tuple[str, ...], str | None, str | None]
 

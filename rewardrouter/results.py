@@ -1,4 +1,5 @@
-"""The results of one ``score`` call, stored by column and read as :class:`RewardResult` s.
+"""What scoring produced: one :class:`RewardResult` per sample, and the :class:`ScoreBatch`
+that holds a whole call's results by column.
 
 A batch of 100,000 samples should not cost 100,000 objects when a trainer only wants the
 rewards: most samples are scored by one term that returned a plain float, and for those the
@@ -9,10 +10,42 @@ iteration build the full result on demand, and :attr:`ScoreBatch.rewards` reads 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import overload
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, overload
 
-from rewardrouter.execute.result import RewardResult
-from rewardrouter.route.precedence import Decision
+if TYPE_CHECKING:
+    from rewardrouter.route.precedence import Decision
+
+Status = Literal["ok", "skipped", "aborted", "kept", "error", "timeout", "invalid"]
+
+#: Statuses that mean a reward call failed (the term's ``on_error`` policy decided the reward).
+FAILED: frozenset[str] = frozenset({"error", "timeout", "invalid"})
+
+
+@dataclass(slots=True)
+class RewardResult:
+    """The outcome of scoring one sample.
+
+    ``reward`` is the training value: the weighted sum of the terms that applied, ``None`` when no
+    term applied, the sample was aborted, or a failure was skipped. ``status``:
+
+    - ``ok``: scored; ``skipped``: every term returned None (not applicable);
+    - ``aborted``: an aborted sample, never scored; ``kept``: it carried a reward already;
+    - ``error`` / ``timeout`` / ``invalid``: a call raised, overran its deadline or returned
+      something unusable; ``error_message`` says what, and ``on_error`` decided ``reward``.
+    """
+
+    reward: float | None
+    status: Status
+    route: str | None = None
+    level: str | None = None
+    terms: dict[str, float | None] = field(default_factory=dict)
+    raw: Any = None
+    error_message: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.status in FAILED
 
 
 class ScoreBatch(Sequence[RewardResult]):

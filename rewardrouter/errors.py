@@ -17,7 +17,8 @@ User mistakes are printed by the command line without a traceback.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import difflib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 
@@ -80,3 +81,9 @@ class RewardError(RewardRouterError):
         self.term = term
         self.function = function
         super().__init__(message)
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
+    """``"did you mean 'x'?"`` for the closest choice, or None when nothing is close."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}?" if close else None

@@ -2,11 +2,11 @@
 
 One :class:`RayPool` per router, started on first use, reused by every batch, stopped by
 :meth:`RayPool.close` (``Router.close()``), which kills its actors. The pool connects to Ray as
-:mod:`~rewardrouter.execute.ray_connect` says and starts ``ray.actors`` actors
-(:class:`~rewardrouter.execute.ray_actor.RewardActor`), placed by Ray. It shares the process
-executor's pieces: jobs and tasks (:mod:`~rewardrouter.execute.jobs`), task sizes
-(:mod:`~rewardrouter.execute.chunks`), sample snapshots, and on the actor the worker's job
-loading, call loop and outcome batches.
+:mod:`~rewardrouter.execute.ray.connect` says and starts ``ray.actors`` actors
+(:class:`~rewardrouter.execute.ray.actor.RewardActor`), placed by Ray. It shares the process
+executor's pieces: jobs, tasks and task sizes (:mod:`~rewardrouter.execute.tasks`), and the
+wire protocol (:mod:`~rewardrouter.execute.wire`: sample snapshots, job loading, outcome
+batches), with the same call loop on the actor as in a worker process.
 
 A thread of the pool runs an event loop; on it each actor has a coroutine that hands its actor
 one task at a time (some calls of one route group, about ``chunk_seconds`` of work) and reads
@@ -48,15 +48,13 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from rewardrouter._errors import RewardRouterError
 from rewardrouter.config.models import RayConfig
-from rewardrouter.execute.chunks import ChunkSizer
-from rewardrouter.execute.jobs import Job, Task, open_job
+from rewardrouter.errors import RewardRouterError
 from rewardrouter.execute.outcome import Outcome, describe_exception, timed_out
-from rewardrouter.execute.processes import LOAD_GRACE
-from rewardrouter.execute.ray_actor import RewardActor
-from rewardrouter.execute.ray_connect import Lease, connect
-from rewardrouter.execute.worker import Message
+from rewardrouter.execute.ray.actor import RewardActor
+from rewardrouter.execute.ray.connect import Lease, connect
+from rewardrouter.execute.tasks import LOAD_GRACE, ChunkSizer, Job, Task, open_job
+from rewardrouter.execute.wire import Message
 
 #: Seconds a new actor may take to be placed by Ray, start and import its modules.
 PLACE_SECONDS = 300.0

@@ -1,6 +1,6 @@
 """JSON Schema for router and job YAML files, generated from the pydantic models.
 
-``python -m rewardrouter.config.schema --write`` regenerates ``schemas/``; ``--check`` exits 1 when
+``python -m rewardrouter.schema --write`` regenerates ``schemas/``; ``--check`` exits 1 when
 the committed files are stale. Discriminated unions become ``if kind == X then <X's schema>``
 branches instead of pydantic's ``oneOf``, so a validator or an editor reports a typo'd key as
 that key ("'mn' was unexpected") rather than "matches none of the stage kinds". A reward term of
@@ -99,7 +99,7 @@ def render_all() -> dict[str, str]:
 
 
 def schemas_dir() -> Path:
-    return Path(__file__).resolve().parents[2] / "schemas"
+    return Path(__file__).resolve().parents[1] / "schemas"
 
 
 def main(argv: list[str] | None = None) -> int:

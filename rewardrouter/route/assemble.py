@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rewardrouter._errors import RewardError
 from rewardrouter.compile.routes import BoundTerm
+from rewardrouter.errors import RewardError
 from rewardrouter.execute.outcome import Outcome
-from rewardrouter.execute.result import RewardResult, Status
 from rewardrouter.execute.values import InvalidReturn, to_value
+from rewardrouter.results import RewardResult, Status
 
 
 def combine(

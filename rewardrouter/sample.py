@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from rewardrouter._errors import RoutingError
+from rewardrouter.errors import RoutingError
 
 
 @dataclass(slots=True)

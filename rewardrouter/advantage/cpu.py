@@ -23,7 +23,7 @@ through torch (see :func:`on_host`).
 Example::
 
     >>> import torch
-    >>> from rewardrouter.advantage.host import cast
+    >>> from rewardrouter.advantage.cpu import cast
     >>> cast(torch.tensor([0.5, 0.25]), torch.float64)
     tensor([0.5000, 0.2500], dtype=torch.float64)
 """

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rewardrouter._errors import RewardRouterError
+from rewardrouter.errors import RewardRouterError
 from rewardrouter.execute.calls import call_each
 from rewardrouter.execute.outcome import Outcome, timed_out
 

@@ -3,7 +3,7 @@
 One :class:`ProcessPool` per router, started on first use, reused by every batch, stopped by
 :meth:`ProcessPool.close` (``Router.close()``). A dispatcher thread owns the workers. It hands
 each idle worker a *task*: some calls of one *job* (a route group), as many as carry about
-``chunk_seconds`` of work (:mod:`~rewardrouter.execute.chunks`), so cheap calls do not pay a
+``chunk_seconds`` of work (:mod:`~rewardrouter.execute.tasks`), so cheap calls do not pay a
 hand-off each. Before every call a worker writes which call it is on, and since when, into a few
 shared bytes; the dispatcher sleeps until the earliest deadline, reads them, and:
 
@@ -15,9 +15,9 @@ shared bytes; the dispatcher sleeps until the earliest deadline, reads them, and
 - a worker with nothing left to do takes back half of the not yet started calls of the busiest
   task, so a call that hangs holds up only itself and a batch ends on every worker at once.
 
-Workers come from a :mod:`~rewardrouter.execute.launch` launcher: forked from a warm template
+Workers come from a :mod:`~rewardrouter.execute.process.launch` launcher: forked from a warm template
 (on Linux), so a replacement is ready in milliseconds, without cold caches. Samples cross as
-plain snapshots (:mod:`~rewardrouter.execute.snapshot`). Workers are daemonic: a reward function
+plain snapshots (:mod:`~rewardrouter.execute.wire`). Workers are daemonic: a reward function
 may run subprocesses but not multiprocessing children of its own.
 
 >>> pool = ProcessPool(2, chunk_seconds=0.05, start_method="auto", modules=["my_rewards"])
@@ -39,16 +39,12 @@ from functools import partial
 from multiprocessing.connection import Pipe, wait
 from typing import Any, cast
 
-from rewardrouter._errors import RewardRouterError
-from rewardrouter.execute.chunks import ChunkSizer
-from rewardrouter.execute.jobs import Job, Task, open_job
-from rewardrouter.execute.launch import Launched, StartMethod, exit_text, launcher_for
+from rewardrouter.errors import RewardRouterError
 from rewardrouter.execute.outcome import Outcome, describe_exception, timed_out
-from rewardrouter.execute.worker import LIMIT, READY, read_progress
+from rewardrouter.execute.process.launch import Launched, StartMethod, exit_text, launcher_for
+from rewardrouter.execute.process.worker import LIMIT, READY, read_progress
+from rewardrouter.execute.tasks import LOAD_GRACE, ChunkSizer, Job, Task, open_job
 
-#: Seconds a worker may spend loading a task (unpickling its function and samples) before the
-#: first call starts, when that is longer than the call's own timeout.
-LOAD_GRACE = 30.0
 #: Seconds a new worker may take to import its modules and report ready.
 BOOT_SECONDS = 120.0
 #: Workers in a row that die before becoming ready, after which the pool gives up.

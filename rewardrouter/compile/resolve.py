@@ -1,0 +1,153 @@
+"""Resolve a reward term's function: a built-in kind, a resource kind or an import path, with
+its calling convention (async or not, one sample or a group) read from its signature."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from rewardrouter.compile.resources import RESOURCE_KINDS, Resources
+from rewardrouter.config.problems import problems_from_validation
+from rewardrouter.errors import Problem, did_you_mean
+from rewardrouter.introspect import (
+    ResolveError,
+    check_kwargs,
+    import_path,
+    is_async,
+    positional_params,
+    read_signature,
+    takes_varargs,
+)
+from rewardrouter.rewards import BUILTINS, BuiltinReward, known_kinds, lookup
+
+Mode = Literal["single", "group"]
+
+
+@dataclass(frozen=True)
+class RewardFn:
+    """A resolved reward function and how to call it.
+
+    ``fn`` is always called as ``fn(args, sample, **kwargs)`` (single) or
+    ``fn(args, samples, **kwargs)`` (group); ``is_async`` says whether the result is awaited.
+    """
+
+    name: str
+    fn: Callable[..., Any]
+    mode: Mode
+    is_async: bool
+    cpu_heavy: bool = False
+    returns_dict: bool | None = None  # None: unknown (user functions)
+    dict_keys: tuple[str, ...] = ()
+    # Resource kinds: a digest of the settings ``fn`` was built with. Its kwargs were consumed
+    # then (calls pass none), so this, not the kwargs, tells two such terms' calls apart. A
+    # digest, because settings may hold what reprs must not show (a URL's password, headers).
+    binding: str | None = None
+
+
+ModeSetting = Literal["auto", "lenient", "single", "group"]
+
+
+def inspect_function(
+    fn: Callable[..., Any], name: str, kwargs: Mapping[str, Any], mode: ModeSetting
+) -> RewardFn:
+    """Read how to call ``fn``: async or sync, single or group, and whether ``kwargs`` bind.
+
+    ``auto`` reads the mode from the second parameter's name (``sample`` / ``samples``) and
+    refuses other names; ``lenient`` (for functions named by data) takes single mode then.
+    """
+    sig = read_signature(fn, name)
+    positional = positional_params(sig)
+    if len(positional) < 2 and not takes_varargs(sig):
+        raise ResolveError(
+            f"{name} takes {len(positional)} positional argument(s); a reward function takes "
+            f"(args, sample, **kwargs) or (args, samples, **kwargs) (signature {name + str(sig)})",
+            "add the missing parameters; `args` is the trainer's argument namespace (may be unused)",
+        )
+    resolved: Mode
+    if mode in ("single", "group"):
+        resolved = mode
+    else:
+        second = positional[1].name if len(positional) >= 2 else ""
+        if second == "samples":
+            resolved = "group"
+        elif second == "sample" or mode == "lenient":
+            resolved = "single"
+        else:
+            raise ResolveError(
+                f"cannot tell whether {name} scores one sample or a group: its second parameter "
+                f"is {second!r} (signature {name + str(sig)})",
+                "name it `sample` or `samples`, or set `mode: single` / `mode: group` on the term",
+            )
+    check_kwargs(sig, min(2, len(positional)), kwargs, name)
+    return RewardFn(name=name, fn=fn, mode=resolved, is_async=is_async(fn))
+
+
+def resolve_builtin(kind: str, kwargs: Mapping[str, Any]) -> RewardFn:
+    """The :class:`RewardFn` of built-in ``kind``; raises :class:`ResolveError` if unknown."""
+    if kind in RESOURCE_KINDS:
+        raise ResolveError(
+            f"kind {kind!r} needs settings under `kwargs`, so only a route term can name it",
+            "declare it as a term of a route, and route these samples there",
+        )
+    reward: BuiltinReward | None = lookup(kind)
+    if reward is None:
+        kinds = sorted([*known_kinds(), *RESOURCE_KINDS])
+        raise ResolveError(
+            f"unknown built-in kind {kind!r}",
+            did_you_mean(kind, kinds)
+            or f"known kinds: {', '.join(kinds)}; or name a function with `path:`",
+        )
+    spec = BUILTINS[reward.name]
+    check_kwargs(inspect.signature(spec.grade), 3, kwargs, f"built-in {kind!r}")
+    return RewardFn(
+        name=kind,
+        fn=reward,
+        mode="single",
+        is_async=asyncio.iscoroutinefunction(spec.grade),
+        cpu_heavy=spec.cpu_heavy,
+        returns_dict=spec.returns == "dict",
+        dict_keys=spec.keys,
+    )
+
+
+def resolve_resource(
+    kind: str, kwargs: Mapping[str, Any], mode: ModeSetting, resources: Resources
+) -> RewardFn:
+    """The :class:`RewardFn` of resource kind ``kind``, built with the settings in ``kwargs``."""
+    spec = RESOURCE_KINDS[kind]
+    if mode != "auto":
+        message = f"kind {kind!r} takes its mode from its settings, not from `mode: {mode}`"
+        hint = "remove `mode` (for a remote term, `kwargs.batch: true` posts route groups)"
+        raise ResolveError(message, hint, problems=(Problem("mode", message, hint),))
+    try:
+        module = importlib.import_module(spec.module)
+    except ModuleNotFoundError as exc:
+        raise ResolveError(
+            f"kind {kind!r} needs {exc.name!r}, which is not installed",
+            f"pip install {exc.name}",
+        ) from None
+    try:
+        settings = module.Settings.model_validate(dict(kwargs))
+    except ValidationError as exc:
+        found = problems_from_validation(exc, dict(kwargs), module.Settings, ["kwargs"])
+        raise ResolveError(f"invalid settings for kind {kind!r}", problems=tuple(found)) from None
+    bound = module.build(settings, resources)
+    return RewardFn(
+        name=bound.name,
+        fn=bound.fn,
+        mode=bound.mode,
+        is_async=True,
+        binding=hashlib.sha256(settings.model_dump_json().encode()).hexdigest()[:16],
+    )
+
+
+def resolve_path(path: str, kwargs: Mapping[str, Any], mode: ModeSetting) -> RewardFn:
+    """The :class:`RewardFn` of the function at import ``path``."""
+    return inspect_function(import_path(path), path, kwargs, mode)

@@ -1,0 +1,2 @@
+"""Executors that run calls in the router's own process: ``inline`` on the event loop,
+``thread`` on daemon threads."""

@@ -1,0 +1,1 @@
+"""The ``process`` executor: worker processes forked from a warm template, with real deadlines."""

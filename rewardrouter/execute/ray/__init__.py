@@ -1,0 +1,1 @@
+"""The ``ray`` executor: Ray actors across a cluster, with the process executor's deadlines."""

@@ -1,0 +1,161 @@
+"""Import objects by dotted path and read their signatures: the helpers that resolving reward
+functions, custom shaping stages and worker start-up share.
+
+Every failure is a :class:`ResolveError` whose message says what was found and whose ``hint``
+says what to do; callers add the YAML path.
+
+>>> import_path("json.dumps").__name__
+'dumps'
+>>> module_allowed("my_rewards.math.grade", ("my_rewards",))
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import pkgutil
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from rewardrouter.errors import Problem, did_you_mean
+
+
+class ResolveError(Exception):
+    """Why a function could not be resolved; ``hint`` says what to do."""
+
+    def __init__(
+        self, message: str, hint: str | None = None, problems: tuple[Problem, ...] = ()
+    ) -> None:
+        super().__init__(message)
+        self.hint = hint
+        self.problems = problems  # several problems, paths relative to the term (kwargs.url)
+
+
+def _module_suggestions(name: str) -> str | None:
+    """A "did you mean" among the sibling modules of the missing module ``name``."""
+    parent, _, _ = name.rpartition(".")
+    if parent:
+        try:
+            search = getattr(importlib.import_module(parent), "__path__", [])
+        except Exception:
+            return None
+        candidates = [f"{parent}.{m.name}" for m in pkgutil.iter_modules(search)]
+    else:
+        candidates = [m.name for m in pkgutil.iter_modules() if not m.name.startswith("_")]
+    return did_you_mean(name, candidates)
+
+
+def import_path(path: str) -> Callable[..., Any]:
+    """The object named by ``pkg.module.fn`` or ``pkg.module:fn``; raises :class:`ResolveError`."""
+    if ":" in path:
+        module_name, _, attr = path.partition(":")
+    else:
+        module_name, _, attr = path.rpartition(".")
+    if not module_name:
+        raise ResolveError(
+            f"{path!r} names no module", "write the full import path: package.module.function"
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (
+            module_name == exc.name or module_name.startswith(exc.name + ".")
+        ):
+            hint = _module_suggestions(exc.name) or (
+                "check the spelling, and that the module is installed or on PYTHONPATH"
+            )
+            raise ResolveError(f"module {exc.name!r} not found (from {path!r})", hint) from None
+        raise ResolveError(
+            f"importing {module_name!r} failed: it imports {exc.name!r}, which is not installed",
+            f"install {exc.name!r} in this environment",
+        ) from None
+    except Exception as exc:
+        raise ResolveError(
+            f"importing {module_name!r} raised {type(exc).__name__}: {exc}",
+            "fix the error in that module; it must import cleanly",
+        ) from None
+    if not hasattr(module, attr):
+        public = [n for n in dir(module) if not n.startswith("_")]
+        raise ResolveError(
+            f"module {module_name!r} has no attribute {attr!r}",
+            did_you_mean(attr, public)
+            or f"it defines: {', '.join(public[:12]) or 'nothing public'}",
+        )
+    obj = getattr(module, attr)
+    if not callable(obj):
+        raise ResolveError(f"{path!r} is a {type(obj).__name__}, not a function")
+    return obj  # type: ignore[no-any-return]
+
+
+def read_signature(fn: Callable[..., Any], name: str) -> inspect.Signature:
+    """``fn``'s signature; :class:`ResolveError` naming ``name`` when it cannot be read."""
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):
+        raise ResolveError(f"cannot read the signature of {name}") from None
+
+
+def positional_params(sig: inspect.Signature) -> list[inspect.Parameter]:
+    """The parameters that may be passed by position."""
+    return [
+        p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+
+
+def takes_varargs(sig: inspect.Signature) -> bool:
+    return any(p.kind is p.VAR_POSITIONAL for p in sig.parameters.values())
+
+
+def is_async(fn: Callable[..., Any]) -> bool:
+    """Whether calling ``fn`` returns an awaitable (async functions and async callable classes)."""
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)  # noqa: B004  (callable class instances)
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+def check_kwargs(sig: inspect.Signature, fixed: int, kwargs: Mapping[str, Any], name: str) -> None:
+    """Raise :class:`ResolveError` unless ``kwargs`` bind after the first ``fixed`` parameters:
+    an unknown key (with "did you mean") or a required keyword left unset."""
+    params = list(sig.parameters.values())[fixed:]
+    takes_var_kw = any(p.kind is p.VAR_KEYWORD for p in params)
+    accepted = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    for key in kwargs:
+        if key not in accepted and not takes_var_kw:
+            raise ResolveError(
+                f"kwargs.{key}: {name} takes no argument {key!r} (signature {name + str(sig)})",
+                did_you_mean(key, accepted)
+                or (f"it accepts: {', '.join(accepted)}" if accepted else "it takes no kwargs"),
+            )
+    missing = [
+        p.name
+        for p in params
+        if p.default is p.empty
+        and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        and p.name not in kwargs
+    ]
+    if missing:
+        raise ResolveError(
+            f"{name} requires {', '.join(repr(m) for m in missing)}, which kwargs does not set",
+            f"add them under kwargs: ({name + str(sig)})",
+        )
+
+
+def module_allowed(path: str, allowed: tuple[str, ...]) -> bool:
+    """Whether the module of ``path`` lies under one of the ``allowed`` module prefixes."""
+    module = path.partition(":")[0] if ":" in path else path.rpartition(".")[0]
+    return any(module == prefix or module.startswith(prefix + ".") for prefix in allowed)
+
+
+def import_quietly(modules: Iterable[str]) -> None:
+    """Import ``modules`` ahead of their first use, ignoring failures.
+
+    Worker processes and Ray actors import their reward modules when they start, so that no
+    call pays for an import under its deadline. A module that fails here fails again in the task
+    that needs it, which reports the failure where it belongs.
+    """
+    for module in modules:
+        with contextlib.suppress(Exception):
+            importlib.import_module(module)
