@@ -27,7 +27,7 @@ from rewardrouter import ConfigError
 from rewardrouter.integrations._router_cache import close_shared
 from rewardrouter.integrations.verl import compute_score, compute_score_async
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "verl"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "verl"
 REWARD_KWARGS = {"rewardrouter_config": str(EXAMPLE / "router.yaml")}
 
 

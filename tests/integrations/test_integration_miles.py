@@ -22,7 +22,7 @@ from rewardrouter import RoutingError
 from rewardrouter.integrations._router_cache import close_shared
 from rewardrouter.integrations.miles import batched_custom_rm, custom_rm, post_process_rewards
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "miles"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "miles"
 
 
 @pytest.fixture(autouse=True)

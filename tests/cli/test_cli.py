@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXE = shutil.which("rewardrouter", path=str(Path(sys.executable).parent)) or "rewardrouter"
 
 

@@ -266,7 +266,7 @@ def test_serve_command_end_to_end(tmp_path: Path) -> None:
     env = {
         "PATH": str(Path(sys.executable).parent),
         "HOME": str(tmp_path),
-        "PYTHONPATH": str(Path(__file__).parent),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
     }
     command = [
         EXE,

@@ -27,7 +27,7 @@ from rewardrouter.integrations._self_reference import without_self_reference
 from rewardrouter.integrations._source import ConfigSource, parse_overrides
 from rewardrouter.integrations.slime import batched_custom_rm, custom_rm, post_process_rewards
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "slime"
 ROUTER = EXAMPLE / "router.yaml"
 GSM8K, SQUAD = "openai/gsm8k", "rajpurkar/squad"

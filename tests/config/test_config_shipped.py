@@ -21,7 +21,7 @@ from rewardrouter.cli.paths import conf_dir
 from rewardrouter.config import JobConfig, to_container, validate
 from rewardrouter.schema import render_all
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 YAMLS = sorted(p for p in (ROOT / "conf").rglob("*.yaml")) + sorted(
     (ROOT / "examples").rglob("*.yaml")
 )

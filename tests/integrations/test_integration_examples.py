@@ -13,7 +13,7 @@ import pytest
 import rewardrouter.integrations
 from rewardrouter import compile_router, load_config
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 FRAMEWORKS = ["slime", "miles", "vime", "verl", "trl"]
 #: How the READMEs name a hook: a dotted path (slime/miles flags), an import (TRL), or verl's
 #: ``custom_reward_function.path=pkg://<module>`` with ``custom_reward_function.name=<name>``.

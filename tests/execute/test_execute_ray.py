@@ -26,7 +26,7 @@ from rewardrouter import ConfigError, RewardResult, Router, Sample, compile_rout
 from rewardrouter.config.models import RayConfig
 from rewardrouter.execute.ray.pool import RayPool
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 TIMEOUT = 1.0
 #: Generous bound on a batch with one overrun: a second deadline for the call run alone, and a
 #: replacement actor (a new Ray worker process) on a loaded machine. A hang would take an hour.

@@ -16,7 +16,7 @@ from rewardrouter.cli import check, explain, validate
 from rewardrouter.cli.compose import compose_job
 from rewardrouter.cli.figure import build_figure
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "examples" / "data" / "mixed.jsonl"
 DATASETS = sorted(p.stem for p in (ROOT / "conf" / "datasets").glob("*.yaml"))
 ROUTERS = sorted(p.stem for p in (ROOT / "conf" / "router").glob("*.yaml"))

@@ -36,7 +36,7 @@ from rewardrouter.integrations.trl import (
     reward_function,
 )
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "trl"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "trl"
 ROUTER = EXAMPLE / "router.yaml"
 
 
