@@ -36,6 +36,11 @@ RESOURCE_KINDS: dict[str, ResourceKind] = {
         "rewardrouter.remote.kind",
         "POST each sample (or route group) to a reward server; settings under kwargs",
     ),
+    "code": ResourceKind(
+        "code",
+        "rewardrouter.rewards.code.kind",
+        "run the response's program against the label's tests, locally or on SandboxFusion",
+    ),
 }
 
 

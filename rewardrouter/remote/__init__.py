@@ -5,7 +5,7 @@
 pool per router) → ``errors`` (why a call failed; each maps to an outcome status).
 """
 
-from rewardrouter.remote.client import RemoteReward
+from rewardrouter.remote.client import JsonEndpoint, RemoteReward
 from rewardrouter.remote.errors import (
     RemoteError,
     RemoteInvalid,
@@ -14,9 +14,11 @@ from rewardrouter.remote.errors import (
     RemoteUnavailable,
 )
 from rewardrouter.remote.pool import SessionPool
-from rewardrouter.remote.settings import RemoteSettings
+from rewardrouter.remote.settings import EndpointSettings, RemoteSettings
 
 __all__ = [
+    "EndpointSettings",
+    "JsonEndpoint",
     "RemoteError",
     "RemoteInvalid",
     "RemoteRejected",

@@ -37,7 +37,7 @@ from rewardrouter.remote.errors import (
 )
 from rewardrouter.remote.pool import SessionPool
 from rewardrouter.remote.retry import backoff_delay, retry_after, retryable
-from rewardrouter.remote.settings import RemoteSettings, display_url
+from rewardrouter.remote.settings import EndpointSettings, RemoteSettings, display_url
 from rewardrouter.sample import metadata_of
 
 log = logging.getLogger("rewardrouter.remote")
@@ -54,12 +54,13 @@ class _Failure(NamedTuple):
     wait: float | None = None  # what Retry-After asked for
 
 
-class RemoteReward:
-    """A reward server behind ``settings.url``, reached through the router's :class:`SessionPool`.
+class JsonEndpoint:
+    """One HTTP endpoint that takes a JSON body and answers JSON, reached through the router's
+    :class:`SessionPool` with the retries, deadline and concurrency cap of its settings.
 
-    ``await reward(args, sample)`` scores one sample; ``await reward.score_batch(args, samples)``
-    posts batches and returns one entry per sample: the reply's value, or the exception that
-    failed its batch (the router records it as that sample's failure).
+    ``await endpoint.post_json(body)`` returns the decoded reply or raises one of the
+    :mod:`rewardrouter.remote.errors`. The ``remote``, ``judge`` and ``code`` (SandboxFusion)
+    kinds all send their requests through this one class.
 
     The credential is held privately: it is sent in its header and appears in no message, log
     record or repr (server replies quoted in messages are scrubbed of it). Not picklable: it
@@ -69,11 +70,15 @@ class RemoteReward:
     __slots__ = ("_credential", "_headers", "_rng", "_url", "name", "pool", "settings")
 
     def __init__(
-        self, settings: RemoteSettings, pool: SessionPool, credential: SecretStr | None = None
+        self,
+        settings: EndpointSettings,
+        pool: SessionPool,
+        credential: SecretStr | None = None,
+        name: str | None = None,
     ) -> None:
         self.settings = settings
         self.pool = pool
-        self.name = f"remote {display_url(settings.url)}"
+        self.name = name or f"endpoint {display_url(settings.url)}"
         self._url = URL(settings.url)  # parsed once, not per request
         self._credential = credential.get_secret_value() if credential is not None else ""
         headers = {"Content-Type": "application/json", **settings.headers}
@@ -83,7 +88,7 @@ class RemoteReward:
         self._rng = random.Random()
 
     def __repr__(self) -> str:
-        return f"RemoteReward({self.name!r})"
+        return f"{type(self).__name__}({self.name!r})"
 
     def __reduce__(self) -> NoReturn:
         raise TypeError(
@@ -91,49 +96,11 @@ class RemoteReward:
             "it cannot be sent to another process"
         )
 
-    # -- the two call shapes ----------------------------------------------------------------
+    async def post_json(self, body: Any) -> Any:
+        """POST ``body`` as JSON; the decoded JSON reply."""
+        return await self._post(self._encode(body))
 
-    async def __call__(self, args: Any, sample: Any) -> Any:
-        return await self._post(self._encode(self._body(sample)))
-
-    async def score_batch(self, args: Any, samples: Sequence[Any]) -> list[Any]:
-        size = self.settings.batch_size or max(1, len(samples))
-        chunks = [samples[i : i + size] for i in range(0, len(samples), size)]
-        replies = await asyncio.gather(
-            *(self._post_batch(chunk) for chunk in chunks), return_exceptions=True
-        )
-        out: list[Any] = []
-        for chunk, reply in zip(chunks, replies, strict=True):
-            if isinstance(reply, BaseException):
-                if not isinstance(reply, Exception):
-                    raise reply  # cancellation and exits are not reward failures
-                out += [reply] * len(chunk)
-            else:
-                out += reply
-        return out
-
-    async def _post_batch(self, chunk: Sequence[Any]) -> list[Any]:
-        reply = await self._post(self._encode([self._body(s) for s in chunk]))
-        if not isinstance(reply, list):
-            raise RemoteInvalid(
-                f"batch reply is {type(reply).__name__} {self._excerpt(json.dumps(reply))}; "
-                f"expected a JSON list of {len(chunk)} rewards"
-            )
-        if len(reply) != len(chunk):
-            raise RemoteInvalid(f"batch reply has {len(reply)} rewards for {len(chunk)} samples")
-        return reply
-
-    # -- one request, with retries ----------------------------------------------------------
-
-    def _body(self, sample: Any) -> dict[str, Any]:
-        body = {
-            "prompt": getattr(sample, "prompt", ""),
-            "response": getattr(sample, "response", ""),
-            "label": getattr(sample, "label", None),
-        }
-        if self.settings.send_metadata:
-            body["metadata"] = dict(metadata_of(sample))
-        return body
+    # -- one request, with retries ---------------------------------------------------------
 
     def _encode(self, body: Any) -> bytes:
         try:
@@ -222,3 +189,62 @@ class RemoteReward:
 
     def _scrub(self, text: str) -> str:
         return text.replace(self._credential, "***") if self._credential else text
+
+
+class RemoteReward(JsonEndpoint):
+    """A reward server behind ``settings.url``: slime's ``remote_rm`` protocol.
+
+    ``await reward(args, sample)`` scores one sample; ``await reward.score_batch(args, samples)``
+    posts batches and returns one entry per sample: the reply's value, or the exception that
+    failed its batch (the router records it as that sample's failure).
+    """
+
+    __slots__ = ()
+    settings: RemoteSettings
+
+    def __init__(
+        self, settings: RemoteSettings, pool: SessionPool, credential: SecretStr | None = None
+    ) -> None:
+        super().__init__(settings, pool, credential, f"remote {display_url(settings.url)}")
+
+    # -- the two call shapes ----------------------------------------------------------------
+
+    async def __call__(self, args: Any, sample: Any) -> Any:
+        return await self.post_json(self._body(sample))
+
+    async def score_batch(self, args: Any, samples: Sequence[Any]) -> list[Any]:
+        size = self.settings.batch_size or max(1, len(samples))
+        chunks = [samples[i : i + size] for i in range(0, len(samples), size)]
+        replies = await asyncio.gather(
+            *(self._post_batch(chunk) for chunk in chunks), return_exceptions=True
+        )
+        out: list[Any] = []
+        for chunk, reply in zip(chunks, replies, strict=True):
+            if isinstance(reply, BaseException):
+                if not isinstance(reply, Exception):
+                    raise reply  # cancellation and exits are not reward failures
+                out += [reply] * len(chunk)
+            else:
+                out += reply
+        return out
+
+    async def _post_batch(self, chunk: Sequence[Any]) -> list[Any]:
+        reply = await self._post(self._encode([self._body(s) for s in chunk]))
+        if not isinstance(reply, list):
+            raise RemoteInvalid(
+                f"batch reply is {type(reply).__name__} {self._excerpt(json.dumps(reply))}; "
+                f"expected a JSON list of {len(chunk)} rewards"
+            )
+        if len(reply) != len(chunk):
+            raise RemoteInvalid(f"batch reply has {len(reply)} rewards for {len(chunk)} samples")
+        return reply
+
+    def _body(self, sample: Any) -> dict[str, Any]:
+        body = {
+            "prompt": getattr(sample, "prompt", ""),
+            "response": getattr(sample, "response", ""),
+            "label": getattr(sample, "label", None),
+        }
+        if self.settings.send_metadata:
+            body["metadata"] = dict(metadata_of(sample))
+        return body

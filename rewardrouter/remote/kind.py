@@ -14,22 +14,30 @@ from rewardrouter.compile.resources import Bound, Resources
 from rewardrouter.introspect import ResolveError
 from rewardrouter.remote.client import RemoteReward
 from rewardrouter.remote.pool import SessionPool
-from rewardrouter.remote.settings import RemoteSettings
+from rewardrouter.remote.settings import EndpointSettings, RemoteSettings
 
 Settings = RemoteSettings
 
 
+def read_credential(settings: EndpointSettings, field: str = "auth_env") -> SecretStr | None:
+    """The credential named by ``settings.auth_env``; :class:`ResolveError` when it is unset.
+
+    ``field`` is the setting's path under ``kwargs`` for the message (``server.auth_env``).
+    """
+    if settings.auth_env is None:
+        return None
+    value = os.environ.get(settings.auth_env)
+    if not value:
+        raise ResolveError(
+            f"kwargs.{field}: environment variable {settings.auth_env!r} is not set or empty",
+            f"export {settings.auth_env}=<credential> before starting, or remove `auth_env`",
+        )
+    return SecretStr(value)
+
+
 def build(settings: RemoteSettings, resources: Resources) -> Bound:
     """The client for ``settings``; raises :class:`ResolveError` when its credential is unset."""
-    credential: SecretStr | None = None
-    if settings.auth_env is not None:
-        value = os.environ.get(settings.auth_env)
-        if not value:
-            raise ResolveError(
-                f"kwargs.auth_env: environment variable {settings.auth_env!r} is not set or empty",
-                f"export {settings.auth_env}=<credential> before starting, or remove `auth_env`",
-            )
-        credential = SecretStr(value)
+    credential = read_credential(settings)
     pool = resources.get(SessionPool, SessionPool)
     client = resources.get(
         (RemoteReward, settings.model_dump_json()),

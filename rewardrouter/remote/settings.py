@@ -23,12 +23,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from yarl import URL
 
 
-class RemoteSettings(BaseModel):
-    """How a ``remote`` term reaches its reward server. Every field has a default but ``url``."""
+class EndpointSettings(BaseModel):
+    """How to reach one HTTP endpoint: every kind that posts JSON somewhere (``remote``, ``judge``,
+    ``code`` on SandboxFusion) reads these fields. Every field has a default but ``url``."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    url: str = Field(description="http(s) endpoint that scores a sample (or a batch).")
+    url: str = Field(description="http(s) endpoint the requests go to.")
     timeout: float = Field(default=30.0, gt=0, description="Seconds one request may take.")
     deadline: float = Field(
         default=120.0,
@@ -46,16 +47,6 @@ class RemoteSettings(BaseModel):
     )
     max_backoff: float = Field(default=10.0, ge=0, description="Upper bound of one retry delay.")
     concurrency: int = Field(default=32, ge=1, description="Requests in flight at once.")
-    batch: bool = Field(
-        default=False,
-        description="Post a route group as one JSON list and expect a list of the same length.",
-    )
-    batch_size: int | None = Field(
-        default=None, ge=1, description="Batch mode: at most this many samples per request."
-    )
-    send_metadata: bool = Field(
-        default=False, description="Add the sample's `metadata` to the request body."
-    )
     headers: dict[str, str] = Field(default_factory=dict, description="Extra request headers.")
     auth_env: str | None = Field(
         default=None,
@@ -78,6 +69,22 @@ class RemoteSettings(BaseModel):
                 "not an http(s) URL with a host; expected e.g. http://127.0.0.1:8000/reward"
             )
         return url
+
+
+class RemoteSettings(EndpointSettings):
+    """How a ``remote`` term reaches its reward server, and what it posts."""
+
+    url: str = Field(description="http(s) endpoint that scores a sample (or a batch).")
+    batch: bool = Field(
+        default=False,
+        description="Post a route group as one JSON list and expect a list of the same length.",
+    )
+    batch_size: int | None = Field(
+        default=None, ge=1, description="Batch mode: at most this many samples per request."
+    )
+    send_metadata: bool = Field(
+        default=False, description="Add the sample's `metadata` to the request body."
+    )
 
     @model_validator(mode="after")
     def _batch_size_needs_batch(self) -> RemoteSettings:

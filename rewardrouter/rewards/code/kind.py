@@ -1,0 +1,131 @@
+"""The ``code`` kind as the compiler sees it: ``Settings`` for its kwargs, and ``build``.
+
+Terms with equal settings share one grader (and so one route group); every ``code`` term of a
+router with the same limits shares one local sandbox and its cap on programs run at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from rewardrouter.compile.resources import Bound, Resources
+from rewardrouter.introspect import ResolveError
+from rewardrouter.remote.client import JsonEndpoint
+from rewardrouter.remote.kind import read_credential
+from rewardrouter.remote.pool import SessionPool
+from rewardrouter.remote.settings import display_url
+from rewardrouter.rewards.code.cases import Case, parse_tests
+from rewardrouter.rewards.code.compare import same_output, same_return
+from rewardrouter.rewards.code.extract import extract_program
+from rewardrouter.rewards.code.fusion import FusionSandbox
+from rewardrouter.rewards.code.local import CaseRun, LocalSandbox, SandboxError, probe
+from rewardrouter.rewards.code.settings import CodeSettings
+
+log = logging.getLogger("rewardrouter.code")
+
+Settings = CodeSettings
+
+#: What the local sandbox must be able to enter for ``isolation: required``.
+REQUIRED_NAMESPACES = ("network", "pid")
+
+
+class CodeReward:
+    """``await reward(args, sample)``: the share of the label's tests that the response's program
+    passes (``scoring: fraction``), or 1.0 / 0.0 (``scoring: all``).
+
+    A response without a program scores 0.0; a label without readable tests raises
+    :class:`~rewardrouter.rewards.code.cases.LabelError` and a sandbox that fails raises
+    :class:`~rewardrouter.rewards.code.local.SandboxError`, so the term's ``on_error`` decides.
+    """
+
+    __slots__ = ("name", "sandbox", "settings")
+
+    def __init__(
+        self, settings: CodeSettings, sandbox: LocalSandbox | FusionSandbox, name: str
+    ) -> None:
+        self.settings = settings
+        self.sandbox = sandbox
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"CodeReward({self.name!r})"
+
+    async def __call__(self, args: Any, sample: Any) -> float:
+        cases = parse_tests(getattr(sample, "label", None))
+        settings = self.settings
+        program = extract_program(
+            getattr(sample, "response", "") or "", settings.language, settings.require_fence
+        )
+        if program is None:
+            return 0.0
+        report = await self.sandbox.run(
+            program, [case.run for case in cases], stop_on_failure=settings.scoring == "all"
+        )
+        passed = sum(self.passed(case, run) for case, run in zip(cases, report.cases, strict=True))
+        if settings.scoring == "all":
+            return float(passed == len(cases))
+        return passed / len(cases)
+
+    def passed(self, case: Case, run: CaseRun) -> bool:
+        """Whether ``run`` (what the sandbox reported) passes ``case``."""
+        if run.status != "ok":
+            return False
+        if case.kind == "stdin":
+            return same_output(
+                run.stdout, case.expected, self.settings.compare, self.settings.tolerance
+            )
+        if case.kind == "call":
+            returned = run.returned or {}
+            return "value" in returned and same_return(
+                returned["value"], case.expected, self.settings.tolerance
+            )
+        return True
+
+
+def _local(settings: CodeSettings, resources: Resources) -> tuple[LocalSandbox, str]:
+    try:
+        isolation = probe()
+    except SandboxError as exc:
+        raise ResolveError(
+            f"the local code sandbox does not work here: {exc}",
+            "use `backend: sandbox_fusion`, or fix the interpreter the message names",
+        ) from None
+    missing = [name for name in REQUIRED_NAMESPACES if name not in isolation]
+    if missing and settings.isolation == "required":
+        raise ResolveError(
+            f"kwargs.isolation: the local sandbox cannot create {' and '.join(missing)} "
+            f"namespaces on this machine (it can: {', '.join(isolation) or 'none'})",
+            "run as root or where unprivileged user namespaces are enabled, use "
+            "`backend: sandbox_fusion`, or set `isolation: best_effort`",
+        )
+    if missing:
+        log.warning(
+            "code sandbox: no %s namespace here; programs are contained by resource limits "
+            "and process groups only (see the README's security section)",
+            " or ".join(missing),
+        )
+    sandbox = resources.get(
+        (LocalSandbox, settings.limits.model_dump_json(), settings.workers),
+        lambda: LocalSandbox(settings.limits, settings.workers),
+    )
+    return sandbox, f"code local ({', '.join(isolation) or 'no'} isolation)"
+
+
+def build(settings: CodeSettings, resources: Resources) -> Bound:
+    """The grader for ``settings``; :class:`ResolveError` when its backend cannot work."""
+    sandbox: LocalSandbox | FusionSandbox
+    if settings.backend == "local":
+        sandbox, name = _local(settings, resources)
+    else:
+        server = settings.server
+        assert server is not None  # the settings model requires it for this backend
+        credential = read_credential(server, "server.auth_env")
+        pool = resources.get(SessionPool, SessionPool)
+        name = f"code sandbox_fusion {display_url(server.url)}"
+        endpoint = resources.get(
+            (JsonEndpoint, server.model_dump_json()),
+            lambda: JsonEndpoint(server, pool, credential, name),
+        )
+        sandbox = FusionSandbox(server, settings.limits, settings.language, endpoint)
+    return Bound(CodeReward(settings, sandbox, name), "single", name)

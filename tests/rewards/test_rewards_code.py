@@ -1,0 +1,346 @@
+"""``code``: the program in a response run against the tests in its label, through a router.
+
+Expected outputs are computed here by Python itself (``str(a + b)``), never by the code under
+test; the SandboxFusion tests run against a real server on 127.0.0.1 that speaks its API.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from rr_sandbox_fusion import FusionServer
+
+from rewardrouter import ConfigError, RewardError
+from rewardrouter.rewards.code import LabelError, extract_program, parse_tests
+from rewardrouter.rewards.code.compare import same_output, same_return
+
+LIMITS = {"timeout": 1.5, "memory_mb": 256, "processes": 8, "output_kb": 64, "disk_mb": 8}
+
+
+def fenced(program: str, tag: str = "python") -> str:
+    return f"Here is my solution.\n```{tag}\n{program}\n```\n"
+
+
+def router_for(make_router: Any, **kwargs: Any) -> Any:
+    kwargs.setdefault("limits", LIMITS)
+    return make_router(
+        {"routes": {"code": {"rewards": {"tests": {"kind": "code", "kwargs": kwargs}}}}}
+    )
+
+
+def score(router: Any, response: str, label: Any) -> Any:
+    row = {"response": response, "label": label, "metadata": {"dataset": "code"}}
+    return router.score_sync([row])[0]
+
+
+# -- which block is the program -----------------------------------------------------------------
+
+EXTRACT = [
+    # the last block tagged with the language
+    pytest.param("```python\na\n```\n```python\nb\n```", "python", "b\n", id="last_tagged"),
+    # a later block in another language (sample output) is not the program
+    pytest.param("```py\na\n```\n```text\n3\n```", "python", "a\n", id="skips_other_language"),
+    # an untagged block when none is tagged
+    pytest.param("```\na\n```", "python", "a\n", id="untagged"),
+    # a program cut off mid-block is no program, not the earlier draft
+    pytest.param("```python\na\n```\n```python\nb", "python", None, id="truncated"),
+    # blocks inside the thinking are drafts
+    pytest.param("<think>```python\na\n```</think>no code", "python", None, id="after_thinking"),
+    # a longer fence holds a shorter one
+    pytest.param("````python\n```\nx\n```\n````", "python", "```\nx\n```\n", id="nested_fence"),
+    # language tags are matched by alias
+    pytest.param("```c++\nint main(){}\n```", "cpp", "int main(){}\n", id="cpp_alias"),
+    # no fence at all
+    pytest.param("print(1)", "python", None, id="no_fence"),
+]
+
+
+@pytest.mark.parametrize(("response", "language", "program"), EXTRACT)
+def test_extract_program(response: str, language: str, program: str | None) -> None:
+    assert extract_program(response, language) == program
+
+
+def test_whole_answer_is_the_program_without_require_fence() -> None:
+    assert extract_program("print(1)", "python", require_fence=False) == "print(1)"
+
+
+# -- what the label holds -------------------------------------------------------------------------
+
+LABELS = [
+    # APPS / TACO stdin-stdout, as a JSON string (how verl's parquet stores it)
+    pytest.param(
+        json.dumps({"inputs": ["1\n"], "outputs": ["2\n"]}), [("stdin", "2\n")], id="apps_stdin"
+    ),
+    # APPS call-based: arguments as a list, the expected value wrapped in a list
+    pytest.param(
+        {"inputs": [[1, 2]], "outputs": [[3]], "fn_name": "add"}, [("call", [3])], id="apps_call"
+    ),
+    # LiveCodeBench functional: one JSON argument per line, the output as JSON text
+    pytest.param(
+        {
+            "tests": [{"input": "[1, 2]\n3", "output": "6", "testtype": "functional"}],
+            "fn_name": "f",
+        },
+        [("call", 6)],
+        id="lcb_functional",
+    ),
+    # LiveCodeBench stdin, as a bare list
+    pytest.param(
+        [{"input": "x", "output": "y", "testtype": "stdin"}], [("stdin", "y")], id="lcb_stdin"
+    ),
+    # MBPP asserts with setup code
+    pytest.param(
+        {"test_list": ["assert f(1) == 1", "assert f(2) == 2"], "test_setup_code": "import math"},
+        [("tests", None), ("tests", None)],
+        id="mbpp",
+    ),
+    # pytest-style file: one case per test function
+    pytest.param(
+        {
+            "test": "from solution import f\ndef test_a():\n    assert f()\ndef test_b():\n    assert f()\n"
+        },
+        [("tests", None), ("tests", None)],
+        id="pytest_file",
+    ),
+]
+
+
+@pytest.mark.parametrize(("label", "expected"), LABELS)
+def test_parse_tests(label: Any, expected: list[tuple[str, Any]]) -> None:
+    assert [(case.kind, case.expected) for case in parse_tests(label)] == expected
+
+
+BAD_LABELS = [
+    pytest.param("3", "is int 3", id="number"),
+    pytest.param("not json", "not JSON", id="not_json"),
+    pytest.param({"inputs": ["1"], "outputs": []}, "1 inputs but 0 outputs", id="unpaired"),
+    pytest.param({"answer": "42"}, "has keys ['answer']", id="unknown_keys"),
+    pytest.param({"inputs": [], "outputs": []}, "holds no tests", id="empty"),
+    pytest.param({"test": "def test_a(:"}, "does not parse", id="test_syntax"),
+    pytest.param(
+        [{"input": "1", "output": "1", "testtype": "functional"}], "names no `fn_name`", id="no_fn"
+    ),
+]
+
+
+@pytest.mark.parametrize(("label", "message"), BAD_LABELS)
+def test_bad_labels_say_what_they_found(label: Any, message: str) -> None:
+    with pytest.raises(LabelError, match=re.escape(message)):
+        parse_tests(label)
+
+
+# -- comparison -----------------------------------------------------------------------------------
+
+OUTPUTS = [
+    pytest.param("3\n", "3", "tokens", True, id="trailing_newline"),
+    pytest.param("1  2\n", "1 2", "tokens", True, id="spacing"),
+    pytest.param("0.3333333\n", "0.33333333", "tokens", True, id="float_tolerance"),
+    pytest.param("0.34\n", "0.33", "tokens", False, id="float_off"),
+    pytest.param("1 2\n", "1\n2\n", "lines", False, id="lines_strict"),
+    pytest.param("YES\n", "yes\n", "tokens", False, id="case_matters"),
+    pytest.param("", "0", "tokens", False, id="nothing_printed"),
+]
+
+
+@pytest.mark.parametrize(("got", "want", "compare", "same"), OUTPUTS)
+def test_same_output(got: str, want: str, compare: Any, same: bool) -> None:
+    assert same_output(got, want, compare, 1e-6) is same
+
+
+def test_same_return() -> None:
+    assert same_return(3, [3], 1e-9)  # APPS wraps the expected value
+    assert same_return([1, 2], [1, 2], 1e-9)
+    assert not same_return(True, 1, 1e-9)  # a bool is not the number 1
+    assert same_return({"a": 0.1 + 0.2}, {"a": 0.3}, 1e-9)
+
+
+# -- through a router -----------------------------------------------------------------------------
+
+ADD = json.dumps(
+    {
+        "inputs": [f"{a} {b}\n" for a, b in [(1, 2), (5, 7), (-3, 3)]],
+        "outputs": [f"{a + b}\n" for a, b in [(1, 2), (5, 7), (-3, 3)]],
+    }
+)
+READ_ADD = "a, b = map(int, input().split())\n"
+
+GRADED = [
+    pytest.param(fenced(READ_ADD + "print(a + b)"), ADD, 1.0, id="right"),
+    pytest.param(fenced(READ_ADD + "print(a * b)"), ADD, 0.0, id="wrong"),
+    # right on the first test of three only
+    pytest.param(fenced(READ_ADD + "print(a + b if a == 1 else -1)"), ADD, 1 / 3, id="partial"),
+    pytest.param("I could not solve it.", ADD, 0.0, id="no_program"),
+    pytest.param(fenced("raise SystemExit(3)"), ADD, 0.0, id="crash"),
+    pytest.param(
+        fenced("def add(a, b):\n    return a + b"),
+        {"inputs": [[1, 2], [2, 2]], "outputs": [[3], [4]], "fn_name": "add"},
+        1.0,
+        id="call_based",
+    ),
+    pytest.param(
+        fenced("def f(n):\n    return n * n"),
+        {"test": "def check(candidate):\n    assert candidate(3) == 9\n", "entry_point": "f"},
+        1.0,
+        id="humaneval_check",
+    ),
+    pytest.param(
+        fenced("def f(n):\n    return n"),
+        {"asserts": ["assert f(1) == 1", "assert f(2) == 4"]},
+        0.5,
+        id="mbpp_one_of_two",
+    ),
+]
+
+
+@pytest.mark.parametrize(("response", "label", "reward"), GRADED)
+def test_graded(make_router: Any, response: str, label: Any, reward: float) -> None:
+    result = score(router_for(make_router), response, label)
+    assert (result.status, result.reward) == ("ok", pytest.approx(reward))
+
+
+def test_scoring_all(make_router: Any) -> None:
+    router = router_for(make_router, scoring="all")
+    partial = fenced(READ_ADD + "print(a + b if a == 1 else -1)")
+    assert score(router, partial, ADD).reward == 0.0
+    assert score(router, fenced(READ_ADD + "print(a + b)"), ADD).reward == 1.0
+
+
+def test_hostile_programs_do_not_touch_the_other_samples(make_router: Any) -> None:
+    router = router_for(make_router, workers=2)
+    hostile = [
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
+        "x = []\nwhile True:\n    x.append(bytearray(1 << 24))",
+        "while True:\n    print('y' * 4096)",
+        "while True:\n    pass",
+    ]
+    good = fenced(READ_ADD + "print(a + b)")
+    responses = [good, *map(fenced, hostile), good]
+    rows = [{"response": r, "label": ADD, "metadata": {"dataset": "code"}} for r in responses]
+    results = router.score_sync(rows)
+    assert [r.reward for r in results] == [1.0, 0.0, 0.0, 0.0, 0.0, 1.0]
+    assert {r.status for r in results} == {"ok"}
+
+
+def test_bad_label_is_an_error_naming_the_sample(make_router: Any) -> None:
+    router = router_for(make_router)
+    rows = [
+        {"response": fenced("print(1)"), "label": {"answer": 1}, "metadata": {"dataset": "code"}}
+    ]
+    with pytest.raises(RewardError, match=r"sample 0.*has keys \['answer'\]"):
+        router.score_sync(rows)
+
+
+def test_bad_label_with_a_fallback_is_recorded(make_router: Any) -> None:
+    config = {"kind": "code", "kwargs": {"limits": LIMITS}, "on_error": {"value": 0.0}}
+    router = make_router({"routes": {"code": {"rewards": {"tests": config}}}})
+    result = score(router, fenced("print(1)"), "[]")
+    assert (result.status, result.reward) == ("error", 0.0)
+    assert "holds no tests" in (result.error_message or "")
+
+
+SETTINGS_ERRORS = [
+    pytest.param({"limits": {"timout": 3}}, "kwargs.limits.timout", id="typo_in_limits"),
+    pytest.param({"backend": "sandbox_fusion"}, "needs `server", id="fusion_without_server"),
+    pytest.param({"language": "cpp"}, "needs `backend: sandbox_fusion`", id="local_cpp"),
+    pytest.param({"scoring": "most"}, "kwargs.scoring", id="bad_scoring"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "message"), SETTINGS_ERRORS)
+def test_settings_errors_at_compile_time(
+    make_router: Any, kwargs: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message) as error:
+        router_for(make_router, **kwargs)
+    assert "routes.code.rewards.tests.kwargs" in str(error.value)
+
+
+# -- SandboxFusion --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fusion() -> Iterator[FusionServer]:
+    server = FusionServer()
+    yield server
+    server.stop()
+
+
+def fusion_router(make_router: Any, server: FusionServer, **kwargs: Any) -> Any:
+    settings = {"url": server.url("/run_code"), "backoff": 0.01, **kwargs.pop("server", {})}
+    return router_for(make_router, backend="sandbox_fusion", server=settings, **kwargs)
+
+
+def test_fusion_python_runs_each_program_in_one_request(
+    make_router: Any, fusion: FusionServer
+) -> None:
+    router = fusion_router(make_router, fusion)
+    rows = [
+        {"response": fenced(READ_ADD + op), "label": ADD, "metadata": {"dataset": "code"}}
+        for op in ("print(a + b)", "print(a - b)")
+    ]
+    assert [r.reward for r in router.score_sync(rows)] == [1.0, 0.0]
+    assert len(fusion.requests) == 2
+    assert {r["language"] for r in fusion.requests} == {"python"}
+
+
+def test_fusion_call_based_and_asserts(make_router: Any, fusion: FusionServer) -> None:
+    router = fusion_router(make_router, fusion)
+    call = {"inputs": [[2]], "outputs": [[4]], "fn_name": "f"}
+    asserts = {"asserts": ["assert f(2) == 4", "assert f(3) == 9"]}
+    assert score(router, fenced("def f(x):\n    return x * 2"), call).reward == 1.0
+    assert score(router, fenced("def f(x):\n    return x * 2"), asserts).reward == 0.5
+
+
+def test_fusion_other_languages_one_request_per_case(
+    make_router: Any, fusion: FusionServer
+) -> None:
+    router = fusion_router(make_router, fusion, language="bash")
+    program = fenced("read a b\necho $((a + b))", tag="bash")
+    assert score(router, program, ADD).reward == 1.0
+    assert [r["stdin"] for r in fusion.requests] == ["1 2\n", "5 7\n", "-3 3\n"]
+    assert {r["run_timeout"] for r in fusion.requests} == {LIMITS["timeout"]}
+
+
+def test_fusion_retries_an_overloaded_service(make_router: Any) -> None:
+    server = FusionServer(fail_first=2)
+    try:
+        router = fusion_router(make_router, server)
+        assert score(router, fenced(READ_ADD + "print(a + b)"), ADD).reward == 1.0
+        assert len(server.requests) == 3
+    finally:
+        server.stop()
+
+
+def test_fusion_sandbox_error_fails_the_call(make_router: Any) -> None:
+    server = FusionServer(sandbox_error=True)
+    try:
+        router = fusion_router(make_router, server)
+        with pytest.raises(RewardError, match="executor pod lost"):
+            score(router, fenced("print(1)"), ADD)
+    finally:
+        server.stop()
+
+
+def test_readme_code_block_compiles(make_router: Any) -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    section = readme.split("## Code with tests (`kind: code`)", 1)[1]
+    block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    router = make_router(yaml.safe_load(block))
+    assert (
+        router.score_sync(
+            [
+                {
+                    "response": fenced("print(input())"),
+                    "label": {"inputs": ["7"], "outputs": ["7"]},
+                    "metadata": {"dataset": "codeparrot/apps"},
+                }
+            ]
+        )[0].reward
+        == 1.0
+    )

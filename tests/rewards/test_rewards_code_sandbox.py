@@ -1,0 +1,301 @@
+"""``code`` on the local backend: real programs in the real sandbox, hostile ones included.
+
+Limits are tight (256 MiB, 8 processes, 1-2 s) so that a fork bomb or a memory bomb costs this
+machine nothing; every test ends by checking that no process of a sandbox user is left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import stat
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rewardrouter.rewards.code.local import LocalSandbox, RunReport, probe
+from rewardrouter.rewards.code.settings import CodeLimits
+
+LIMITS = CodeLimits(timeout=1.5, memory_mb=256, processes=8, output_kb=64, disk_mb=8)
+SANDBOX_UIDS = 1_000_000  # the harness picks user ids above this one
+
+
+def _sandbox_processes() -> list[str]:
+    """Processes of this machine that run as a sandbox user id."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        uid = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("Uid:"))
+        if uid >= SANDBOX_UIDS:
+            found.append(f"{pid}: {status.splitlines()[0]}")
+    return found
+
+
+@pytest.fixture(autouse=True)
+def _nothing_left_behind() -> Iterator[None]:
+    yield
+    assert _sandbox_processes() == [], "a sandboxed program outlived its run"
+
+
+def run(program: str, *cases: dict[str, Any], limits: CodeLimits = LIMITS) -> RunReport:
+    sandbox = LocalSandbox(limits, workers=2)
+    return asyncio.run(sandbox.run(program, list(cases) or [{"stdin": ""}]))
+
+
+@pytest.fixture(scope="module")
+def listener() -> Iterator[int]:
+    """A real TCP server on 127.0.0.1 that answers every connection with b"secret"."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.sendall(b"secret")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join()
+    server.close()
+
+
+def test_this_machine_gets_network_and_pid_namespaces() -> None:
+    # The security section of the README promises these on Linux as root; the other tests of
+    # this file rely on them.
+    assert {"network", "pid", "mount"} <= set(probe())
+
+
+HOSTILE = [
+    # runs forever: killed at the case's wall-clock deadline
+    pytest.param("while True:\n    pass\n", "timeout", id="infinite_loop"),
+    # sleeps forever: CPU limits do not catch it, the wall-clock deadline does
+    pytest.param("import time\ntime.sleep(600)\n", "timeout", id="sleeps"),
+    # forks without end: RLIMIT_NPROC stops the forks, the deadline stops the loop
+    pytest.param(
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n",
+        "timeout",
+        id="fork_bomb",
+    ),
+    # allocates without end: RLIMIT_AS turns it into a MemoryError
+    pytest.param(
+        "blocks = []\nwhile True:\n    blocks.append(bytearray(1 << 24))\n",
+        "memory",
+        id="memory_bomb",
+    ),
+    # prints without end: RLIMIT_FSIZE caps its output
+    pytest.param("while True:\n    print('x' * 4096)\n", "output_limit", id="huge_output"),
+    # raises
+    pytest.param("raise ValueError('no')\n", "error", id="crash"),
+    # a syntax error
+    pytest.param("def f(:\n", "error", id="syntax_error"),
+    # kills itself with a signal
+    pytest.param(
+        "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n", "killed", id="signal"
+    ),
+]
+
+
+@pytest.mark.parametrize(("program", "status"), HOSTILE)
+def test_hostile_program_gets_its_status(program: str, status: str) -> None:
+    report = run(program)
+    assert report.cases[0].status == status, report.cases[0].stderr
+
+
+def test_output_is_capped() -> None:
+    report = run("while True:\n    print('x' * 4096)\n")
+    assert len(report.cases[0].stdout.encode()) <= LIMITS.output_kb << 10
+
+
+def test_no_network(listener: int) -> None:
+    program = (
+        "import socket\n"
+        f"with socket.create_connection(('127.0.0.1', {listener}), timeout=1) as s:\n"
+        "    print(s.recv(6).decode())\n"
+    )
+    report = run(program)
+    assert report.cases[0].status == "error"
+    assert "Network is unreachable" in report.cases[0].stderr
+    assert "secret" not in report.cases[0].stdout
+
+
+@pytest.fixture
+def private_file() -> Iterator[Path]:
+    """A file only its owner (the test's user) may read, in a directory others may enter, outside
+    the directories the sandbox replaces with its own (/tmp is one)."""
+    with tempfile.TemporaryDirectory(prefix=".sandbox-test-", dir=Path(__file__).parent) as where:
+        Path(where).chmod(0o755)
+        secret = Path(where) / "secret.txt"
+        secret.write_text("the secret\n")
+        secret.chmod(0o600)
+        yield secret
+
+
+def test_cannot_see_the_hosts_tmp(tmp_path: Path) -> None:
+    (tmp_path / "note.txt").write_text("host file\n")
+    tmp_path.chmod(0o755)
+    report = run(f"print(open({str(tmp_path / 'note.txt')!r}).read())\n")
+    assert report.cases[0].status == "error"
+    assert "No such file or directory" in report.cases[0].stderr
+
+
+def test_cannot_read_other_users_files(private_file: Path) -> None:
+    report = run(f"print(open({str(private_file)!r}).read())\n")
+    assert report.cases[0].status == "error"
+    assert "Permission denied" in report.cases[0].stderr
+    assert "the secret" not in report.cases[0].stdout
+
+
+def test_cannot_delete_other_users_files(private_file: Path) -> None:
+    report = run(f"import os\nos.remove({str(private_file)!r})\n")
+    assert report.cases[0].status == "error"
+    assert private_file.read_text() == "the secret\n"
+
+
+def test_sees_no_credentials_of_the_trainer(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-programs")
+    report = run("import os\nprint(sorted(os.environ))\nprint(os.environ.get('OPENAI_API_KEY'))\n")
+    assert "sk-not-for-programs" not in report.cases[0].stdout
+    assert report.cases[0].stdout.splitlines()[-1] == "None"
+
+
+def test_escaped_processes_are_killed() -> None:
+    # A child that leaves the process group (setsid) would survive a process-group kill; the
+    # PID namespace ends it with the runner. The autouse fixture checks that nothing is left.
+    program = (
+        "import os, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    time.sleep(600)\n"
+        "print('parent done')\n"
+    )
+    report = run(program, {"stdin": ""}, {"stdin": ""})
+    assert [case.status for case in report.cases] == ["ok", "ok"]
+
+
+def test_world_writable_directories_are_private() -> None:
+    marker = Path("/tmp/rewardrouter-sandbox-marker")
+    report = run(f"open({str(marker)!r}, 'w').write('x')\nprint('wrote')\n")
+    assert report.cases[0].stdout == "wrote\n"
+    assert not marker.exists()  # it went to the program's own tmpfs
+
+
+def test_a_file_written_by_one_case_is_gone_in_the_next() -> None:
+    program = "import os\nprint(os.path.exists('note'))\nopen('note', 'w').write('x')\n"
+    report = run(program, {"stdin": ""}, {"stdin": ""})
+    assert [case.stdout for case in report.cases] == ["False\n", "False\n"]
+
+
+def test_interpreter_and_installed_packages_are_importable() -> None:
+    # The standard library may live under a directory other users cannot enter (/root/.pyenv);
+    # the runner binds it back for the sandbox user.
+    report = run("import fractions, sqlite3, json, numpy\nprint(fractions.Fraction(1, 3) * 3)\n")
+    assert report.cases[0].status == "ok", report.cases[0].stderr
+    assert report.cases[0].stdout == "1\n"
+
+
+CASE_FORMS = [
+    # stdin → stdout
+    pytest.param("print(int(input()) * 2)", {"stdin": "21\n"}, ("ok", "42\n", None), id="stdin"),
+    # a call-based case reports the return value, as JSON
+    pytest.param(
+        "def f(a, b):\n    return [a, b, a + b]\n",
+        {"call": "f", "args": [1, 2]},
+        ("ok", "", {"value": [1, 2, 3]}),
+        id="call",
+    ),
+    # LeetCode style: a method of Solution
+    pytest.param(
+        "class Solution:\n    def twice(self, x):\n        return 2 * x\n",
+        {"call": "twice", "args": [4]},
+        ("ok", "", {"value": 8}),
+        id="solution_method",
+    ),
+    # a value JSON cannot hold comes back as its repr
+    pytest.param(
+        "def f():\n    return {1, 2}\n",
+        {"call": "f", "args": []},
+        ("ok", "", {"repr": "{1, 2}"}),
+        id="repr",
+    ),
+    # assert-style tests run in the program's namespace
+    pytest.param(
+        "def f(x):\n    return x + 1\n",
+        {"tests": "assert f(1) == 2", "function": None, "entry": None},
+        ("ok", "", None),
+        id="asserts_pass",
+    ),
+    pytest.param(
+        "def f(x):\n    return x\n",
+        {"tests": "assert f(1) == 2", "function": None, "entry": None},
+        ("error", "", None),
+        id="asserts_fail",
+    ),
+    # pytest-style tests import the program as `solution`
+    pytest.param(
+        "def f(x):\n    return x + 1\n",
+        {
+            "tests": "from solution import f\ndef test_it():\n    assert f(1) == 2\n",
+            "function": "test_it",
+            "entry": None,
+        },
+        ("ok", "", None),
+        id="pytest_style",
+    ),
+    # a program that exits before its tests run has not passed them
+    pytest.param(
+        "import os\nos._exit(0)\n",
+        {"tests": "assert False", "function": None, "entry": None},
+        ("error", "", None),
+        id="exits_before_tests",
+    ),
+    pytest.param(
+        "import sys\nsys.exit(0)\n",
+        {"tests": "assert False", "function": None, "entry": None},
+        ("error", "", None),
+        id="sys_exit_before_tests",
+    ),
+]
+
+
+@pytest.mark.parametrize(("program", "case", "expected"), CASE_FORMS)
+def test_case_forms(program: str, case: dict[str, Any], expected: tuple[Any, ...]) -> None:
+    got = run(program, case).cases[0]
+    assert (got.status, got.stdout, got.returned) == expected, got.stderr
+
+
+def test_stop_on_failure_skips_the_rest() -> None:
+    sandbox = LocalSandbox(LIMITS, workers=1)
+    report = asyncio.run(
+        sandbox.run(
+            "raise SystemExit(int(input()))", [{"stdin": "0"}, {"stdin": "1"}, {"stdin": "0"}], True
+        )
+    )
+    assert [c.status for c in report.cases] == ["ok", "error", "skipped"]
+
+
+def test_deadline_for_all_cases() -> None:
+    limits = LIMITS.model_copy(update={"timeout": 0.5, "deadline": 0.2})
+    report = run("import time\ntime.sleep(0.3)\n", {"stdin": ""}, {"stdin": ""}, limits=limits)
+    assert [c.status for c in report.cases] == ["ok", "skipped"]
+
+
+def test_report_is_plain_json_of_the_cases() -> None:
+    report = run("print('a')")
+    assert json.loads(json.dumps([c.__dict__ for c in report.cases]))[0]["stdout"] == "a\n"
+    assert stat.S_IMODE(os.stat("/tmp").st_mode) & 0o1000  # /tmp itself was never touched
