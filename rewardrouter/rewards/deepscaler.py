@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rewardrouter.rewards.boxes import final_answer
 from rewardrouter.rewards.equivalence import answers_match
 from rewardrouter.rewards.labels import THINK_END, label_texts
-from rewardrouter.rewards.registry import BoxedAnswer, builtin, last_boxed
+from rewardrouter.rewards.registry import BoxedAnswer, builtin
 
 RESPONSE_MARKER = "###Response"
 
@@ -39,5 +40,5 @@ def deepscaler(response: str, label: Any, metadata: Mapping[str, Any]) -> float 
     if isinstance(response, BoxedAnswer):
         return float(answers_match(response, golds))
     solution = _solution(response)
-    answer = last_boxed(solution) if solution is not None else None
+    answer = final_answer(solution) if solution is not None else None
     return float(answer is not None and answers_match(answer, golds))

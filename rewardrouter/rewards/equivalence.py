@@ -1,26 +1,29 @@
-"""Is an extracted answer mathematically equal to a reference answer? Cheap checks, then math-verify.
+"""Is an extracted answer mathematically equal to a reference answer? Exact checks, then math-verify.
 
-:func:`answers_match` is the comparison behind ``math``, ``deepscaler`` and ``dapo``. It gives
-math-verify's verdict (``verify(parse(gold), parse(answer))`` on both strings wrapped in
-``\\boxed{}``) and calls math-verify only when two cheap checks cannot decide:
+:func:`answers_match` is the comparison behind ``math``, ``deepscaler`` and ``dapo``. Both answers
+are read into forms (:mod:`~rewardrouter.rewards.answer_forms`: numbers, sets, tuples, intervals,
+inequalities, matrices, assignments, text) and compared by :func:`compare_forms`, which says
+"equal" or "not equal" only when the verdict is exact:
 
-1. the two strings are equal after spacing, ``\\dfrac``/``\\tfrac`` and ``\\left``/``\\right``
-   are normalized away: equal;
-2. both lie in the unambiguous subset of :mod:`~rewardrouter.rewards.latex_value`, and their values
-   decide: values further apart than math-verify's rounding could hide are unequal; exactly
-   equal rationals, or floats equal to 1e-12, are equal, unless a variable sits under a root or
-   in an exponent. Expressions in variables are compared at two points whose coordinates are
-   drawn uniformly from 10 * 2^30 rationals, with a hash of the two strings as the source: two
-   different rational functions of degree ``d`` agree at one such point with probability at
-   most ``d / 2^33`` (Schwartz-Zippel), and no answer can be written to hit points that are not
-   fixed in advance. They are called equal only when every value was computed exactly (a
-   degree too high for exact powers leaves the verdict to math-verify).
+- numbers are compared in exact arithmetic (:mod:`~rewardrouter.rewards.closed_form`: rationals,
+  radicals, powers of pi, polynomials and rational functions of variables); two values are equal
+  exactly when they are the same number (``\\sqrt{2}+10^{-13}`` is not ``\\sqrt{2}``,
+  ``\\sqrt{10^{600}}`` is ``10^{300}``, ``(x+1)^2`` is ``x^2+2x+1``);
+- a terminating decimal (``0.333``) equals a value only when it is that value exactly, and differs
+  from it when further apart than math-verify's rounding to 6 places could hide; in between (it
+  may be a rounded value, ``0.333333`` for ``\\frac{1}{3}``) math-verify decides;
+- tuples, intervals and matrices element by element (an interval's brackets count), sets and
+  unordered lists as sets, each element by these same rules; an inequality in one variable as the
+  interval it describes;
+- ``x = 5`` against ``5`` by its right side;
+- a percentage against a plain number: equal when the number is the percentage's number (``28\\%``
+  and ``28``, the MATH convention) or its value (``28\\%`` and ``0.28``);
+- a bare pair that cannot be a thousands grouping (``0,111``, ``1000,99``) against a number: read
+  with a decimal comma.
 
-Before both, digit grouping goes (``1{,}000`` is ``1000``, as math-verify reads it), and an
-assignment ``x = 5`` compared with a plain ``5`` is compared by its right side, as math-verify
-does. Everything else (units, sets, intervals, other equations, text, values too close to call)
-goes to math-verify. One deliberate departure: a trailing percent sign is dropped on both sides
-(``50\\%`` equals ``50``, the MATH convention; math-verify cannot parse a boxed percentage).
+Whatever these rules cannot decide goes to math-verify: ``verify(parse(gold), parse(answer))``
+on both (normalized) strings wrapped in ``\\boxed{}``. Verdicts are cached per process, keyed by
+the two strings, so the answers a GRPO group repeats, and the label it shares, are read once.
 
 math-verify runs with its own ``SIGALRM`` timeouts disabled, so it works in threads and worker
 processes and leaves an outer alarm alone; bounding its time is the executor's job (a CPU-heavy
@@ -32,166 +35,211 @@ exception of its own: math-verify turns its ``TimeoutException`` (a ``BaseExcept
 
 from __future__ import annotations
 
-import hashlib
-import math
-import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeGuard
 
-from rewardrouter.rewards.latex_value import Expr, Number, Undefined, parse_value
+from rewardrouter.rewards.answer_forms import (
+    Collection,
+    Form,
+    Infinity,
+    Matrix,
+    Named,
+    Number,
+    Text,
+    Union,
+    as_decimal_comma,
+    normalize,
+    read_answer,
+)
+from rewardrouter.rewards.closed_form import Inexpressible, Ratio, TooLarge, Undefined
+from rewardrouter.rewards.latex_value import Huge, ParsedValue
 
 # An answer longer than this is not a final answer; math-verify on it could run for minutes.
 MAX_ANSWER_CHARS = 1000
 
-_SPACE = re.compile(r"\s+")
-_PERCENT = re.compile(r"\s*(?:\\?%|\\text\{\s*\\?%\s*\})$")
-_DELIMITED = re.compile(r"^(?:\$(.*)\$|\\\((.*)\\\)|\\\[(.*)\\\])$", re.DOTALL)
-_LEFT_RIGHT = re.compile(r"\\(?:left|right)(?=[()\[\]|.]|\\[{}])")
-_FRAC_STYLE = re.compile(r"\\[dt]frac(?![A-Za-z])")
-# Rounding to 6 decimals (math-verify's float rule) cannot merge values further apart than this.
-_ABS_TOL = 1e-5
-_REL_TOL = 1e-9
-# Values this close (relatively) are one value computed two ways in floating point.
-_EQUAL_TOL = 1e-12
-
-
-# Expressions in variables are compared at this many points, each coordinate one of _SPAN
-# rationals k / _DENOMINATOR in [1, 11).
-_POINTS = 2
-_DENOMINATOR = 2**30
-_SPAN = 10 * _DENOMINATOR
-# "x = 5": one variable letter (not e or i), then a value with no further relation
-_ASSIGNMENT = re.compile(r"\s*[a-df-hj-z]\s*=\s*([^=<>]+?)\s*")
-_GROUPED_DIGITS = re.compile(r"-?\d{1,3}(?:(?:,|\{,\})\d{3})+(?:\.\d+)?")
+# Rounding to 6 decimals (math-verify's float rule) cannot merge values further apart than this,
+# and math-verify's 15-digit floats cannot either, relatively.
+_ABS_TOL = Fraction(1, 10**5)
+_REL_TOL = Fraction(1, 10**9)
+# Pairs of elements compared at most when matching two sets.
+_MAX_PAIRS = 4096
+_ARITHMETIC = (Inexpressible, TooLarge, Undefined, ZeroDivisionError)
 
 
 def clean_answer(text: str) -> str:
-    """Strip spacing, one pair of math delimiters, a trailing percent sign, digit grouping.
+    """The text math-verify is given: normalized spelling, without a percent sign or units.
 
-    ``1,000`` and ``1{,}000`` become ``1000`` as math-verify reads them; ``1,23`` (a pair) stays.
+    >>> clean_answer("$1{,}000 \\\\text{ cm}.$")
+    '1000'
     """
-    text = text.strip()
-    match = _DELIMITED.match(text)
-    if match:
-        text = next(group for group in match.groups() if group is not None).strip()
-    text = _PERCENT.sub("", text).strip()
-    if _GROUPED_DIGITS.fullmatch(text):
-        text = text.replace("{,}", "").replace(",", "")
-    return text
+    return normalize(text)[0]
 
 
-def _space(match: re.Match[str]) -> str:
-    # a space between two letters or digits means something (\pi r, 1 000); others do not
-    text, start, end = match.string, match.start(), match.end()
-    if start > 0 and end < len(text) and text[start - 1].isalnum() and text[end].isalnum():
-        return " "
-    return ""
+# ------------------------------------------------------------------------------------ comparison
 
 
-def _canonical(text: str) -> str:
-    return _SPACE.sub(_space, _FRAC_STYLE.sub(r"\\frac", _LEFT_RIGHT.sub("", text)).strip())
-
-
-def _as_floats(a: Number, b: Number) -> tuple[float, float] | None:
+def _values(gold: ParsedValue, answer: ParsedValue) -> bool | None:
+    g, a = gold.value, answer.value
+    if isinstance(g, Huge) or isinstance(a, Huge):
+        return _against_huge(g, a)
     try:
-        return float(a), float(b)
-    except OverflowError:  # a rational too large for a float
+        if g.equals(a):
+            return True
+        if not (gold.decimal or answer.decimal):
+            return False  # exact values, and different
+        if gold.variables or answer.variables:
+            return None
+        low, high = (g - a).bounds()
+        gap = min(abs(low), abs(high)) if low * high > 0 else Fraction(0)
+        size = max(abs(x) for pair in (g.bounds(), a.bounds()) for x in pair)
+    except _ARITHMETIC:
         return None
+    if gap > _ABS_TOL and gap > _REL_TOL * size:
+        return False  # further apart than any rounding math-verify does
+    return None  # close: maybe a rounded value, math-verify's call
 
 
-def _clearly_different(a: Number, b: Number, exact: bool) -> bool:
-    """Whether math-verify cannot call ``a`` and ``b`` equal (``exact``: no decimal literal)."""
-    if exact and isinstance(a, Fraction) and isinstance(b, Fraction):
-        return a != b
-    pair = _as_floats(a, b)
-    if pair is None:
-        return False
-    x, y = pair
-    if math.isinf(x) or math.isinf(y):  # astronomically large (9^{9^{9^9}}): unequal to finite
-        return math.isinf(x) != math.isinf(y)
-    diff = abs(x - y)
-    return diff > _ABS_TOL and diff > _REL_TOL * max(abs(x), abs(y))
-
-
-def _surely_equal(a: Number, b: Number) -> bool:
-    if isinstance(a, Fraction) and isinstance(b, Fraction):
-        return a == b
-    pair = _as_floats(a, b)
-    if pair is None or math.isinf(pair[0]) or math.isinf(pair[1]):
-        return False
-    x, y = pair
-    return abs(x - y) <= _EQUAL_TOL * max(1.0, abs(x), abs(y))
-
-
-def _unassigned(answer: str, gold: str) -> tuple[str, str] | None:
-    """``x = 5`` against ``5`` compares ``5``, as math-verify does; None if it cannot tell."""
-    if ("=" in answer) == ("=" in gold):
-        return (answer, gold) if "=" not in answer else None
-    match = _ASSIGNMENT.fullmatch(answer if "=" in answer else gold)
-    if match is None:
+def _against_huge(g: Ratio | Huge, a: Ratio | Huge) -> bool | None:
+    if isinstance(g, Huge) and isinstance(a, Huge):
         return None
-    return (match.group(1), gold) if "=" in answer else (answer, match.group(1))
+    huge, other = (g, a) if isinstance(g, Huge) else (a, g)
+    assert isinstance(huge, Huge) and isinstance(other, Ratio)
+    try:
+        low, high = other.bounds()
+    except _ARITHMETIC:
+        return None
+    bound = max(abs(low), abs(high))
+    if bound == 0 or bound.numerator.bit_length() - bound.denominator.bit_length() < huge.log2 - 2:
+        return False  # |huge| >= 2^log2 > |other|
+    return None
+
+
+def _numbers(gold: Number, answer: Number) -> bool | None:
+    if gold.percent == answer.percent:
+        return _values(gold.parsed, answer.parsed)
+    percent, plain = (gold, answer) if gold.percent else (answer, gold)
+    as_written = _values(percent.parsed, plain.parsed)  # 28\% and 28
+    if as_written:
+        return True
+    value = percent.parsed.value
+    if not isinstance(value, Ratio):
+        return None
+    scaled = ParsedValue(
+        value * Ratio.of(Fraction(1, 100)), percent.parsed.decimal, percent.parsed.variables
+    )
+    as_fraction = _values(scaled, plain.parsed)  # 28\% and 0.28
+    if as_fraction:
+        return True
+    if as_written is False and as_fraction is False:
+        return False
+    return None
+
+
+def _sequence(golds: Sequence[Form], answers: Sequence[Form]) -> bool | None:
+    if len(golds) != len(answers):
+        return False
+    verdicts = [compare_forms(g, a) for g, a in zip(golds, answers, strict=True)]
+    if all(v is True for v in verdicts):
+        return True
+    if any(v is False for v in verdicts):
+        return False
+    return None
+
+
+def _sets(golds: Sequence[Form], answers: Sequence[Form]) -> bool | None:
+    if len(golds) * len(answers) > _MAX_PAIRS:
+        return None
+    table = [[compare_forms(g, a) for a in answers] for g in golds]
+    rows = range(len(golds))
+    columns = range(len(answers))
+    if all(any(table[i][j] is True for j in columns) for i in rows) and all(
+        any(table[i][j] is True for i in rows) for j in columns
+    ):
+        return True
+    if any(all(table[i][j] is False for j in columns) for i in rows) or any(
+        all(table[i][j] is False for i in rows) for j in columns
+    ):
+        return False
+    return None
+
+
+def _unordered(form: Form) -> tuple[Form, ...] | None:
+    if isinstance(form, Collection) and form.kind in ("set", "list"):
+        return form.items
+    return None
+
+
+def _collections(gold: Collection, answer: Collection) -> bool | None:
+    if gold.kind == "tuple" and answer.kind == "tuple":
+        if len(gold.items) == len(answer.items) == 2 and gold.brackets != answer.brackets:
+            return False  # (1, 2] is not [1, 2)
+        return _sequence(gold.items, answer.items)
+    if "tuple" in (gold.kind, answer.kind):
+        if "list" in (gold.kind, answer.kind):
+            return _sequence(gold.items, answer.items)  # 3, 4 for the pair (3, 4): in order
+        return None  # a set against a tuple: math-verify's call
+    return _sets(gold.items, answer.items)
+
+
+def _scalar_against_list(scalar: Form, listed: Collection) -> bool | None:
+    decimal = as_decimal_comma(listed)
+    if decimal is not None and compare_forms(scalar, decimal):
+        return True  # 0,111 for 0.111
+    return _sets((scalar,), listed.items)
+
+
+def _is_list(form: Form) -> TypeGuard[Collection]:
+    return isinstance(form, Collection) and form.kind == "list"
+
+
+def compare_forms(gold: Form, answer: Form) -> bool | None:
+    """The exact verdict on two answer forms, or None when these rules cannot decide it."""
+    if isinstance(gold, Named) or isinstance(answer, Named):
+        if isinstance(gold, Named) and isinstance(answer, Named):
+            return compare_forms(gold.value, answer.value) if gold.name == answer.name else None
+        if isinstance(gold, Named):
+            return compare_forms(gold.value, answer)
+        assert isinstance(answer, Named)
+        return compare_forms(gold, answer.value)
+    if isinstance(gold, Number) and isinstance(answer, Number):
+        return _numbers(gold, answer)
+    if isinstance(gold, Infinity) or isinstance(answer, Infinity):
+        if isinstance(gold, Infinity) and isinstance(answer, Infinity):
+            return gold.negative == answer.negative
+        if isinstance(gold, Number | Infinity) and isinstance(answer, Number | Infinity):
+            return False  # infinity is no number
+        return None
+    if isinstance(gold, Collection) and isinstance(answer, Collection):
+        return _collections(gold, answer)
+    if _is_list(answer) and isinstance(gold, Number | Text):
+        return _scalar_against_list(gold, answer)
+    if _is_list(gold) and isinstance(answer, Number | Text):
+        return _scalar_against_list(answer, gold)
+    if isinstance(gold, Union) and isinstance(answer, Union):
+        return True if _sets(gold.parts, answer.parts) else None
+    if isinstance(gold, Matrix) and isinstance(answer, Matrix):
+        if len(gold.rows) != len(answer.rows) or len(gold.rows[0]) != len(answer.rows[0]):
+            return False
+        return _sequence(
+            [c for row in gold.rows for c in row], [c for row in answer.rows for c in row]
+        )
+    if isinstance(gold, Text) and isinstance(answer, Text):
+        return gold.words == answer.words
+    return None
 
 
 def quick_verdict(answer: str, gold: str) -> bool | None:
-    """math-verify's verdict on two cleaned answers when cheap checks can tell it, else None."""
-    if _canonical(answer) == _canonical(gold):
-        return True
-    pair = _unassigned(answer, gold)
-    if pair is None:
-        return None
-    answer, gold = pair
-    got, want = _value(answer), _value(gold)
-    if got is None or want is None:
-        return None
-    exact = not (got.decimal or want.decimal)
-    envs = _points(answer, gold, got.variables | want.variables)
-    values: list[Number] = []
-    try:
-        for env in envs:
-            a, b = got.value(env), want.value(env)
-            if _clearly_different(a, b, exact):
-                return False
-            values.append(a if _surely_equal(a, b) else math.nan)
-    except (Undefined, OverflowError):
-        return None
-    if any(v != v for v in values) or not (got.rational and want.rational):
-        return None  # too close to call, or \sqrt{x^2} against x (equal for x > 0 only)
-    if len(envs[0]) and not all(isinstance(v, Fraction) for v in values):
-        return None  # x^{50} and x^{50}+1 agree in floating point; only exact values tell
-    lone = got.variables | want.variables
-    if any(all(v == env[x] for v, env in zip(values, envs, strict=True)) for x in lone):
-        return None  # math-verify compares a lone variable by its spelling: (x) \cdot 1 is not x
-    # equal values are equal for math-verify too: 0.25 = 1/4, 2\sqrt{3} = \sqrt{12},
-    # (x+1)^2 = x^2+2x+1
-    return True
+    """The exact verdict on two answers when the rules above decide it, else None."""
+    return compare_forms(read_answer(gold), read_answer(answer))
 
 
-def _points(answer: str, gold: str, variables: frozenset[str]) -> tuple[dict[str, Number], ...]:
-    """Where to compare two expressions: one empty point without variables, else ``_POINTS``
-    points that give each variable a rational ``k / 2^30`` in [1, 11) (positive, so square
-    roots of the variables stay real), ``k`` uniform, read from a hash of both strings (the
-    same verdict every time)."""
-    if not variables:
-        return ({},)
-    names = sorted(variables)
-    stream = hashlib.shake_256(f"{answer}\0{gold}".encode()).digest(8 * _POINTS * len(names))
-    draws = iter(int.from_bytes(stream[i : i + 8], "big") for i in range(0, len(stream), 8))
-    return tuple(
-        {name: Fraction(_DENOMINATOR + next(draws) % _SPAN, _DENOMINATOR) for name in names}
-        for _ in range(_POINTS)
-    )
+# ----------------------------------------------------------------------------------- math-verify
 
 
 @lru_cache(maxsize=8192)
-def _value(text: str) -> Expr | None:
-    return parse_value(text)
-
-
-@lru_cache(maxsize=4096)
 def _parsed(text: str) -> list[Any]:
     # imported on first use: sympy takes a second to import, and most answers never need it
     from math_verify import parse
@@ -210,11 +258,13 @@ def _timeouts_as_errors() -> Iterator[None]:
 
 
 def math_verify_match(answer: str, gold: str) -> bool:
-    """math-verify's own verdict, without its SIGALRM timeouts (see the module docstring)."""
+    """math-verify's own verdict on two answers, without its SIGALRM timeouts."""
     from math_verify import verify
 
     with _timeouts_as_errors():
-        return bool(verify(_parsed(gold), _parsed(answer), timeout_seconds=None))
+        return bool(
+            verify(_parsed(clean_answer(gold)), _parsed(clean_answer(answer)), timeout_seconds=None)
+        )
 
 
 def free_form_match(text: str, golds: Sequence[str]) -> bool:
@@ -227,8 +277,24 @@ def free_form_match(text: str, golds: Sequence[str]) -> bool:
     with _timeouts_as_errors():
         found = parse(text, parsing_timeout=None)
         return bool(found) and any(
-            verify(_parsed(g), found, timeout_seconds=None) for g in map(clean_answer, golds) if g
+            verify(_parsed(clean_answer(g)), found, timeout_seconds=None)
+            for g in golds
+            if g.strip()
         )
+
+
+# --------------------------------------------------------------------------------------- verdicts
+
+
+@lru_cache(maxsize=65536)
+def verdict(answer: str, gold: str) -> bool:
+    """Whether ``answer`` equals ``gold``: the exact rules, else math-verify (cached)."""
+    if not clean_answer(answer):
+        return False
+    decided = quick_verdict(answer, gold)
+    if decided is None:
+        decided = math_verify_match(answer, gold)
+    return decided
 
 
 def answers_match(answer: str, golds: Sequence[str]) -> bool:
@@ -239,22 +305,16 @@ def answers_match(answer: str, golds: Sequence[str]) -> bool:
     >>> answers_match("0.5", ["\\\\frac{1}{2}"])
     True
     """
-    answer = clean_answer(answer)
+    answer = answer.strip()
     if not answer or len(answer) > MAX_ANSWER_CHARS:
         return False
-    for gold in golds:
-        gold = clean_answer(gold)
-        if not gold:
-            continue
-        verdict = quick_verdict(answer, gold)
-        if verdict is None:
-            verdict = math_verify_match(answer, gold)
-        if verdict:
-            return True
-    return False
+    return any(verdict(answer, gold.strip()) for gold in golds if gold.strip())
 
 
 def clear_caches() -> None:
-    """Forget parsed answers (benchmarks time a cold grader with this)."""
-    _value.cache_clear()
+    """Forget parsed answers and verdicts (benchmarks time a cold grader with this)."""
+    from rewardrouter.rewards.answer_forms import _read
+
+    verdict.cache_clear()
+    _read.cache_clear()
     _parsed.cache_clear()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from rewardrouter.rewards.registry import last_boxed
+from rewardrouter.rewards.boxes import final_answer
 
 THINK_END = "</think>"
 
@@ -29,8 +29,9 @@ def label_texts(label: Any, *, unbox: bool = True) -> list[str] | None:
     """The non-blank strings a response is compared against, or ``None`` when there are none.
 
     A list or tuple label accepts any of its entries; numbers are spelled plainly (``0.5``, never
-    ``5e-01``); with ``unbox`` a label holding ``\\boxed{...}`` is replaced by the last box's
-    content. ``None``, blank strings and empty lists give ``None``.
+    ``5e-01``); with ``unbox`` a label holding ``\\boxed{...}`` is replaced by its final boxed
+    answer (:func:`~rewardrouter.rewards.boxes.final_answer`: the last box, or the last run of
+    boxes of a multi-part answer). ``None``, blank strings and empty lists give ``None``.
 
     >>> label_texts(["\\\\boxed{1/2}", 0.5, " "])
     ['1/2', '0.5']
@@ -42,7 +43,7 @@ def label_texts(label: Any, *, unbox: bool = True) -> list[str] | None:
             continue
         text = _number_text(item) if isinstance(item, int | float) else str(item)
         if unbox and "\\boxed" in text:
-            text = last_boxed(text) or text
+            text = final_answer(text) or text
         text = text.strip()
         if text:
             texts.append(text)

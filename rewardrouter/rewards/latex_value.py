@@ -1,44 +1,52 @@
-"""Values of a small, unambiguous subset of LaTeX, for deciding answer equality without sympy.
+"""Exact values of a small, unambiguous subset of LaTeX, for deciding answer equality without sympy.
 
-The subset: numbers (``3``, ``-0.25``, ``.5``), ``+ - * / \\cdot \\times``, implicit products
-(``2x``, ``3\\sqrt{2}``, ``\\frac{1}{2}\\pi``), powers (``x^2``, ``2^{10}``), ``\\frac`` /
-``\\dfrac`` / ``\\tfrac``, ``\\sqrt{}`` and ``\\sqrt[n]{}``, ``\\pi``, parentheses and braces,
-``\\left`` / ``\\right``, and single lowercase letters other than ``e`` and ``i`` as variables.
-:func:`parse_value` returns ``None`` for anything outside it (units, sets, percentages,
-thousands separators, equations, ``e``, functions), and for every reading on which LaTeX parsers
-disagree (``x(y)``, ``1/2x``, ``2^10``, ``xy``, ``2(3)``, the mixed number ``2\\frac{1}{2}``), so
-that whatever it does accept means one thing.
+The subset: numbers (``3``, ``-0.25``, ``.5``, repeating decimals ``0.\\overline{3}``), ``+ - * /
+\\cdot \\times \\div``, implicit products (``2x``, ``3\\sqrt{2}``, ``\\frac{1}{2}\\pi``,
+``2(\\sqrt{3}+1)``, ``(2)(3)``), powers with rational exponents (``x^2``, ``2^{10}``,
+``8^{\\frac{2}{3}}``), ``\\frac`` / ``\\dfrac`` / ``\\tfrac`` (also ``\\frac12``), ``\\sqrt{}``,
+``\\sqrt[n]{}`` and ``\\sqrt3``, ``\\pi``, parentheses and braces, ``\\left`` / ``\\right``, and
+single lowercase letters other than ``e`` and ``i`` as variables. :func:`parse_value` returns
+``None`` for anything outside it (units, sets, equations, ``e``, functions) and for every reading
+on which LaTeX parsers or people disagree (``x(y)``, ``1/2x``, ``2^10``, ``xy``, the mixed number
+``2\\frac{1}{2}``), so that whatever it does accept means one thing.
 
-An :class:`Expr` evaluates exactly (``fractions.Fraction``, variables set to rationals) while it
-stays rational and with floats once an irrational root or ``\\pi`` is involved; huge powers
-overflow to infinity instead of hanging. Contract of :meth:`Expr.value`: a ``Fraction`` or a finite
-or infinite ``float``, or :class:`Undefined` (division by zero, even roots of negatives,
-``inf - inf``).
+Values are exact (:mod:`~rewardrouter.rewards.closed_form`): rationals, radicals, powers of pi and
+polynomials or rational functions of the variables. What exact arithmetic cannot express (a root
+of a sum or of a variable, an irrational exponent) or what exceeds its size limits makes
+:func:`parse_value` return ``None`` as well, with one exception: a lone power too large to
+compute (``9^{9^{9^{9}}}``) is returned as :class:`Huge`, with a lower bound on its magnitude, so
+that it can still be told apart from an ordinary number.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TypeAlias
 
-Number: TypeAlias = Fraction | float
-Env: TypeAlias = Mapping[str, Number]
+from rewardrouter.rewards.closed_form import (
+    ClosedForm,
+    Inexpressible,
+    Ratio,
+    TooLarge,
+    Undefined,
+)
 
-_TOKEN = re.compile(r"\s*(?:(\d+\.\d+|\.\d+|\d+)|(\\[A-Za-z]+)|([A-Za-z])|(\S))")
+__all__ = ["Huge", "Inexpressible", "ParsedValue", "TooLarge", "Undefined", "parse_value"]
+
+_NUMBER = r"\d*\.\d*\\overline\{\d+\}|\d+\.\d+|\.\d+|\d+"
+_TOKEN = re.compile(rf"\s*(?:({_NUMBER})|(\\[A-Za-z]+)|([A-Za-z])|(\S))")
+_REPEATING = re.compile(r"(\d*)\.(\d*)\\overline\{(\d+)\}")
 _VARIABLES = frozenset("abcdfghjklmnopqrstuvwxyz")  # e is Euler's number and i is imaginary
-_FRAC = frozenset({"\\frac", "\\dfrac", "\\tfrac"})
+_FRAC = frozenset({"\\frac", "\\dfrac", "\\tfrac", "\\cfrac"})
 _TIMES = frozenset({"*", "\\cdot", "\\times"})
-_IGNORED = frozenset({"\\left", "\\right"})
-_MAX_EXACT_BITS = 1000  # beyond this a power is computed as a float (and may overflow to inf)
+_DIVIDE = frozenset({"/", "\\div"})
+_IGNORED = frozenset({"\\left", "\\right", "\\displaystyle"})
 _MAX_TOKENS = 200
-
-
-class Undefined(ArithmeticError):
-    """The expression has no real value at this point (a zero divisor, a negative radicand)."""
+_SIMPLE_FRACTION = re.compile(r"(-?)\\[dt]?frac\{(\d{1,30})\}\{(\d{1,30})\}")
+_PLAIN = re.compile(r"-?(?:\d{1,400}(?:\.\d{1,400})?|\.\d{1,400})")
+# A power whose magnitude is provably above 2 ** this is reported as Huge.
+HUGE_LOG2 = 4096
 
 
 class _Reject(Exception):
@@ -46,103 +54,52 @@ class _Reject(Exception):
 
 
 @dataclass(frozen=True)
-class Expr:
-    """A parsed expression: ``value(env)`` evaluates it, ``variables`` are its letters.
+class Huge:
+    """A lone power too large to compute exactly; its magnitude is at least ``2 ** log2``."""
 
-    ``decimal`` tells whether a decimal literal occurs: graders that follow math-verify compare
-    such values by rounding rather than exactly. ``rational`` tells whether variables occur only
-    under ``+ - * /`` and integer powers (no ``\\sqrt{x}``, no ``2^x``): then the expression is a
-    rational function of its variables, and two such that agree at a few distinct points are
-    (barring a contrived choice of points) the same function.
+    log2: float
+
+
+@dataclass(frozen=True)
+class ParsedValue:
+    """An exact value and how it was written.
+
+    ``decimal`` tells whether a terminating decimal literal occurs (``0.33``): graders that follow
+    math-verify let such an answer stand for a value it rounds to, so only an exact match or a
+    clear difference is decided for it. ``variables`` are the letters used.
     """
 
-    evaluate: Callable[[Env], Number]
-    variables: frozenset[str]
+    value: Ratio | Huge
     decimal: bool
-    rational: bool
-
-    def value(self, env: Env | None = None) -> Number:
-        """The value at ``env`` (a value for every name in ``variables``); may raise Undefined."""
-        return self.evaluate(env or {})
+    variables: frozenset[str]
 
 
-def _finite_or_inf(result: Number) -> Number:
-    if isinstance(result, float) and math.isnan(result):
-        raise Undefined("inf - inf or 0 * inf")
-    return result
+def _repeating(token: str) -> Fraction:
+    match = _REPEATING.fullmatch(token)
+    assert match is not None
+    whole, fixed, cycle = match.groups()
+    shift = 10 ** len(fixed)
+    value = Fraction(int(whole or "0")) + Fraction(int(fixed or "0"), shift)
+    return value + Fraction(int(cycle), shift * (10 ** len(cycle) - 1))
 
 
-def _add(a: Number, b: Number) -> Number:
-    return _finite_or_inf(a + b)
-
-
-def _sub(a: Number, b: Number) -> Number:
-    return _finite_or_inf(a - b)
-
-
-def _mul(a: Number, b: Number) -> Number:
-    return _finite_or_inf(a * b)
-
-
-def _div(a: Number, b: Number) -> Number:
-    if b == 0:
-        raise Undefined("division by zero")
-    return _finite_or_inf(a / b)
-
-
-def _integer_root(k: int, n: int) -> int | None:
-    """The integer ``r`` with ``r ** n == k``, or None (``k >= 0``)."""
-    if n == 2:
-        r = math.isqrt(k)
-        return r if r * r == k else None
-    if k >= 2**50:  # beyond float precision; leave it to the float path
-        return None
-    r = round(k ** (1 / n))
-    return next((c for c in (r - 1, r, r + 1) if c >= 0 and c**n == k), None)
-
-
-def _root(x: Number, n: int) -> Number:
-    if x < 0:
-        raise Undefined("root of a negative number")
-    if isinstance(x, Fraction):
-        num, den = _integer_root(x.numerator, n), _integer_root(x.denominator, n)
-        if num is not None and den is not None:
-            return Fraction(num, den)
-    return math.pow(float(x), 1 / n)
-
-
-def _pow(base: Number, exp: Number) -> Number:
-    if isinstance(exp, Fraction) and exp.denominator == 1:
-        k = exp.numerator
-        if base == 0 and k < 0:
-            raise Undefined("0 to a negative power")
-        if isinstance(base, Fraction):
-            bits = max(base.numerator.bit_length(), base.denominator.bit_length())
-            if bits * abs(k) <= _MAX_EXACT_BITS:
-                exact: Fraction = base**k
-                return exact
-    elif base < 0:
-        raise Undefined("negative base, fractional exponent")
-    try:
-        return _finite_or_inf(math.pow(float(base), float(exp)))
-    except OverflowError:
-        # astronomically large (or, for a base below one, small): 9^{9^{9^9}} ends here at once
-        return math.inf if (base > 1 or base < -1) == (exp > 0) else 0.0
-    except ValueError as exc:
-        raise Undefined(str(exc)) from exc
+def _log2_floor(q: Fraction) -> int:
+    """A lower bound on log2 |q| for |q| >= 1."""
+    num, den = abs(q.numerator), q.denominator
+    return num.bit_length() - 1 - (den.bit_length() if den > 1 else 0)
 
 
 class _Parser:
-    """Recursive descent over the token list; each ``_rule`` returns an evaluator."""
+    """Recursive descent over the token list; each rule returns an exact :class:`Ratio`."""
 
     def __init__(self, text: str) -> None:
         self.tokens: list[tuple[str, str]] = []
         self.variables: set[str] = set()
         self.decimal = False
-        self.rational = True
-        self.var_uses = 0  # variables consumed so far
-        self.under_root = 0  # nesting depth of radicands and exponents being parsed
-        self.last_factor = ""  # first token of the last factor parsed ("^" once raised to a power)
+        self.last_factor = (
+            ""  # kind of the last factor parsed: num, var, paren, frac, sqrt, pi, pow
+        )
+        self.huge: tuple[int, int, float] | None = None  # token span and log2 of a huge power
         for match in _TOKEN.finditer(text.strip()):
             number, command, letter, other = match.groups()
             kind = "num" if number else "cmd" if command else "var" if letter else "op"
@@ -162,157 +119,242 @@ class _Parser:
             raise _Reject(f"expected {token}")
         self.pos += 1
 
-    def parse(self) -> Expr:
+    def parse(self) -> ParsedValue:
         if not self.tokens:
             raise _Reject("empty")
-        evaluate = self.sum()
+        try:
+            value: Ratio | Huge = self.sum()
+        except TooLarge:
+            value = self.lone_huge()
         if self.pos != len(self.tokens):
             raise _Reject("trailing input")
-        return Expr(evaluate, frozenset(self.variables), self.decimal, self.rational)
+        return ParsedValue(value, self.decimal, frozenset(self.variables))
 
-    def sum(self) -> Callable[[Env], Number]:
+    def lone_huge(self) -> Huge:
+        """The whole text is one huge power (possibly negated): its magnitude bound."""
+        if self.huge is None:
+            raise _Reject("too large")
+        start, end, log2 = self.huge
+        signed = start == 1 and self.tokens[0][1] in "+-"
+        if not (start == 0 or signed) or end != len(self.tokens):
+            raise _Reject("too large, inside a larger expression")
+        self.pos = end
+        return Huge(log2)
+
+    def sum(self) -> Ratio:
         sign = self.peek()[1]
         if sign in ("-", "+"):
             self.pos += 1
         left = self.product()
         if sign == "-":
-            inner = left
-            left = lambda env: -inner(env)  # noqa: E731
+            left = -left
         while self.peek()[1] in ("+", "-"):
-            op = _add if self.tokens[self.pos][1] == "+" else _sub
+            minus = self.tokens[self.pos][1] == "-"
             self.pos += 1
-            left = _binary(op, left, self.product())
+            right = self.product()
+            left = left - right if minus else left + right
         return left
 
-    def product(self) -> Callable[[Env], Number]:
+    def product(self) -> Ratio:
         left = self.power()
         after_division = False
         while True:
             kind, token = self.peek()
-            if token in _TIMES or token == "/":
+            if token in _TIMES or token in _DIVIDE:
                 self.pos += 1
-                after_division = token == "/"
-                left = _binary(_div if after_division else _mul, left, self.power())
+                after_division = token in _DIVIDE
+                right = self.power()
+                left = left / right if after_division else left * right
             elif self.starts_implicit_factor(kind, token):
                 if after_division:
                     raise _Reject("a/b c is read differently by different parsers")
-                left = _binary(_mul, left, self.power())
+                left = left * self.power()
             else:
                 return left
 
     def starts_implicit_factor(self, kind: str, token: str) -> bool:
         """Whether the next token starts a factor multiplied by juxtaposition (``2x``)."""
-        previous_kind = self.tokens[self.pos - 1][0]
+        previous = self.last_factor
         if kind == "num":
             raise _Reject("a number right after a factor (x2, 2 3)")
-        if kind == "var" and previous_kind == "var":
+        if kind == "var" and previous == "var":
             raise _Reject("xy may be one symbol")
-        if token in _FRAC and previous_kind == "num":
-            raise _Reject("2\\frac{1}{2} is a mixed number to some parsers")
-        if token == "(" and self.last_factor not in ("\\frac", "\\sqrt"):
-            # x(3), x^2(3) may be calls; 2(3) and (2)(3) are 5 to latex2sympy
-            raise _Reject("(...) after a number, letter, power or parenthesis")
+        if token in _FRAC and previous == "num":
+            raise _Reject("2\\frac{1}{2} is a mixed number to some readers")
+        if token == "(" and previous not in ("num", "paren", "frac", "sqrt", "pi", "pow"):
+            # x(3) and x^2(3) may be function calls; 2(3), (2)(3), \pi(1+x), 2^{\frac{2}{3}}(3)
+            # are products
+            raise _Reject("(...) after a letter or a power of one")
         return kind == "var" or token in ("(", "\\pi", "\\sqrt") or token in _FRAC
 
-    def power(self) -> Callable[[Env], Number]:
-        uses = self.var_uses
-        first = self.peek()[1]
+    def power(self) -> Ratio:
+        start = self.pos
         base = self.atom()
-        self.last_factor = first  # set after atom(), which parses nested factors of its own
+        base_kind = self.last_factor
         if self.peek()[1] != "^":
             return base
-        self.last_factor = "^"
-        base_varies, uses = self.var_uses > uses, self.var_uses
         self.pos += 1
-        self.under_root += 1
         kind, token = self.peek()
-        if (kind == "num" and len(token) == 1) or kind == "var":
+        if kind == "num" and len(token) == 1:
             exponent = self.atom()
         elif token == "{":
-            exponent = self.group("{", "}")
+            inside = self.pos + 1
+            try:
+                exponent = self.group("{", "}")
+            except TooLarge as exc:
+                # a power tower: the whole exponent is one huge positive power
+                if not (exc.log2 > 0 and self.huge == (inside, self.pos, exc.log2)):
+                    raise
+                self.take("}")
+                return self.huge_power(start, base, None, exc.log2)
         else:
-            raise _Reject("unbraced exponent")
-        self.under_root -= 1
+            raise _Reject("unbraced exponent")  # 2^10 is 2^1 0 in LaTeX; x^y is not exact
         if self.peek()[1] == "^":
             raise _Reject("a^b^c")
-        if base_varies and self.var_uses == uses:
-            try:
-                constant = exponent({})
-            except Undefined as exc:
-                raise _Reject("undefined exponent") from exc
-            if not (isinstance(constant, Fraction) and constant.denominator == 1):
-                self.rational = False
-        return _binary(_pow, base, exponent)
+        self.last_factor = "pow_of_letter" if base_kind == "var" else "pow"
+        q = exponent.as_rational()
+        if q is None:
+            raise _Reject("an exponent that is not a rational number")
+        try:
+            return base.power(q)
+        except TooLarge:
+            return self.huge_power(start, base, q, 0.0)
 
-    def group(self, open_: str, close: str) -> Callable[[Env], Number]:
+    def huge_power(
+        self, start: int, base: Ratio, exponent: Fraction | None, exponent_log2: float
+    ) -> Ratio:
+        """Record a power too large to compute whose magnitude is provably huge, and raise.
+
+        ``exponent`` is the exact exponent, or None when the exponent is itself huge and at
+        least ``2 ** exponent_log2``.
+        """
+        b = base.as_rational()
+        if b is None or abs(b) < 2 or (exponent is not None and exponent <= 0):
+            raise TooLarge("a power too large to compute")
+        if exponent is not None:
+            try:
+                log2 = float(exponent) * _log2_floor(b)
+            except OverflowError:
+                log2 = float("inf")
+        else:
+            log2 = 2.0**exponent_log2 if exponent_log2 < 1000 else float("inf")
+        if log2 < HUGE_LOG2:
+            raise TooLarge("a power too large to compute")
+        sign_known = b > 0 or (exponent is not None and exponent.denominator == 1)
+        positive = b > 0 or (exponent is not None and exponent.numerator % 2 == 0)
+        self.huge = (start, self.pos, log2)
+        raise TooLarge("a huge power", log2 if sign_known and positive else 0.0)
+
+    def group(self, open_: str, close: str) -> Ratio:
         self.take(open_)
         inner = self.sum()
         self.take(close)
         return inner
 
-    def atom(self) -> Callable[[Env], Number]:
+    def digit_argument(self) -> Ratio:
+        """An unbraced one-digit argument: ``\\sqrt3``, ``\\frac12`` (read one digit at a time)."""
+        kind, token = self.peek()
+        if kind != "num" or not token.isdigit():
+            raise _Reject("an unbraced argument that is not a digit")
+        return Ratio.of(int(token))
+
+    def atom(self) -> Ratio:
         kind, token = self.peek()
         if kind == "num":
             self.pos += 1
-            self.decimal = self.decimal or "." in token
-            value = Fraction(token)
-            return lambda env: value
+            self.last_factor = "num"
+            if "\\overline" in token:
+                return Ratio.of(_repeating(token))
+            if token.isdigit():
+                return Ratio.of(Fraction(int(token)))
+            self.decimal = True
+            return Ratio.of(Fraction(token))
         if kind == "var":
             if token not in _VARIABLES:
                 raise _Reject(f"letter {token!r}")
             self.pos += 1
             self.variables.add(token)
-            self.var_uses += 1
-            if self.under_root:
-                self.rational = False
-            return lambda env: env[token]
-        if token == "(":
-            return self.group("(", ")")
-        if token == "{":
-            return self.group("{", "}")
+            self.last_factor = "var"
+            return Ratio(ClosedForm.variable(token))
+        if token in ("(", "{"):
+            inner = self.group(token, ")" if token == "(" else "}")
+            self.last_factor = "paren"
+            return inner
         if token == "\\pi":
             self.pos += 1
-            return lambda env: math.pi
+            self.last_factor = "pi"
+            return Ratio(ClosedForm.pi())
         if token in _FRAC:
             self.pos += 1
-            num = self.group("{", "}")
-            den = self.group("{", "}")
-            return _binary(_div, num, den)
+            value = self.fraction()
+            self.last_factor = "frac"
+            return value
         if token == "\\sqrt":
             self.pos += 1
-            degree = 2
-            if self.peek()[1] == "[":
-                self.pos += 1
-                kind, digits = self.peek()
-                if kind != "num" or not digits.isdigit() or int(digits) < 2:
-                    raise _Reject("root degree")
-                degree = int(digits)
-                self.pos += 1
-                self.take("]")
-            self.under_root += 1
-            radicand = self.group("{", "}")
-            self.under_root -= 1
-            return lambda env: _root(radicand(env), degree)
+            value = self.radical()
+            self.last_factor = "sqrt"
+            return value
         raise _Reject(f"unexpected {token!r}")
 
+    def fraction(self) -> Ratio:
+        kind, token = self.peek()
+        if self.peek()[1] == "{":
+            num = self.group("{", "}")
+        elif kind == "num" and token.isdigit() and len(token) == 2:  # \frac12
+            self.pos += 1
+            return Ratio.of(int(token[0])) / Ratio.of(int(token[1]))
+        else:
+            num = self.digit_argument()
+            self.pos += 1
+        if self.peek()[1] == "{":
+            den = self.group("{", "}")
+        else:
+            kind, token = self.peek()
+            if len(token) != 1:
+                raise _Reject("\\frac1 23 is ambiguous")
+            den = self.digit_argument()
+            self.pos += 1
+        return num / den
 
-def _binary(
-    op: Callable[[Number, Number], Number],
-    left: Callable[[Env], Number],
-    right: Callable[[Env], Number],
-) -> Callable[[Env], Number]:
-    return lambda env: op(left(env), right(env))
+    def radical(self) -> Ratio:
+        degree = 2
+        if self.peek()[1] == "[":
+            self.pos += 1
+            kind, digits = self.peek()
+            if kind != "num" or not digits.isdigit() or not 2 <= int(digits) <= 64:
+                raise _Reject("root degree")
+            degree = int(digits)
+            self.pos += 1
+            self.take("]")
+        if self.peek()[1] == "{":
+            radicand = self.group("{", "}")
+        else:
+            kind, token = self.peek()
+            if len(token) != 1:
+                raise _Reject("\\sqrt12 is ambiguous")
+            radicand = self.digit_argument()
+            self.pos += 1
+        return radicand.root(degree)
 
 
-def parse_value(text: str) -> Expr | None:
-    """The :class:`Expr` of ``text``, or ``None`` when it lies outside the subset.
+def parse_value(text: str) -> ParsedValue | None:
+    """The exact :class:`ParsedValue` of ``text``, or ``None`` when it lies outside the subset.
 
-    >>> parse_value("\\\\dfrac{3}{4}").value()
+    >>> parse_value("\\\\dfrac{3}{4}").value.as_rational()
     Fraction(3, 4)
     >>> parse_value("1,000") is None
     True
     """
+    if _PLAIN.fullmatch(text):
+        return ParsedValue(Ratio.of(Fraction(text)), "." in text, frozenset())
+    simple = _SIMPLE_FRACTION.fullmatch(text)
+    if simple is not None and simple.group(3) != "0":
+        sign, num, den = simple.groups()
+        value = Fraction(int(num), int(den))
+        return ParsedValue(Ratio.of(-value if sign else value), False, frozenset())
     try:
         return _Parser(text).parse()
-    except (_Reject, ValueError, ZeroDivisionError, RecursionError):
+    except (_Reject, ArithmeticError, ValueError):
+        return None
+    except RecursionError:
         return None

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from rewardrouter.rewards.boxes import final_answer
 from rewardrouter.rewards.equivalence import answers_match, free_form_match
 from rewardrouter.rewards.labels import label_texts
-from rewardrouter.rewards.registry import BoxedAnswer, builtin, last_boxed
+from rewardrouter.rewards.registry import BoxedAnswer, builtin
 
 # How much of the end of an unboxed response math-verify's own extraction reads.
 _FALLBACK_TAIL = 2000
@@ -41,7 +42,7 @@ def math_answer(
         return None
     if isinstance(response, BoxedAnswer):
         return float(answers_match(response, golds))
-    answer = last_boxed(response)
+    answer = final_answer(response)
     if answer is not None:
         return float(answers_match(answer, golds))
     if extract == "any" and "\\boxed" not in response and "\\fbox" not in response:
