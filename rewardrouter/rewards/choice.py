@@ -11,17 +11,33 @@ from rewardrouter.rewards.labels import after_thinking
 from rewardrouter.rewards.registry import BoxedAnswer, builtin, last_boxed
 from rewardrouter.rewards.squad import normalize_answer
 
-# Letter forms: C, (C), [C], C., C), **C**, \text{C}; the letter itself is always upper case, so
-# the article "a" and the pronoun in "I think" are never read as options.
-_LETTER = r"(?:\*\*|\$|\\text\{|\\textbf\{)?\s*[(\[]?\s*([A-Z])\s*[)\]]?(?![\w])"
-_STATED = (
-    # "The answer is (C)", "Answer: C", "the correct option is **C**", "final choice: C"
-    re.compile(r"(?i:\b(?:answer|option|choice)\b)[^\n]{0,40}?(?:\b(?i:is)\b|:)\s*" + _LETTER),
-    # "(C) is correct", "C is the right answer"
-    re.compile(r"[(\[]?\b([A-Z])\b[)\]]?\s+is\s+(?:the\s+)?(?i:correct|right)\b"),
-    # a line that starts with the option: "C", "(C)", "**C.** 42 m/s"
-    re.compile(r"(?m)^\s*(?:\*\*)?[(\[]?([A-Z])(?:[)\].:]|\*\*|\s*$)"),
+# A letter as an answer: C, (c), [C], **C**, $C$, \text{C}, \textbf{(C)}. A bare lower-case letter
+# counts only where it ends the statement ("answer: c", "I choose b."): "the answer is a bit
+# subtle" and "I'd pick a different unit" hold articles, not options.
+_LETTER = (
+    r"(?:\*\*|\$|\\text(?:bf)?\{|\\mathrm\{)?\s*"
+    r"(?:\(\s*(?P<paren>[A-Za-z])\s*\)|\[\s*(?P<bracket>[A-Za-z])\s*\]|(?P<bare>[A-Za-z]))"
+    r"(?![A-Za-z0-9'’])"
 )
+# What leads into the chosen letter: "the answer is", "Answer:", "final choice:", "the correct
+# option is", "I'd go with", "I pick / choose / select", "which leaves", "opt for".
+_LEAD = (
+    r"(?i:\b(?:final\s+)?(?:answer|choice|selection)\s*(?:is|:|=|would\s+be|should\s+be"
+    r"|must\s+be|will\s+be)"
+    r"|\b(?:correct|right|best)\s+(?:answer|option|choice|letter)\s+(?:is|would\s+be|should\s+be)"
+    r"|\b(?:go(?:ing)?\s+with|pick(?:ing|ed)?|choos(?:e|ing)|chose|select(?:ing|ed)?"
+    r"|opt(?:ing)?\s+for|leaves?(?:\s+(?:us|me)\s+with)?|leaving(?:\s+(?:us|me)\s+with)?))"
+)
+_FILLER = r"\s*(?i:(?:the\s+)?(?:(?:option|choice|letter|answer)\b\s*)?)[:\-]?\s*"
+_STATED = (
+    re.compile(_LEAD + _FILLER + _LETTER),
+    # "(C) is correct", "C is the right answer"
+    re.compile(_LETTER + r"\s*[.)]?\s+(?i:is\s+(?:the\s+)?(?:correct|right|best)\b)"),
+    # a line holding nothing but the option: "C", "(C).", "**C**"
+    re.compile(r"(?m)^[ \t>*#-]*" + _LETTER + r"[ \t]*[.):]?[ \t]*(?:\*\*|\$|\})?[ \t]*$"),
+)
+# The last line may restate the option with its text: "(B) Nitrogen", "**B.** 42 m/s".
+_OPTION_LINE = re.compile(r"^[ \t>*#-]*(?:\*\*)?[(\[]?(?P<bare>[A-Z])(?:[)\].:]|\*\*)")
 _ANSWER_PREFIX = re.compile(r"^.*?\b(?i:answer)\b[^:\n]{0,20}?(?:\b(?i:is)\b|:)\s*")
 _DEFAULT_LETTERS = string.ascii_uppercase[:10]
 
@@ -73,16 +89,39 @@ def _gold_letter(
     return letter
 
 
+def _letter_of(match: re.Match[str], text: str) -> str | None:
+    """The letter a match holds, upper-cased; None for a bare lower-case letter that does not
+    end its statement (an article, not an option)."""
+    letter = match.group("paren") or match.group("bracket")
+    if letter:
+        return letter.upper()
+    letter = match.group("bare")
+    if letter.isupper():
+        return letter
+    after = text[match.end() : match.end() + 2]
+    if not after or after[0] in ".,;:!?)]}*$\n" or (after[0] == " " and not after[1:].isalnum()):
+        return letter.upper()
+    return None
+
+
 def _spoken_letter(text: str, letters: str, *, anchored: bool = False) -> str | None:
     """The option letter ``text`` states last (or, ``anchored``, that ``text`` consists of)."""
     if anchored:
-        match = re.fullmatch(r"\s*" + _LETTER + r"\s*\.?\s*(?:\}|\*\*|\$)?\s*", text)
-        return match.group(1) if match and match.group(1) in letters else None
+        match = re.fullmatch(r"\s*" + _LETTER + r"\s*[.)]?\s*(?:\}|\*\*|\$)?\s*", text)
+        letter = _letter_of(match, text) if match else None
+        return letter if letter is not None and letter in letters else None
     best: tuple[int, str] | None = None
     for pattern in _STATED:
         for match in pattern.finditer(text):
-            if match.group(1) in letters and (best is None or match.end() > best[0]):
-                best = (match.end(), match.group(1))
+            letter = _letter_of(match, text)
+            if letter is not None and letter in letters and (best is None or match.end() > best[0]):
+                best = (match.end(), letter)
+    lines = text.rstrip().rsplit("\n", 1)
+    last = _OPTION_LINE.match(lines[-1])
+    if last is not None and last.group("bare") in letters:
+        end = len(text.rstrip()) - len(lines[-1]) + last.end()
+        if best is None or end > best[0]:
+            best = (end, last.group("bare"))
     return best[1] if best else None
 
 
@@ -125,10 +164,12 @@ def multiple_choice(response: str, label: Any, metadata: Mapping[str, Any]) -> f
     ``metadata.correct_letter``, else the label: a letter (``C``, ``(C)``), a 0-based index
     (``2`` → C), or the text of one of the choices; any other label is an error naming it. The
     chosen letter is read after the last ``</think>``: the last ``\\boxed{}`` if there is one (a
-    letter or a choice's text), else the last stated answer (``Answer: C``, ``the answer is
-    (C)``, ``C is correct``, a line starting with ``(C)``), else a last line equal to one
-    choice's text. Letters must be upper case; an empty or unmarked response, or one cut off inside
-    its last box, scores 0.0.
+    letter or a choice's text), else the *final* stated choice, in either case (``Answer: c``,
+    ``the answer is (C)``, ``I'd go with option (D)``, ``so I pick C``, ``which leaves C``,
+    ``C is correct``, a line holding only ``(C)``, a last line starting with ``(C)``), else a last
+    line equal to one choice's text. A lower-case letter counts only where it ends its statement,
+    so the article in "the answer is a bit subtle" is never option A. An empty or unmarked
+    response, or one cut off inside its last box, scores 0.0.
     ``None`` when there is neither a label nor ``correct_letter``.
     """
     return _grade(response, label, metadata, _DEFAULT_LETTERS)

@@ -13,6 +13,8 @@ from rewardrouter.rewards.registry import BoxedAnswer, builtin, last_boxed
 # DAPO reads only the end of a response: a final answer line is short.
 TAIL_CHARS = 300
 _ANSWER_LINE = re.compile(r"answer\s*:\s*([^\n]+)", re.IGNORECASE)
+# Markdown around an answer: **3**, `3`, and the "**Answer:** 3" that leaves "** 3" behind
+_MARKDOWN = re.compile(r"\*\*|`")
 _WRAPPERS = re.compile(r"\\(?:text|textbf|mathrm|mbox)\{([^{}]*)\}")
 _DEGREES = re.compile(r"\^\s*(?:\{\s*\\circ\s*\}|\\circ)")
 _SPACING = re.compile(r"\\[,;:! ]|\s+")
@@ -30,13 +32,14 @@ def normalize_final_answer(text: str) -> str:
     """A final answer as Minerva compares it: value only, no units, spacing or markup.
 
     Keeps what follows the last ``=``; unwraps ``\\boxed``, ``\\text`` and friends; removes
-    dollar signs, spacing, degree marks, unit words and a final period; spells ``\\frac12`` and
-    ``\\sqrt2`` with braces; drops thousands separators from plain numbers.
+    markdown bold and code marks, dollar signs, spacing, degree marks, unit words and a final
+    period; spells ``\\frac12`` and ``\\sqrt2`` with braces; drops thousands separators from
+    plain numbers.
 
     >>> normalize_final_answer("x = \\\\$1,000 \\\\text{dollars}.")
     '1000'
     """
-    text = text.rsplit("=", 1)[-1]
+    text = _MARKDOWN.sub("", text).rsplit("=", 1)[-1]
     boxed = last_boxed(text)
     if boxed is not None:
         text = boxed

@@ -49,12 +49,12 @@ def test_mixed_router_on_example_data_from_another_folder(tmp_path: Path) -> Non
         by_route.setdefault(r["route"], []).append(r["reward"])
     # Hand-scored. gsm8k: math on the last \\boxed{} plus 0.1 for having one (row 3 has none);
     # squad: token F1 ("Normandy is in France." against "France": P 1/4, R 1 -> 0.4);
-    # gpqa: the answer letter, upper case only.
+    # gpqa: the answer letter, in any case (row 2 answers "b").
     assert by_route["gsm8k"] == pytest.approx(
         [1.1, 1.1, 0.1, 0.0, 1.1, 1.1, 1.1, 0.1, 1.1, 1.1, 0.1]
     )
     assert by_route["squad"] == pytest.approx([1.0, 1.0, 0.4, 0.0, 1.0, 1.0, 0.0, 1.0])
-    assert by_route["gpqa"] == [1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0]
+    assert by_route["gpqa"] == [1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0]
     first = scored[0]
     assert (first["route"], first["level"], first["status"]) == ("gsm8k", "route", "ok")
     assert first["reward"] == pytest.approx(1.1)

@@ -86,8 +86,8 @@ MC_CASES = [
     pytest.param("Answer: B then \\boxed{C", "B", {}, 0.0, id="cut_box"),
     # numbers are not letters
     pytest.param("Answer: 3", "C", {}, 0.0, id="number"),
-    # lower-case letters are not read
-    pytest.param("answer: c", "C", {}, 0.0, id="lower_case"),
+    # a lower-case letter that ends the statement is the option
+    pytest.param("answer: c", "C", {}, 1.0, id="lower_case"),
     # an empty response
     pytest.param("", "A", {}, 0.0, id="empty_response"),
     # no label: not applicable
@@ -116,6 +116,84 @@ def test_multiple_choice(
 def test_unusable_labels_are_errors(label: Any, metadata: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="label"):
         gpqa("Answer: A", label, metadata)
+
+
+def _both_ways(name: str, rows: list[tuple[str, str, str]]) -> list[object]:
+    """``(response, its letter, another letter)``: right with its letter, wrong with another."""
+    cases: list[object] = []
+    for i, (response, right, other) in enumerate(rows):
+        cases.append(pytest.param(response, right, 1.0, id=f"{name}-{i}-right"))
+        cases.append(pytest.param(response, other, 0.0, id=f"{name}-{i}-wrong"))
+    return cases
+
+
+FINAL_CHOICE = [
+    # any case, with or without parentheses
+    *_both_ways(
+        "lower_case",
+        [
+            ("After checking the units, answer: c", "C", "A"),
+            ("Answer: (b)", "B", "A"),
+            ("so the answer is d.", "D", "A"),
+        ],
+    ),
+    # common phrasings of a choice
+    *_both_ways(
+        "phrasings",
+        [
+            ("I would go with option (D).", "D", "A"),
+            ("So I'll pick C.", "C", "A"),
+            ("After all that, I choose A.", "A", "B"),
+            ("The best option is **B**.", "B", "A"),
+            ("I'm selecting choice c.", "C", "A"),
+        ],
+    ),
+    # what is left after eliminating the others
+    *_both_ways(
+        "elimination",
+        [
+            ("I eliminate A, B and D, which leaves C.", "C", "A"),
+            ("A and B fail the test, leaving us with D.", "D", "A"),
+            ("Ruling out (a) and (c) leaves (b).", "B", "A"),
+        ],
+    ),
+    # the final statement wins over earlier ones
+    *_both_ways(
+        "final_statement",
+        [
+            ("At first I'd pick B, but re-checking, the answer is C.", "C", "B"),
+            ("Answer: A\nHmm, no. Answer: (d)", "D", "A"),
+            ("Option B looks right. Actually I choose A.", "A", "B"),
+        ],
+    ),
+    # an article "a" is no option A: the stated letter is read instead
+    *_both_ways(
+        "article",
+        [
+            ("The answer is a bit subtle. The answer is B.", "B", "A"),
+            ("I'd pick a different unit here, then choose C.", "C", "A"),
+            ("Answer: a careful look shows the answer is (D).", "D", "A"),
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("response", "label", "expected"), FINAL_CHOICE)
+def test_the_final_stated_choice_counts(response: str, label: str, expected: float) -> None:
+    assert gpqa(response, label, {}) == expected
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        # an article, and nothing else that names an option
+        pytest.param("The answer is a bit subtle and I am not sure.", id="article_only"),
+        pytest.param("I'd pick a different approach.", id="article_after_verb"),
+        pytest.param("Answer: a good question.", id="article_after_colon"),
+    ],
+)
+def test_an_article_is_never_option_a(response: str) -> None:
+    assert gpqa(response, "A", {}) == 0.0
 
 
 def test_boxed_gpqa_reads_the_content() -> None:

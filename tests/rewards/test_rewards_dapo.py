@@ -54,6 +54,15 @@ CASES = [
     pytest.param("Answer: Zürich", "Zürich", (1.0, "Zürich"), id="unicode"),
     # a megabyte of thought, then the answer
     pytest.param(LONG_THOUGHT + "\nAnswer: 5", "5", (1.0, "5"), id="one_megabyte"),
+    # markdown bold around the answer, or around the marker, and a wrong bold answer
+    pytest.param("So.\nAnswer: **3**", "3", (1.0, "3"), id="bold_answer"),
+    pytest.param("So.\nAnswer: **4**", "3", (-1.0, "4"), id="bold_answer_wrong"),
+    pytest.param("**Answer:** 12", "12", (1.0, "12"), id="bold_marker"),
+    pytest.param("**Answer:** 21", "12", (-1.0, "21"), id="bold_marker_wrong"),
+    pytest.param("Answer: **\\frac{1}{2}**", "0.5", (1.0, "\\frac{1}{2}"), id="bold_fraction"),
+    pytest.param(
+        "Answer: **\\frac{1}{3}**", "0.5", (-1.0, "\\frac{1}{3}"), id="bold_fraction_wrong"
+    ),
 ]
 
 

@@ -33,6 +33,15 @@ CASES = [
     pytest.param(THINK + "\\boxed{7}", "\\boxed{7}", 1.0, id="boxed_label"),
     # several boxes after thinking: the last counts
     pytest.param(THINK + "\\boxed{1} or rather \\boxed{2}", "2", 1.0, id="last_box"),
+    # a multi-part answer in several boxes, and a wrong one of the same shape
+    pytest.param(THINK + "$x = \\boxed{2}$ or $x = \\boxed{3}$", "2, 3", 1.0, id="two_boxes"),
+    pytest.param(THINK + "$x = \\boxed{2}$ or $x = \\boxed{4}$", "2, 3", 0.0, id="two_boxes_wrong"),
+    pytest.param(THINK + "\\boxed{1}, \\boxed{5}", "(1, 5)", 1.0, id="pair_in_boxes"),
+    pytest.param(THINK + "\\boxed{5}, \\boxed{1}", "(1, 5)", 0.0, id="pair_in_boxes_wrong"),
+    pytest.param(THINK + "\\boxed{-2} and \\boxed{1}", "\\{1, -2\\}", 1.0, id="set_in_boxes"),
+    pytest.param(
+        THINK + "\\boxed{-2} and \\boxed{-1}", "\\{1, -2\\}", 0.0, id="set_in_boxes_wrong"
+    ),
     # ###Response marks the solution too
     pytest.param("draft\n###Response\nThus \\boxed{8}", "8", 1.0, id="response_marker"),
     # no marker: the model never finished thinking
