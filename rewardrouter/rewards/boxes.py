@@ -14,13 +14,32 @@ import re
 
 from rewardrouter.rewards.registry import last_boxed
 
-# What may stand between two boxes of one multi-part answer.
+# What may stand between two boxes of one multi-part answer: connectors, and at most two words
+# besides them (units, "for part (a)") when "and", "or", a comma or a semicolon joins the parts.
 _CONNECTOR = re.compile(
-    r"(?:\s|\$|\\[\[\]()]|[,;.&:]|\\\\|\\q?quad\b|\\[,;:! ]|\band\b|\bor\b"
-    r"|\\text\{\s*(?:and|or|,)?\s*\}|[a-zA-Z](?:_\{?\w{1,3}\}?)?\s*=)*"
+    r"\s|\$|\\[\[\]()]|[,;.&:]|\\\\|\\q?quad\b|\\[,;:! ]|\band\b|\bor\b|\(\w\)"
+    r"|\\text\{|\}|[a-zA-Z](?:_\{?\w{1,3}\}?)?\s*="
 )
-_MAX_CONNECTOR = 40
+_JOINER = re.compile(r"\band\b|\bor\b|[,;]")
+_WORD = re.compile(r"[A-Za-z]{1,12}")
+_MAX_WORDS = 2
+# Words that take an answer back instead of adding a part: "\boxed{1} or rather \boxed{2}".
+_REVISION = frozenset(
+    {"rather", "actually", "wait", "no", "not", "instead", "then", "maybe", "perhaps", "hmm"}
+)
+_MAX_CONNECTOR = 60
 _MAX_PARTS = 16
+
+
+def _joins(gap: str) -> bool:
+    """Whether ``gap``, the text between two boxes, joins them into one multi-part answer."""
+    if len(gap) > _MAX_CONNECTOR:
+        return False
+    rest = _CONNECTOR.sub(" ", gap).split()
+    if not rest:
+        return True
+    words = [w for w in rest if _WORD.fullmatch(w) and w.lower() not in _REVISION]
+    return len(words) == len(rest) <= _MAX_WORDS and _JOINER.search(gap) is not None
 
 
 def _box_at(text: str, start: int) -> tuple[str, int] | None:
@@ -32,15 +51,9 @@ def _box_at(text: str, start: int) -> tuple[str, int] | None:
     return content, brace + len(content) + 2
 
 
-def final_boxes(text: str) -> list[str] | None:
-    """Contents of the final run of boxes, first to last; None when the last box is missing or
-    cut off before its closing brace.
-
-    >>> final_boxes("so $x = \\\\boxed{2}$ and $x = \\\\boxed{3}$.")
-    ['2', '3']
-    >>> final_boxes("first \\\\boxed{3}, then on reflection \\\\boxed{4}")
-    ['4']
-    """
+def final_run(text: str) -> tuple[list[str], int] | None:
+    """Contents of the final run of boxes, first to last, and where the run starts; None when the
+    last box is missing or cut off before its closing brace."""
     last = last_boxed(text)
     if last is None:
         return None
@@ -54,20 +67,35 @@ def final_boxes(text: str) -> list[str] | None:
         if found is None:
             break
         content, end = found
-        gap = text[end:start]
-        if len(gap) > _MAX_CONNECTOR or not _CONNECTOR.fullmatch(gap):
+        if not _joins(text[end:start]):
             break
         parts.append(content)
         start = before
     parts.reverse()
-    return parts
+    return parts, start
+
+
+def final_boxes(text: str) -> list[str] | None:
+    """Contents of the final run of boxes, first to last; None when the last box is missing or
+    cut off before its closing brace.
+
+    >>> final_boxes("so $x = \\\\boxed{2}$ and $x = \\\\boxed{3}$.")
+    ['2', '3']
+    >>> final_boxes("first \\\\boxed{3}, then on reflection \\\\boxed{4}")
+    ['4']
+    """
+    run = final_run(text)
+    return run[0] if run is not None else None
+
+
+def joined(parts: list[str]) -> str:
+    """Several answer parts as one answer: joined with ``", "``, repeated parts once."""
+    distinct = list(dict.fromkeys(p.strip() for p in parts))
+    return distinct[0] if len(distinct) == 1 else ", ".join(distinct)
 
 
 def final_answer(text: str) -> str | None:
-    """The final boxed answer as one string: a run of boxes is joined with ``", "`` (repeated
-    parts once); None without a complete last box."""
+    """The final boxed answer as one string (a run of boxes :func:`joined`); None without a
+    complete last box."""
     parts = final_boxes(text)
-    if parts is None:
-        return None
-    distinct = list(dict.fromkeys(p.strip() for p in parts))
-    return distinct[0] if len(distinct) == 1 else ", ".join(distinct)
+    return joined(parts) if parts is not None else None

@@ -17,7 +17,7 @@ from rewardrouter.rewards.squad import normalize_answer
 _LETTER = (
     r"(?:\*\*|\$|\\text(?:bf)?\{|\\mathrm\{)?\s*"
     r"(?:\(\s*(?P<paren>[A-Za-z])\s*\)|\[\s*(?P<bracket>[A-Za-z])\s*\]|(?P<bare>[A-Za-z]))"
-    r"(?![A-Za-z0-9'’])"
+    r"(?![A-Za-z0-9'\u2019])"
 )
 # What leads into the chosen letter: "the answer is", "Answer:", "final choice:", "the correct
 # option is", "I'd go with", "I pick / choose / select", "which leaves", "opt for".

@@ -270,17 +270,26 @@ def math_verify_match(answer: str, gold: str) -> bool:
 def free_form_match(text: str, golds: Sequence[str]) -> bool:
     """Whether the answer math-verify extracts from free ``text`` equals any of ``golds``.
 
-    math-verify's own extraction: ``final answer is``, ``Answer:``, else the last LaTeX or number.
+    math-verify's own extraction (``final answer is``, ``Answer:``, else the last LaTeX or
+    number); the text it extracts is compared by the exact rules where they decide, and by
+    math-verify's verdict otherwise.
     """
     from math_verify import parse, verify
 
     with _timeouts_as_errors():
         found = parse(text, parsing_timeout=None)
-        return bool(found) and any(
-            verify(_parsed(clean_answer(g)), found, timeout_seconds=None)
-            for g in golds
-            if g.strip()
-        )
+        if not found:
+            return False
+        extracted = found[-1] if isinstance(found[-1], str) else None
+        for gold in golds:
+            if not gold.strip():
+                continue
+            decided = quick_verdict(extracted, gold) if extracted else None
+            if decided is None:
+                decided = bool(verify(_parsed(clean_answer(gold)), found, timeout_seconds=None))
+            if decided:
+                return True
+        return False
 
 
 # --------------------------------------------------------------------------------------- verdicts

@@ -12,6 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from rewardrouter.rewards.boxes import final_answer
+from rewardrouter.rewards.statements import stated_answer
 
 THINK_END = "</think>"
 
@@ -25,13 +26,29 @@ def _number_text(value: int | float) -> str:
     return str(value)
 
 
+# A label longer than this without a box is a worked solution when it states its final answer.
+_SOLUTION_CHARS = 100
+
+
+def _answer_of(text: str) -> str:
+    """The answer a label holds: its final boxed answer, the final answer a worked solution
+    states, or the label itself."""
+    if "\\boxed" in text or "\\fbox" in text:
+        return final_answer(text) or text
+    if len(text) > _SOLUTION_CHARS:
+        stated = stated_answer(text)
+        if stated is not None:
+            return stated[0]
+    return text
+
+
 def label_texts(label: Any, *, unbox: bool = True) -> list[str] | None:
     """The non-blank strings a response is compared against, or ``None`` when there are none.
 
     A list or tuple label accepts any of its entries; numbers are spelled plainly (``0.5``, never
     ``5e-01``); with ``unbox`` a label holding ``\\boxed{...}`` is replaced by its final boxed
-    answer (:func:`~rewardrouter.rewards.boxes.final_answer`: the last box, or the last run of
-    boxes of a multi-part answer). ``None``, blank strings and empty lists give ``None``.
+    answer (:func:`~rewardrouter.rewards.boxes.final_answer`, a run of boxes included), and a
+    worked solution without a box by the final answer it states. ``None``, blank strings and empty lists give ``None``.
 
     >>> label_texts(["\\\\boxed{1/2}", 0.5, " "])
     ['1/2', '0.5']
@@ -42,8 +59,8 @@ def label_texts(label: Any, *, unbox: bool = True) -> list[str] | None:
         if item is None or isinstance(item, bool):
             continue
         text = _number_text(item) if isinstance(item, int | float) else str(item)
-        if unbox and "\\boxed" in text:
-            text = final_answer(text) or text
+        if unbox:
+            text = _answer_of(text)
         text = text.strip()
         if text:
             texts.append(text)

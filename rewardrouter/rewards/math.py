@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from rewardrouter.rewards.boxes import final_answer
-from rewardrouter.rewards.equivalence import answers_match, free_form_match
+from rewardrouter.rewards.boxes import final_run, joined
+from rewardrouter.rewards.equivalence import answers_match, free_form_match, quick_verdict
 from rewardrouter.rewards.labels import label_texts
 from rewardrouter.rewards.registry import BoxedAnswer, builtin
+from rewardrouter.rewards.statements import stated_answer
 
 # How much of the end of an unboxed response math-verify's own extraction reads.
 _FALLBACK_TAIL = 2000
@@ -22,18 +23,20 @@ def math_answer(
     *,
     extract: Literal["boxed", "any"] = "boxed",
 ) -> float | None:
-    """1.0 when the response's last ``\\boxed{}`` equals the label mathematically, else 0.0.
+    """1.0 when the response's final answer equals the label mathematically, else 0.0.
 
-    Contract: the answer is the content of the last complete ``\\boxed{}`` / ``\\fbox{}`` (several
-    boxes: the last counts). With ``extract: any`` a response without a box is read as
-    math-verify reads it (``final answer is``, ``Answer:``, the last LaTeX or number of its last
-    2,000 characters); with the default ``boxed`` it scores 0.0. A box left open (the response was
-    cut mid-answer) scores 0.0 either way, never an earlier box. The label may be a number, LaTeX,
-    contain ``\\boxed{}``, or be a list of acceptable answers. Comparison is math-verify's verdict
-    (``0.5`` = ``\\frac{1}{2}`` = ``\\dfrac12``, sets, intervals, units, ``1{,}000``), reached by
-    exact and numeric checks where they decide and math-verify where they cannot (see
-    :mod:`~rewardrouter.rewards.equivalence`; a trailing ``%`` is ignored on both sides). Answers
-    over 1,000 characters score 0.0. ``None`` when the label is missing or blank. Under
+    Contract: the answer is the content of the last complete ``\\boxed{}`` / ``\\fbox{}``, or of
+    the last run of boxes joined by connectors only (``\\boxed{2} and \\boxed{3}`` answers
+    "2, 3"); see :mod:`~rewardrouter.rewards.boxes`. With ``extract: any`` an answer stated after
+    the last box (``The final answer is $X$``, ``Answer: X``) wins over it, and a response with
+    neither is read as math-verify reads it (the last LaTeX or number of its last 2,000
+    characters); with the default ``boxed`` a response without a box scores 0.0. A box left open
+    (the response was cut mid-answer) scores 0.0 either way, never an earlier box. The label may
+    be a number, LaTeX, contain ``\\boxed{}`` (all its boxes are its parts), be a solution that
+    states its final answer, or be a list of acceptable answers. Comparison: exact where the
+    rules of :mod:`~rewardrouter.rewards.equivalence` decide (numbers, radicals, sets, tuples,
+    intervals, inequalities, matrices, percentages, units), math-verify's verdict elsewhere.
+    Answers over 1,000 characters score 0.0. ``None`` when the label is missing or blank. Under
     ``boxed_math`` the router hands over the box's content and it is graded as the answer.
     CPU-heavy: math-verify's own SIGALRM timeouts are off; the executor's deadline bounds it.
     """
@@ -42,9 +45,23 @@ def math_answer(
         return None
     if isinstance(response, BoxedAnswer):
         return float(answers_match(response, golds))
-    answer = final_answer(response)
-    if answer is not None:
-        return float(answers_match(answer, golds))
-    if extract == "any" and "\\boxed" not in response and "\\fbox" not in response:
-        return float(free_form_match(response[-_FALLBACK_TAIL:], golds))
-    return 0.0
+    run = final_run(response)
+    if extract == "any":
+        if run is None and ("\\boxed" in response or "\\fbox" in response):
+            return 0.0  # cut off inside its last box
+        tail = response[-_FALLBACK_TAIL:]
+        stated = stated_answer(tail)
+        if stated is not None:
+            at = len(response) - len(tail) + stated[1]
+            if run is None or at > run[1]:
+                # what the statement says, where the exact rules decide; else math-verify reads
+                # the statement as it reads free text ("Answer: Jane started 3 hours ago.")
+                decided = [quick_verdict(stated[0], g) for g in golds]
+                if any(decided):
+                    return 1.0
+                if all(d is False for d in decided):
+                    return 0.0
+                return float(free_form_match(tail[stated[1] :], golds))
+        if run is None:
+            return float(free_form_match(tail, golds))
+    return float(run is not None and answers_match(joined(run[0]), golds))
