@@ -153,6 +153,7 @@ _UNIT = re.compile(
     rf"(?<=[\d}}.)\s])\s*(?:{_UNIT_GROUP}|(?<=[\d\s])[A-Za-z]{{2,}}(?:\s+[A-Za-z]{{2,}})?)"
     rf"(?:\s*\^\s*(?:\{{\s*\d\s*\}}|\d))?(?:\s*/\s*(?:{_UNIT_GROUP}|[A-Za-z]{{1,}}))?\s*$"
 )
+_SPACE_BEFORE_UNIT = re.compile(r"\\[,;:! ]\s*(?=\\(?:text|textnormal|mbox|mathrm|textrm)\b)")
 _GROUPED = re.compile(
     r"(?<![\d.])([1-9]\d{0,2})((?:(?:\{,\}|,\\!|\\,|\\;|\\:|\\ |~|\s)\s?\d{3})+)(?![\d])"
 )
@@ -191,6 +192,7 @@ def normalize(text: str) -> tuple[str, bool]:
     if match and match.start() > 0:
         text, percent = text[: match.start()].rstrip(), True
     text = _CURRENCY_SUFFIX.sub("", _CURRENCY_PREFIX.sub("", text))
+    text = _SPACE_BEFORE_UNIT.sub(" ", text)
     for _ in range(2):
         match = _UNIT.search(text)
         if match is None or match.start() == 0:

@@ -185,14 +185,16 @@ def _collections(gold: Collection, answer: Collection) -> bool | None:
 
 
 def _scalar_against_list(scalar: Form, listed: Collection) -> bool | None:
+    """A single answer against a set or list: as the set holding it (``5`` against ``\\{5, 6\\}``
+    is unequal), after reading a bare pair with a decimal comma."""
     decimal = as_decimal_comma(listed)
     if decimal is not None and compare_forms(scalar, decimal):
         return True  # 0,111 for 0.111
     return _sets((scalar,), listed.items)
 
 
-def _is_list(form: Form) -> TypeGuard[Collection]:
-    return isinstance(form, Collection) and form.kind == "list"
+def _is_unordered(form: Form) -> TypeGuard[Collection]:
+    return isinstance(form, Collection) and form.kind in ("list", "set")
 
 
 def compare_forms(gold: Form, answer: Form) -> bool | None:
@@ -214,9 +216,9 @@ def compare_forms(gold: Form, answer: Form) -> bool | None:
         return None
     if isinstance(gold, Collection) and isinstance(answer, Collection):
         return _collections(gold, answer)
-    if _is_list(answer) and isinstance(gold, Number | Text):
+    if _is_unordered(answer) and isinstance(gold, Number | Text):
         return _scalar_against_list(gold, answer)
-    if _is_list(gold) and isinstance(answer, Number | Text):
+    if _is_unordered(gold) and isinstance(answer, Number | Text):
         return _scalar_against_list(answer, gold)
     if isinstance(gold, Union) and isinstance(answer, Union):
         return True if _sets(gold.parts, answer.parts) else None
