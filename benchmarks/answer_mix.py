@@ -177,7 +177,10 @@ def _percent(rng: random.Random) -> Problem:
 def _degrees(rng: random.Random) -> Problem:
     n = rng.choice([30, 45, 60, 72, 90, 108, 120, 135, 150])
     return Problem(
-        "degrees", f"{n}^\\circ", (str(n), f"{n}^{{\\circ}}"), (f"{n + 10}^\\circ", f"{n // 2}^\\circ")
+        "degrees",
+        f"{n}^\\circ",
+        (str(n), f"{n}^{{\\circ}}"),
+        (f"{n + 10}^\\circ", f"{n // 2}^\\circ"),
     )
 
 
@@ -312,10 +315,18 @@ def choice_group(rng: random.Random, size: int, group: int) -> list[Sample]:
     for _ in range(size):
         right = rng.random() < 0.5
         letter = correct if right else rng.choice(others)
-        text = f"{chain_of_thought(rng, 600)}\n\n{rng.choice(_CHOICE_ENDINGS).format(letter=letter)}"
+        text = (
+            f"{chain_of_thought(rng, 600)}\n\n{rng.choice(_CHOICE_ENDINGS).format(letter=letter)}"
+        )
         samples.append(
-            Sample(f"Question {group}", text, correct, {"dataset": "gpqa"}, group_index=group,
-                   correct=right)  # fmt: skip
+            Sample(
+                f"Question {group}",
+                text,
+                correct,
+                {"dataset": "gpqa"},
+                group_index=group,
+                correct=right,
+            )
         )
     return samples
 
@@ -335,8 +346,14 @@ def qa_group(rng: random.Random, size: int, group: int) -> list[Sample]:
         answer = right_answer if right else wrong_answer
         text = f"<think>{chain_of_thought(rng, 300)}</think>\n{answer}"
         samples.append(
-            Sample(f"Question {group}", text, right_answer, {"dataset": "squad"},
-                   group_index=group, correct=right)  # fmt: skip
+            Sample(
+                f"Question {group}",
+                text,
+                right_answer,
+                {"dataset": "squad"},
+                group_index=group,
+                correct=right,
+            )
         )
     return samples
 
