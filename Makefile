@@ -6,6 +6,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TORCH_SPEC ?= torch==2.13.0
+# Released trainer packages the integration tests drive, installed without their dependency
+# pins (which would replace torch and transformers); what their tested code imports is the
+# `frameworks` extra. A constraints file keeps every install on $(TORCH_SPEC).
+FRAMEWORKS := verl==0.9.1 openrlhf==0.11.2 tensordict==0.10.0
 
 .PHONY: run test lint schema bench clean
 
@@ -13,7 +17,9 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "$(TORCH_SPEC)"
-	$(BIN)/pip install --quiet -e ".[dev]"
+	echo "$(TORCH_SPEC)" > $(VENV)/constraints.txt
+	$(BIN)/pip install --quiet -c $(VENV)/constraints.txt -e ".[dev,frameworks]"
+	$(BIN)/pip install --quiet --no-deps $(FRAMEWORKS)
 	touch $(STAMP)
 
 run: $(STAMP)

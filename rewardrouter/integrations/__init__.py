@@ -7,12 +7,13 @@ slime      :mod:`~rewardrouter.integrations.slime`: ``custom_rm``,
 vime       ``batched_custom_rm``, ``post_process_rewards``
 miles      :mod:`~rewardrouter.integrations.miles`: the same, honouring ``reward_spec``
 verl       :mod:`~rewardrouter.integrations.verl`: ``compute_score`` (single and batch),
-           ``compute_score_async``
+           ``compute_score_async``, the ``rewardrouter`` advantage estimator
+           (``compute_advantage``, registered with verl on import)
 TRL        :mod:`~rewardrouter.integrations.trl`: ``reward_function(config, ...)``
 =========  =========================================================================
 
-Each module is imported on its own, by the path the framework is given; none imports its
-framework. The config comes from the framework's arguments or from the ``REWARDROUTER_CONFIG``
+Each module is imported on its own, by the path the framework is given; none needs its
+framework installed (the verl module registers its estimator when verl is there). The config comes from the framework's arguments or from the ``REWARDROUTER_CONFIG``
 environment variable (overrides: ``REWARDROUTER_OVERRIDES``), and is compiled once per process.
 """
 

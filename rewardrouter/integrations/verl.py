@@ -1,47 +1,71 @@
-"""verl: ``custom_reward_function`` entry points that route by ``data_source``.
+"""verl: a reward function that routes each row by its ``data_source``, and an advantage estimator.
 
-Hydra overrides for ``verl.trainer.main_ppo``::
+Hydra overrides for ``verl.trainer.main_ppo`` (verl 0.9)::
 
-    custom_reward_function.path=pkg://rewardrouter.integrations.verl
-    custom_reward_function.name=compute_score
-    +custom_reward_function.reward_kwargs.rewardrouter_config=/abs/path/router.yaml
+    reward.custom_reward_function.path=pkg://rewardrouter.integrations.verl
+    reward.custom_reward_function.name=compute_score
+    +reward.custom_reward_function.reward_kwargs.rewardrouter_config=/abs/path/router.yaml
+    algorithm.adv_estimator=rewardrouter                       # optional: the config's advantages
+    +algorithm.rewardrouter_config=/abs/path/router.yaml       # where that estimator runs
 
-(or export ``REWARDROUTER_CONFIG`` where the reward workers run). One function serves every reward
-manager: the ``naive``/``dapo`` managers call it per sample,
-``compute_score(data_source=..., solution_str=..., ground_truth=..., extra_info=...)``;
-``reward_model.reward_manager=batch`` calls it once per batch with ``data_sources``,
-``solution_strs``, ``ground_truths``, ``extra_infos``; the asynchronous reward loop may await
-:func:`compute_score_async` instead.
+(or export ``REWARDROUTER_CONFIG`` where verl's workers run). verl before 0.9 reads the reward
+function from the top-level ``custom_reward_function.*``; 0.9 ignores that key and silently grades
+with its own default, so a launch that names rewardrouter there stops with the fix (see
+:mod:`._verl_launch`; ``python -m rewardrouter.integrations.verl <overrides>`` checks any launch
+and then runs ``main_ppo`` unchanged).
 
-Each row becomes a sample: ``response`` = the solution string, ``label`` = the ground truth,
-``metadata`` = ``extra_info`` plus ``data_source`` (so ``route_by`` must list ``data_source``,
-as the default does; ``extra_info`` may carry ``rm_type`` to override a row's route). The
-remaining keyword arguments (``reward_kwargs``) are the ``args`` reward functions receive.
+**Rewards.** verl's reward managers call :func:`compute_score` per row,
+``compute_score(data_source=..., solution_str=..., ground_truth=..., extra_info=...)``, from
+executor threads (or await :func:`compute_score_async`); the ``batch`` manager of older releases
+calls it once per batch with ``data_sources``, ``solution_strs``, ``ground_truths``,
+``extra_infos``. Each row becomes a sample: ``response`` = the solution string, ``label`` = the
+ground truth, ``metadata`` = ``extra_info`` plus ``data_source`` (keep ``data_source`` in
+``route_by``; an ``rm_type`` in ``extra_info`` overrides the route). The remaining keyword
+arguments (``reward_kwargs``) are the ``args`` reward functions receive. The route's ``shaping``
+stages apply to the reward (stages verl cannot feed are refused when the router compiles).
 
-Every result is ``{"score": reward, "scored": 1.0 | 0.0}``: verl trains on ``score`` and logs
-every key, so every row carries the same keys. verl has no "no reward": a row whose terms all
-returned None, or whose failure ``on_error`` resolved, has ``scored`` 0.0 (and ``score`` 0.0 when
-no value was produced), which verl logs next to the reward.
+Every row returns the same keys, which verl keeps as ``reward_extra_info`` (dumped with each
+rollout, averaged per data source in validation metrics):
+
+- ``score``: the training reward (0.0 when there is none: verl has no "no reward");
+- ``scored``: 1.0 when the route's terms produced it (status ``ok``), else 0.0;
+- ``route``, ``status``: the route's name and the status (strings);
+- ``status/<s>`` for ``skipped``, ``error``, ``timeout``, ``invalid``: 1.0 when the row has it;
+- ``<route>/<term>``: each configured term's value on its route's rows, ``None`` elsewhere.
+
+**Advantages.** Importing this module registers ``rewardrouter`` in verl's advantage-estimator
+registry (rewardrouter declares it as a ``verl.plugins`` entry point, so every verl process
+imports it, the trainer's included): ``algorithm.adv_estimator=rewardrouter`` runs the config's
+``post_process`` chain on the trainer's device, grouped by ``uid``. See
+:mod:`._verl_advantage`.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any
 
+from rewardrouter.integrations import _verl_advantage, _verl_launch
+from rewardrouter.integrations._route_shaping import VERL, check_route_shaping, shape_rewards
 from rewardrouter.integrations._router_cache import shared_router
 from rewardrouter.integrations._source import CONFIG_FIELD, OVERRIDES_FIELD, config_source
 from rewardrouter.results import RewardResult
 from rewardrouter.router import Router
 from rewardrouter.sample import Sample
 
-__all__ = ["DATA_SOURCE_FIELD", "compute_score", "compute_score_async"]
+__all__ = ["DATA_SOURCE_FIELD", "compute_advantage", "compute_score", "compute_score_async"]
 
 #: The metadata field that carries verl's ``data_source`` (listed in the default ``route_by``).
 DATA_SOURCE_FIELD = "data_source"
 
-Score = dict[str, float]
+#: Statuses that get a numeric column of their own (1.0 on the rows that have them).
+STATUS_COLUMNS = ("skipped", "error", "timeout", "invalid")
+
+compute_advantage = _verl_advantage.compute_advantage
+
+Score = dict[str, Any]
 
 
 def _rows(
@@ -67,9 +91,30 @@ def _sample(data_source: Any, solution: Any, ground_truth: Any, extra_info: Any)
     return Sample(response=solution or "", label=ground_truth, metadata=metadata)
 
 
-def _score(result: RewardResult) -> Score:
-    reward = result.reward
-    return {"score": 0.0 if reward is None else reward, "scored": float(result.status == "ok")}
+def _term_columns(router: Router) -> dict[str, None]:
+    """A ``<route>/<term>`` column per configured term, all ``None`` (filled per row)."""
+    return {
+        f"{name}/{term.name}": None for name, route in router.routes.items() for term in route.terms
+    }
+
+
+def _scores(router: Router, results: list[RewardResult]) -> list[Score]:
+    shaped = shape_rewards(router, [r.reward for r in results], [r.route for r in results])
+    empty = _term_columns(router)
+    scores = []
+    for result, reward in zip(results, shaped, strict=True):
+        score: Score = {
+            "score": 0.0 if reward is None else reward,
+            "scored": float(result.status == "ok"),
+            "route": result.route,
+            "status": result.status,
+        }
+        score.update({f"status/{s}": float(result.status == s) for s in STATUS_COLUMNS})
+        score.update(empty)
+        if result.route in router.routes:  # a sample's rm_type / custom_rm_path has no column
+            score.update({f"{result.route}/{t}": v for t, v in result.terms.items()})
+        scores.append(score)
+    return scores
 
 
 def _prepare(
@@ -81,6 +126,7 @@ def _prepare(
         if name in kwargs
     }
     router = shared_router(config_source(kwargs, "reward_kwargs"))
+    check_route_shaping(router, VERL)
     samples, is_batch = _rows(data_source, solution_str, ground_truth, extra_info, batch)
     kwargs.pop(CONFIG_FIELD, None)
     kwargs.pop(OVERRIDES_FIELD, None)
@@ -98,15 +144,12 @@ def compute_score(
 
     >>> compute_score(data_source="openai/gsm8k", solution_str="#### 72", ground_truth="72",
     ...               rewardrouter_config="router.yaml")  # doctest: +SKIP
-    {'score': 1.0, 'scored': 1.0}
-    >>> compute_score(data_sources=["openai/gsm8k"], solution_strs=["#### 7"],
-    ...               ground_truths=["72"], extra_infos=[{}])  # doctest: +SKIP
-    [{'score': 0.1, 'scored': 1.0}]
+    {'score': 1.0, 'scored': 1.0, 'route': 'gsm8k', 'status': 'ok', ..., 'gsm8k/correct': 1.0}
     """
     router, samples, is_batch, args = _prepare(
         data_source, solution_str, ground_truth, extra_info, kwargs
     )
-    scores = [_score(r) for r in router.score_sync(samples, args=args)]
+    scores = _scores(router, list(router.score_sync(samples, args=args)))
     return scores if is_batch else scores[0]
 
 
@@ -121,5 +164,12 @@ async def compute_score_async(
     router, samples, is_batch, args = _prepare(
         data_source, solution_str, ground_truth, extra_info, kwargs
     )
-    scores = [_score(r) for r in await router.score(samples, args=args)]
+    scores = _scores(router, list(await router.score(samples, args=args)))
     return scores if is_batch else scores[0]
+
+
+if __name__ == "__main__":
+    _verl_launch.main()
+else:
+    _verl_launch.stop_ignored_launch(sys.argv[1:])
+    _verl_advantage.register()

@@ -1,34 +1,54 @@
-"""verl contract: ``compute_score`` called the way verl's reward managers call it.
+"""verl contract, judged by verl 0.9.1 itself: its config, its loader, its reward loop, its trainer.
 
-verl wraps the function named by ``custom_reward_function.path/name`` so that every call gets
-``reward_kwargs`` merged into its keyword arguments; the naive and dapo managers call it per row
-with ``data_source=, solution_str=, ground_truth=, extra_info=``, the batch manager once with
-``data_sources=, solution_strs=, ground_truths=, extra_infos=`` (numpy object arrays for the
-non-tensor columns), the asynchronous reward loop from executor threads or by awaiting it. A dict
-result must hold ``score``, and every row the same keys (verl logs each key as a column). The
-config is the shipped ``examples/verl`` one, with its own reward module.
+Every launch line here is composed from verl's own Hydra config tree; the reward function is
+loaded by verl's ``get_custom_reward_fn`` (which merges ``reward_kwargs`` into each call); the
+reward loop test runs verl's ``RewardLoopManager`` with its Ray ``RewardLoopWorker`` s and the
+``naive`` manager on a local Ray; the estimator runs through verl's ``compute_advantage``.
+Rewards are compared row by row with the router's own. The config is the shipped
+``examples/verl`` one, with its own reward module.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-from collections.abc import Callable, Iterator
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+import torch
+import verl
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
+from verl import DataProto
+from verl.trainer.ppo.core_algos import get_adv_estimator_fn
+from verl.trainer.ppo.ray_trainer import compute_advantage
+from verl.trainer.ppo.reward import get_custom_reward_fn
 
-import rewardrouter.integrations.verl as verl_module
-from rewardrouter import ConfigError
+from rewardrouter import ConfigError, Sample, compile_router, load_config
+from rewardrouter.advantage import group_advantages
 from rewardrouter.integrations._router_cache import close_shared
-from rewardrouter.integrations.verl import compute_score, compute_score_async
+from rewardrouter.integrations._verl_launch import layout_problems
+from rewardrouter.integrations.verl import compute_score
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "verl"
-REWARD_KWARGS = {"rewardrouter_config": str(EXAMPLE / "router.yaml")}
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "verl"
+ROUTER = EXAMPLE / "router.yaml"
+VERL_CONFIG = Path(verl.__file__).parent / "trainer" / "config"
+FUNCTION = [
+    "reward.custom_reward_function.path=pkg://rewardrouter.integrations.verl",
+    "reward.custom_reward_function.name=compute_score",
+    f"+reward.custom_reward_function.reward_kwargs.rewardrouter_config={ROUTER}",
+]
+
+#: The same lines in the layout of verl before 0.9.
+LEGACY = [re.sub(r"^(\+?)reward\.", r"\1", o) for o in FUNCTION]
 
 
 @pytest.fixture(autouse=True)
@@ -39,13 +59,16 @@ def _isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     close_shared()
 
 
-def _call_with_kwargs(raw_fn: Callable[..., Any], extra: dict[str, Any], **kwargs: Any) -> Any:
-    """What verl's ``get_custom_reward_fn`` wraps the function in: reward_kwargs win."""
-    return raw_fn(**{**kwargs, **extra})
+def verl_config(*overrides: str) -> DictConfig:
+    """verl's ``ppo_trainer`` config with ``overrides``, composed as ``main_ppo`` composes it."""
+    with initialize_config_dir(config_dir=str(VERL_CONFIG), version_base=None):
+        return compose("ppo_trainer", overrides=list(overrides))
 
 
-def verl_wrapped(fn: Callable[..., Any] = compute_score) -> Callable[..., Any]:
-    return partial(_call_with_kwargs, fn, REWARD_KWARGS)
+@pytest.fixture(scope="module")
+def loaded() -> Any:
+    """``compute_score`` as verl's own loader hands it to the reward managers."""
+    return get_custom_reward_fn(verl_config(*FUNCTION))
 
 
 def extra_info(**fields: Any) -> dict[str, Any]:
@@ -69,62 +92,83 @@ ROWS = [
         id="extra_info_rm_type_overrides_the_route",
     ),
 ]
+TERMS = ["gsm8k/correct", "math/correct", "squad/correct"]
+COLUMNS = {
+    "score",
+    "scored",
+    "route",
+    "status",
+    *(f"status/{s}" for s in ("skipped", "error", "timeout", "invalid")),
+    *TERMS,
+}
 
 
 @pytest.mark.parametrize(("source", "solution", "truth", "extra", "expected"), ROWS)
-def test_single_row_as_the_naive_manager_calls_it(
-    source: str, solution: str, truth: str, extra: dict[str, Any] | None, expected: float
+def test_rows_loaded_by_verl_score_as_the_router(
+    loaded: Any,
+    source: str,
+    solution: str,
+    truth: str,
+    extra: dict[str, Any] | None,
+    expected: float,
 ) -> None:
-    result = verl_wrapped()(
-        data_source=source, solution_str=solution, ground_truth=truth, extra_info=extra
-    )
-    assert result == {"score": pytest.approx(expected), "scored": 1.0}
+    result = loaded(data_source=source, solution_str=solution, ground_truth=truth, extra_info=extra)
+    assert set(result) == COLUMNS
+    assert result["score"] == pytest.approx(expected)
+    assert (result["scored"], result["status"]) == (1.0, "ok")
 
 
-def test_single_row_positional() -> None:
-    result = compute_score("openai/gsm8k", "#### 72", "72", None, **REWARD_KWARGS)
-    assert result == {"score": 1.0, "scored": 1.0}
-
-
-def batch_columns() -> dict[str, Any]:
-    """The batch manager's arguments: numpy object arrays for the non-tensor columns."""
-    rows = [p.values for p in ROWS]
-    return {
-        "data_sources": np.array([r[0] for r in rows], dtype=object),
-        "solution_strs": [r[1] for r in rows],
-        "ground_truths": [r[2] for r in rows],
-        "extra_infos": np.array([r[3] or {} for r in rows], dtype=object),
+def test_extra_info_names_route_status_and_terms(loaded: Any) -> None:
+    right = loaded(data_source="openai/gsm8k", solution_str="#### 72", ground_truth="72")
+    assert right == {
+        "score": 1.0,
+        "scored": 1.0,
+        "route": "gsm8k",
+        "status": "ok",
+        "status/skipped": 0.0,
+        "status/error": 0.0,
+        "status/timeout": 0.0,
+        "status/invalid": 0.0,
+        "gsm8k/correct": 1.0,
+        "math/correct": None,
+        "squad/correct": None,
     }
-
-
-def test_batch_as_the_batch_manager_calls_it() -> None:
-    results = verl_wrapped()(**batch_columns())
-    assert [r["score"] for r in results] == pytest.approx([p.values[4] for p in ROWS])
-    assert {tuple(sorted(r)) for r in results} == {("score", "scored")}
-
-
-def test_batch_positional() -> None:
-    columns = batch_columns()
-    results = compute_score(*columns.values(), **REWARD_KWARGS)
-    assert isinstance(results, list)
-    assert [r["score"] for r in results] == pytest.approx([p.values[4] for p in ROWS])
-
-
-def test_rows_nothing_applies_to_score_zero_and_say_so() -> None:
-    """exact_match is not applicable without a label: verl gets 0.0, and scored 0.0 tells."""
-    results = verl_wrapped()(
-        data_sources=["rajpurkar/squad", "rajpurkar/squad"],
-        solution_strs=["Paris", "Paris"],
-        ground_truths=[None, "Paris"],
-        extra_infos=[{}, {}],
+    by_type = loaded(
+        data_source="rajpurkar/squad",
+        solution_str="\\boxed{Paris}",
+        ground_truth="Paris",
+        extra_info={"rm_type": "boxed_exact_match"},
     )
-    assert results == [{"score": 0.0, "scored": 0.0}, {"score": 1.0, "scored": 1.0}]
+    assert set(by_type) == set(right)  # verl stacks every row's keys into one column each
+    assert by_type["route"] == "rm_type:boxed_exact_match"
+
+
+def test_rows_nothing_applies_to_score_zero_and_say_so(loaded: Any) -> None:
+    """exact_match is not applicable without a label: verl gets 0.0, and the columns tell."""
+    result = loaded(data_source="rajpurkar/squad", solution_str="Paris", ground_truth=None)
+    assert (result["score"], result["scored"], result["status"]) == (0.0, 0.0, "skipped")
+    assert result["status/skipped"] == 1.0
+
+
+def test_batch_form_of_older_verl(loaded: Any) -> None:
+    """Older verl's ``batch`` manager: one call, numpy object arrays for non-tensor columns."""
+    rows = [p.values for p in ROWS]
+    results = loaded(
+        data_sources=np.array([r[0] for r in rows], dtype=object),
+        solution_strs=[r[1] for r in rows],
+        ground_truths=[r[2] for r in rows],
+        extra_infos=np.array([r[3] or {} for r in rows], dtype=object),
+    )
+    assert [r["score"] for r in results] == pytest.approx([r[4] for r in rows])
 
 
 def test_awaited_by_the_reward_loop() -> None:
-    call = verl_wrapped(compute_score_async)
+    config = verl_config(
+        *FUNCTION[:1], "reward.custom_reward_function.name=compute_score_async", *FUNCTION[2:]
+    )
+    loaded = get_custom_reward_fn(config)
     result = asyncio.run(
-        call(
+        loaded(
             data_source="openai/gsm8k",
             solution_str="#### 72",
             ground_truth="72",
@@ -133,15 +177,14 @@ def test_awaited_by_the_reward_loop() -> None:
             reward_model_tokenizer=None,
         )
     )
-    assert result == {"score": 1.0, "scored": 1.0}
+    assert result["score"] == 1.0
 
 
-def test_called_from_many_executor_threads_at_once() -> None:
-    call = verl_wrapped()
+def test_called_from_many_executor_threads_at_once(loaded: Any) -> None:
     with ThreadPoolExecutor(max_workers=8) as pool:
         futures = [
             pool.submit(
-                call, data_source="openai/gsm8k", solution_str=f"#### {n}", ground_truth="7"
+                loaded, data_source="openai/gsm8k", solution_str=f"#### {n}", ground_truth="7"
             )
             for n in range(32)
         ]
@@ -149,23 +192,26 @@ def test_called_from_many_executor_threads_at_once() -> None:
     assert scores == [1.0 if n == 7 else 0.1 for n in range(32)]
 
 
-def test_loaded_from_its_file_like_older_verl_does() -> None:
-    """``custom_reward_function.path=<file>``: verl execs the file under a made-up module name."""
-    spec = importlib.util.spec_from_file_location("custom_module_123", verl_module.__file__)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    loaded = partial(_call_with_kwargs, module.compute_score, REWARD_KWARGS)
-    assert loaded(data_source="openai/gsm8k", solution_str="#### 72", ground_truth="72") == {
-        "score": 1.0,
-        "scored": 1.0,
-    }
+def test_loaded_by_file_path_as_verl_allows() -> None:
+    """``path=<file>``: verl execs the file under a made-up module name."""
+    import rewardrouter.integrations.verl as module
+
+    config = verl_config(f"reward.custom_reward_function.path={module.__file__}", *FUNCTION[1:])
+    loaded = get_custom_reward_fn(config)
+    assert (
+        loaded(data_source="openai/gsm8k", solution_str="#### 72", ground_truth="72")["score"]
+        == 1.0
+    )
 
 
 def test_config_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("REWARDROUTER_CONFIG", REWARD_KWARGS["rewardrouter_config"])
+    monkeypatch.setenv("REWARDROUTER_CONFIG", str(ROUTER))
     monkeypatch.setenv("REWARDROUTER_OVERRIDES", "routes.gsm8k.rewards.correct.weight=2")
-    assert compute_score("openai/gsm8k", "#### 72", "72") == {"score": 2.0, "scored": 1.0}
+    loaded = get_custom_reward_fn(verl_config(*FUNCTION[:2]))
+    assert (
+        loaded(data_source="openai/gsm8k", solution_str="#### 72", ground_truth="72")["score"]
+        == 2.0
+    )
 
 
 @pytest.mark.parametrize(
@@ -182,3 +228,274 @@ def test_config_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_config_problems_raise_from_the_call(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         compute_score("openai/gsm8k", "#### 72", "72", None, **kwargs)
+
+
+# -- route shaping ---------------------------------------------------------------------------
+
+
+def shaped_router(tmp_path: Path, stage: str) -> Path:
+    path = tmp_path / "router.yaml"
+    path.write_text(
+        "route_by: [data_source]\n"
+        "routes:\n"
+        "  qa:\n"
+        "    rewards:\n"
+        "      correct: {kind: exact_match, weight: 1.0}\n"
+        "      bonus: {kind: exact_match, weight: 0.3333}\n"
+        f"    shaping: [{stage}]\n"
+    )
+    return path
+
+
+def test_route_shaping_applies_to_the_reward(tmp_path: Path) -> None:
+    config = shaped_router(tmp_path, "{kind: clip, max: 1.0}")
+    result = compute_score("qa", "Paris", "Paris", None, rewardrouter_config=str(config))
+    assert result["score"] == 1.0  # 1.3333 before the route's clip
+    assert (result["qa/correct"], result["qa/bonus"]) == (1.0, 1.0)  # terms stay raw
+
+
+@pytest.mark.parametrize(
+    ("stage", "message"),
+    [
+        pytest.param(
+            "{kind: overlong_penalty, max_len: 8, buffer: 2}",
+            r"routes\.qa\.shaping\[0\]: `overlong_penalty` needs each sample's `response_length`",
+            id="needs_lengths",
+        ),
+        pytest.param(
+            "{kind: custom, path: rr_stagefns.add_bonus}",
+            r"routes\.qa\.shaping\[0\]: a custom stage .* verl scores one row per call",
+            id="custom_sees_one_row",
+        ),
+    ],
+)
+def test_route_stages_verl_cannot_feed_are_refused(
+    tmp_path: Path, stage: str, message: str
+) -> None:
+    config = shaped_router(tmp_path, stage)
+    with pytest.raises(ConfigError, match=message):
+        compute_score("qa", "Paris", "Paris", None, rewardrouter_config=str(config))
+
+
+# -- launch lines ----------------------------------------------------------------------------
+
+
+def readme_overrides(readme: Path) -> list[str]:
+    """The Hydra overrides of the first ``main_ppo`` block of ``readme``, paths made real."""
+    block = re.search(r"```bash\n(.*?main_ppo.*?)```", readme.read_text(), re.S)
+    assert block is not None, f"{readme} has no main_ppo launch block"
+    words = block.group(1).replace("\\\n", " ").split()
+    return [
+        w.replace("/abs/path/examples/verl/", f"{EXAMPLE}/").replace("/abs/path/", f"{EXAMPLE}/")
+        for w in words
+        if re.match(r"^\+{0,2}[a-z_]+(\.\w+)+=", w)
+    ]
+
+
+@pytest.mark.parametrize(
+    "readme", [ROOT / "README.md", EXAMPLE / "README.md"], ids=lambda p: p.parent.name
+)
+def test_readme_launch_lines_are_what_verl_reads(readme: Path) -> None:
+    overrides = readme_overrides(readme)
+    assert layout_problems(overrides) == []
+    config = verl_config(*overrides)
+    assert config.reward.custom_reward_function.path == "pkg://rewardrouter.integrations.verl"
+    loaded = get_custom_reward_fn(config)
+    assert (
+        loaded(data_source="openai/gsm8k", solution_str="#### 72", ground_truth="72")["score"]
+        == 1.0
+    )
+    if "algorithm.adv_estimator=rewardrouter" in overrides:
+        assert get_adv_estimator_fn(config.algorithm.adv_estimator) is not None
+
+
+def test_the_older_layout_is_ignored_by_verl_and_refused_by_rewardrouter() -> None:
+    legacy = LEGACY
+    config = verl_config(*legacy)  # verl's Hydra accepts the keys ...
+    assert get_custom_reward_fn(config) is None  # ... and its loader never reads them
+    assert [p.path for p in layout_problems(legacy)] == [
+        "custom_reward_function.path",
+        "custom_reward_function.name",
+        "custom_reward_function.reward_kwargs.rewardrouter_config",
+    ]
+
+
+def run_python(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(EXAMPLE), *sys.path])}
+    return subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, timeout=240, env=env
+    )
+
+
+def test_verl_stops_at_import_when_launched_with_the_older_layout() -> None:
+    """The ``verl.plugins`` entry point loads rewardrouter when verl is imported: the launch
+    process stops before Ray starts, with the fix."""
+    legacy = LEGACY
+    done = run_python("-c", f"import sys; sys.argv = ['-m', *{legacy!r}]; import verl")
+    assert done.returncode != 0
+    assert "write `reward.custom_reward_function.path=pkg://rewardrouter.integrations.verl`" in (
+        done.stderr
+    )
+
+
+def test_launcher_checks_then_runs_main_ppo_unchanged() -> None:
+    legacy = run_python("-m", "rewardrouter.integrations.verl", "reward_model.reward_manager=batch")
+    assert legacy.returncode == 2
+    assert "verl >= 0.9 has no reward manager 'batch'" in legacy.stderr
+    overrides = readme_overrides(EXAMPLE / "README.md")
+    shown = run_python("-m", "rewardrouter.integrations.verl", *overrides, "--cfg", "job")
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert "path: pkg://rewardrouter.integrations.verl" in shown.stdout  # main_ppo's own compose
+
+
+# -- verl's reward loop on a local Ray -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A byte-level BPE tokenizer saved where verl's workers load it (no network)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=400,
+        special_tokens=["<pad>", "</s>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    tok.train_from_iterator([str(p.values[1]) for p in ROWS], trainer)
+    path = tmp_path_factory.mktemp("tokenizer")
+    PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<pad>", eos_token="</s>"
+    ).save_pretrained(path)
+    return path
+
+
+def reward_loop_batch(
+    tokenizer: Any, rows: list[tuple[str, str, str, dict[str, Any]]]
+) -> DataProto:
+    """What verl's rollout hands the reward loop: left-padded prompts, right-padded responses."""
+    n, prompt_len = len(rows), 2
+    encoded = [tokenizer.encode(r[1]) for r in rows]
+    response_len = max(len(ids) for ids in encoded)
+    pad = tokenizer.pad_token_id
+    prompts = torch.full((n, prompt_len), pad)
+    responses = torch.full((n, response_len), pad)
+    mask = torch.zeros((n, prompt_len + response_len), dtype=torch.long)
+    mask[:, prompt_len - 1] = 1
+    for i, ids in enumerate(encoded):
+        responses[i, : len(ids)] = torch.tensor(ids)
+        mask[i, prompt_len : prompt_len + len(ids)] = 1
+    return DataProto.from_dict(
+        tensors={"prompts": prompts, "responses": responses, "attention_mask": mask},
+        non_tensors={
+            "data_source": np.array([r[0] for r in rows], dtype=object),
+            "reward_model": np.array([{"ground_truth": r[2]} for r in rows], dtype=object),
+            "extra_info": np.array([r[3] for r in rows], dtype=object),
+        },
+    )
+
+
+def test_verl_reward_loop_on_ray_gives_the_routers_rewards(tokenizer_dir: Path) -> None:
+    import ray
+    from transformers import AutoTokenizer
+    from verl.experimental.reward_loop import RewardLoopManager
+
+    rows = [(p.values[0], p.values[1], p.values[2], p.values[3] or {}) for p in ROWS]
+    config = verl_config(
+        f"actor_rollout_ref.model.path={tokenizer_dir}", "reward.num_workers=2", *FUNCTION
+    )
+    path = os.pathsep.join([str(EXAMPLE), *sys.path])
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": path}},
+    )
+    try:
+        out = RewardLoopManager(config).compute_rm_score(
+            reward_loop_batch(AutoTokenizer.from_pretrained(tokenizer_dir), rows)
+        )
+    finally:
+        ray.shutdown()
+    samples = [
+        Sample(response=r[1], label=r[2], metadata={**r[3], "data_source": r[0]}) for r in rows
+    ]
+    with compile_router(load_config(ROUTER)) as router:
+        expected = list(router.score_sync(samples))
+    assert out.batch["rm_scores"].sum(dim=-1).tolist() == pytest.approx(
+        [r.reward for r in expected], rel=1e-6
+    )
+    assert out.non_tensor_batch["route"].tolist() == [r.route for r in expected]
+    assert set(out.meta_info["reward_extra_keys"]) == COLUMNS
+
+
+# -- the advantage estimator through verl's compute_advantage --------------------------------
+
+
+def advantage_batch(rewards: list[float], uids: list[str], lengths: list[int]) -> DataProto:
+    """Rows x tokens, the score on each row's last response token, as verl's reward step."""
+    width = max(lengths)
+    mask = torch.zeros((len(rewards), width), dtype=torch.float32)
+    token_rewards = torch.zeros((len(rewards), width), dtype=torch.float32)
+    for i, (reward, length) in enumerate(zip(rewards, lengths, strict=True)):
+        mask[i, :length] = 1
+        token_rewards[i, length - 1] = reward
+    return DataProto.from_dict(
+        tensors={"token_level_rewards": token_rewards, "response_mask": mask},
+        non_tensors={"uid": np.array(uids, dtype=object)},
+    )
+
+
+def estimate(config_path: Path, batch: DataProto) -> torch.Tensor:
+    config = verl_config(
+        "algorithm.adv_estimator=rewardrouter", f"+algorithm.rewardrouter_config={config_path}"
+    )
+    out = compute_advantage(
+        batch, adv_estimator=config.algorithm.adv_estimator, config=config.algorithm
+    )
+    return out.batch["advantages"]
+
+
+def test_estimator_is_registered_with_verl_on_import() -> None:
+    import rewardrouter.integrations.verl as module
+
+    assert get_adv_estimator_fn("rewardrouter") is module.compute_advantage
+
+
+def test_estimator_exact_zero_for_constant_groups_uneven_groups_by_uid(tmp_path: Path) -> None:
+    config = tmp_path / "router.yaml"
+    config.write_text("routes: {}\npost_process: [{kind: grpo}]\n")
+    rewards = [0.3] * 5 + [7.3] * 16 + [1.0, 0.0, 0.5] + [2.0]
+    uids = ["a"] * 5 + ["b"] * 16 + ["c", "d", "c"] + ["d"]  # c: 2 rows, d: 2 rows, interleaved
+    lengths = [3] * len(rewards)
+    batch = advantage_batch(rewards, uids, lengths)
+    advantages = estimate(config, batch)
+    assert advantages.device == batch.batch["token_level_rewards"].device
+    per_row = advantages[:, 0]
+    assert per_row[:21].abs().max().item() == 0.0  # float32 rewards, constant groups: exactly 0
+    ids = torch.tensor([ord(u) for u in uids])
+    reference = group_advantages(torch.tensor(rewards, dtype=torch.float32), ids)
+    assert per_row.tolist() == reference.tolist()
+    assert (advantages == per_row[:, None] * batch.batch["response_mask"]).all()
+
+
+def test_estimator_runs_the_global_shaping_with_each_rows_length(tmp_path: Path) -> None:
+    config = tmp_path / "router.yaml"
+    config.write_text(
+        "routes: {}\n"
+        "post_process:\n"
+        "  - {kind: overlong_penalty, max_len: 4, buffer: 0, factor: 1.0}\n"
+        "  - {kind: grpo, std: none}\n"
+    )
+    advantages = estimate(config, advantage_batch([1.0, 1.0], ["u", "u"], [3, 6]))
+    assert advantages[:, 0].tolist() == [0.5, -0.5]  # the long answer lost 1.0 to the penalty
+
+
+def test_estimator_without_an_advantage_stage_is_refused(tmp_path: Path) -> None:
+    config = tmp_path / "router.yaml"
+    config.write_text("routes: {}\npost_process: []\n")
+    with pytest.raises(ConfigError, match="ends in no advantage stage"):
+        estimate(config, advantage_batch([1.0, 0.0], ["u", "u"], [2, 2]))

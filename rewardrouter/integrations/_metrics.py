@@ -1,0 +1,89 @@
+"""The figures of one batch that a trainer's experiment tracker shows, under one naming scheme.
+
+=====================================  ===========================================================
+key                                    value
+=====================================  ===========================================================
+``rewardrouter/<route>/reward``        mean reward of the route's samples that got one
+``rewardrouter/<route>/count``         samples the route scored
+``rewardrouter/<route>/<term>``        mean value of the term where it returned one
+``rewardrouter/status/<status>``       fraction of the batch with that status (``ok``,
+                                       ``skipped``, ``error``, ``timeout``, ``invalid``,
+                                       ``aborted``, ``kept``; only those that occur)
+``rewardrouter/groups``                prompt groups with two or more rewarded samples
+``rewardrouter/constant_groups``       fraction of those whose shaped rewards are all equal
+                                       (no learning signal: exactly zero advantage)
+=====================================  ===========================================================
+
+>>> from rewardrouter import RewardResult
+>>> score_metrics([RewardResult(1.0, "ok", "gsm8k", terms={"correct": 1.0}),
+...                RewardResult(None, "timeout", "gsm8k", terms={"correct": None})])
+... # doctest: +NORMALIZE_WHITESPACE
+{'rewardrouter/gsm8k/count': 2.0, 'rewardrouter/gsm8k/reward': 1.0,
+ 'rewardrouter/gsm8k/correct': 1.0, 'rewardrouter/status/ok': 0.5,
+ 'rewardrouter/status/timeout': 0.5}
+>>> group_metrics([1.0, 0.0, 0.3, 0.3, None], [0, 0, 1, 1, 2])
+{'rewardrouter/groups': 2.0, 'rewardrouter/constant_groups': 0.5}
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Hashable, Iterable, Sequence
+
+from rewardrouter.results import RewardResult
+
+PREFIX = "rewardrouter"
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def score_metrics(results: Iterable[RewardResult]) -> dict[str, float]:
+    """Per-route, per-term and per-status figures of one batch of results."""
+    counts: Counter[str] = Counter()
+    statuses: Counter[str] = Counter()
+    rewards: dict[str, list[float]] = defaultdict(list)
+    terms: dict[tuple[str, str], list[float]] = defaultdict(list)
+    total = 0
+    for result in results:
+        total += 1
+        statuses[result.status] += 1
+        route = result.route
+        if route is None:
+            continue
+        counts[route] += 1
+        if result.reward is not None:
+            rewards[route].append(result.reward)
+        for term, value in result.terms.items():
+            if value is not None:
+                terms[route, term].append(value)
+    out: dict[str, float] = {}
+    for route, count in counts.items():
+        out[f"{PREFIX}/{route}/count"] = float(count)
+        if rewards[route]:
+            out[f"{PREFIX}/{route}/reward"] = _mean(rewards[route])
+        for (of, term), values in terms.items():
+            if of == route:
+                out[f"{PREFIX}/{route}/{term}"] = _mean(values)
+    for status, count in statuses.items():
+        out[f"{PREFIX}/status/{status}"] = count / total
+    return out
+
+
+def group_metrics(shaped: Sequence[float | None], groups: Sequence[Hashable]) -> dict[str, float]:
+    """How many prompt groups carry two or more rewards, and the fraction that are constant.
+
+    ``shaped`` are the rewards the advantage stage sees (``None``: left out), ``groups`` each
+    sample's prompt group.
+    """
+    members: dict[Hashable, list[float]] = defaultdict(list)
+    for value, group in zip(shaped, groups, strict=True):
+        if value is not None:
+            members[group].append(value)
+    sized = [values for values in members.values() if len(values) > 1]
+    constant = sum(1 for values in sized if min(values) == max(values))
+    return {
+        f"{PREFIX}/groups": float(len(sized)),
+        f"{PREFIX}/constant_groups": constant / len(sized) if sized else 0.0,
+    }
