@@ -41,6 +41,11 @@ RESOURCE_KINDS: dict[str, ResourceKind] = {
         "rewardrouter.rewards.code.kind",
         "run the response's program against the label's tests, locally or on SandboxFusion",
     ),
+    "judge": ResourceKind(
+        "judge",
+        "rewardrouter.rewards.judge.kind",
+        "an LLM judge on an OpenAI-compatible chat endpoint: rubric template, score parser",
+    ),
 }
 
 

@@ -1,0 +1,125 @@
+"""The settings of a ``judge`` reward term, read from the term's ``kwargs`` at compile time.
+
+Example (a 0-10 rubric on a vLLM server, the score as the last number of the reply)::
+
+    quality:
+      kind: judge
+      on_error: {value: 0.0}
+      kwargs:
+        url: http://127.0.0.1:8000/v1            # or the full .../v1/chat/completions
+        model: Qwen/Qwen2.5-7B-Instruct
+        template: |
+          Rate the answer from 0 to 10.
+          Question: {prompt}
+          Reference: {label}
+          Answer: {response}
+        parser: number                           # or tag (<score>7</score>) or json
+        min: 0
+        max: 10                                  # reward = (score - min) / (max - min)
+        concurrency: 64
+        auth_env: JUDGE_API_KEY
+"""
+
+from __future__ import annotations
+
+import string
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+from yarl import URL
+
+from rewardrouter.remote.settings import EndpointSettings
+
+#: What a rubric template may name.
+TEMPLATE_FIELDS = ("prompt", "response", "label", "metadata")
+
+
+def template_problem(template: str, syntax: Literal["format", "jinja"]) -> str | None:
+    """Why ``template`` cannot be rendered with :data:`TEMPLATE_FIELDS`, or ``None``."""
+    if syntax == "jinja":
+        import jinja2
+        from jinja2 import meta
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+        try:
+            names = meta.find_undeclared_variables(ImmutableSandboxedEnvironment().parse(template))
+        except jinja2.TemplateSyntaxError as exc:
+            return f"the Jinja template does not parse: {exc.message} (line {exc.lineno})"
+    else:
+        try:
+            names = {
+                field.split(".", 1)[0].split("[", 1)[0]
+                for _, field, _, _ in string.Formatter().parse(template)
+                if field is not None
+            }
+        except ValueError as exc:
+            return f"the format string does not parse: {exc}; write a literal brace as {{{{ or }}}}"
+        if "" in names:
+            return "the format string has an empty field {}; name it, e.g. {response}"
+    unknown = sorted(set(names) - set(TEMPLATE_FIELDS))
+    if unknown:
+        return f"the template names {', '.join(unknown)}; it may name {', '.join(TEMPLATE_FIELDS)}"
+    if "response" not in names:
+        return "the template never shows the judge the response; add {response}"
+    return None
+
+
+class JudgeSettings(EndpointSettings):
+    """A judge model behind an OpenAI-compatible chat endpoint, and how to read its verdict."""
+
+    url: str = Field(
+        description="The server's OpenAI base URL (http://host:8000/v1) or its "
+        "/chat/completions URL."
+    )
+    model: str = Field(description="The `model` of the request.")
+    template: str = Field(
+        description="The rubric sent as the user message; names {prompt}, {response}, {label}, "
+        "{metadata[...]} (or Jinja {{ response }} with `template_format: jinja`)."
+    )
+    template_format: Literal["format", "jinja"] = Field(
+        default="format",
+        description="format: Python str.format; jinja: a sandboxed Jinja template.",
+    )
+    system: str | None = Field(default=None, description="An optional system message.")
+    parser: Literal["number", "tag", "json"] = Field(
+        default="number",
+        description="number: the last number of the reply (`7/10` reads 7); tag: the content of "
+        "the last <tag>...</tag>; json: `field` of the last JSON object of the reply.",
+    )
+    tag: str = Field(default="score", description="parser tag: the tag's name.")
+    field: str = Field(default="score", description="parser json: the key holding the score.")
+    min: float = Field(default=0.0, description="Lowest valid score.")
+    max: float = Field(default=10.0, description="Highest valid score; a score outside is invalid.")
+    normalize: bool = Field(
+        default=True, description="Reward (score - min) / (max - min); false: the score itself."
+    )
+    strip_thinking: bool = Field(
+        default=True, description="Show the judge the response after its last </think> only."
+    )
+    temperature: float = Field(default=0.0, ge=0)
+    max_tokens: int = Field(default=1024, ge=1)
+    extra_body: dict[str, Any] = Field(
+        default_factory=dict, description="More request fields (top_p, seed, chat_template_kwargs)."
+    )
+    cache_size: int = Field(
+        default=100_000,
+        ge=0,
+        description="Verdicts kept per router, so an identical request is judged once (0: none).",
+    )
+
+    @model_validator(mode="after")
+    def _checks(self) -> JudgeSettings:
+        if not self.min < self.max:
+            raise ValueError(f"`min` ({self.min:g}) must be below `max` ({self.max:g})")
+        problem = template_problem(self.template, self.template_format)
+        if problem is not None:
+            raise ValueError(f"template: {problem}")
+        return self
+
+    @property
+    def endpoint_url(self) -> str:
+        """The chat-completions URL: ``url`` itself, or ``url`` + ``/chat/completions``."""
+        parsed = URL(self.url)
+        if parsed.path.rstrip("/").endswith("/chat/completions"):
+            return self.url
+        return str(parsed.with_path(parsed.path.rstrip("/") + "/chat/completions"))

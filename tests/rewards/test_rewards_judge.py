@@ -1,0 +1,222 @@
+"""``judge``: an LLM judge on a real chat-completions server on 127.0.0.1.
+
+The server's judge reads the number the tests hid in each response ("quality 7") and answers in
+the shape the parser under test expects, so every expected reward is known in advance.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from rr_remote import Reply, ScriptedServer, Seen
+
+from rewardrouter import ConfigError, RewardError
+from rewardrouter.rewards.judge import read_score
+
+RUBRIC = "Rate 0-10.\nQuestion: {prompt}\nReference: {label}\nAnswer: {response}"
+
+
+def completion(content: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}],
+    }
+
+
+def hidden_quality(seen: Seen) -> str:
+    """The number after "quality" in the rubric the server received."""
+    user = seen.body["messages"][-1]["content"]
+    found = re.search(r"quality (-?\d+)", user)
+    return found.group(1) if found else "none"
+
+
+SHAPES: dict[str, Callable[[str], str]] = {
+    "number": lambda q: f"The answer is partly right. Score: {q}/10",
+    "tag": lambda q: f"Some thoughts.\n<score>{q}</score>",
+    "json": lambda q: f'Verdict: {{"score": {q}, "reason": "fine"}}',
+}
+
+
+@pytest.fixture
+def judge_server() -> Iterator[Callable[..., ScriptedServer]]:
+    started: list[ScriptedServer] = []
+
+    def start(shape: str = "number", fail_first: int = 0, status: int = 503) -> ScriptedServer:
+        def script(seen: Seen, attempt: int) -> Reply:
+            if attempt < fail_first:
+                return Reply({"error": "busy"}, status=status)
+            return Reply(completion(SHAPES[shape](hidden_quality(seen))), delay=0.02)
+
+        server = ScriptedServer(script)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+def judge_router(make_router: Any, server: ScriptedServer, **kwargs: Any) -> Any:
+    settings = {"url": server.url("/v1"), "model": "judge-7b", "template": RUBRIC, "backoff": 0.01}
+    term: dict[str, Any] = {"kind": "judge", "kwargs": {**settings, **kwargs}}
+    if "on_error" in kwargs:
+        term["on_error"] = term["kwargs"].pop("on_error")
+    return make_router({"routes": {"chat": {"rewards": {"judge": term}}}})
+
+
+def rows(*responses: str, prompt: Any = "What is 2+2?", label: Any = "4") -> list[dict[str, Any]]:
+    return [
+        {
+            "prompt": prompt,
+            "response": r,
+            "label": label,
+            "metadata": {"dataset": "chat", "topic": "math"},
+        }
+        for r in responses
+    ]
+
+
+@pytest.mark.parametrize("shape", ["number", "tag", "json"])
+def test_parsers(make_router: Any, judge_server: Any, shape: str) -> None:
+    server = judge_server(shape)
+    router = judge_router(make_router, server, parser=shape)
+    results = router.score_sync(rows("quality 7", "quality 0", "quality 10"))
+    assert [r.reward for r in results] == [pytest.approx(0.7), 0.0, 1.0]
+
+
+def test_request_is_a_chat_completion(make_router: Any, judge_server: Any) -> None:
+    server = judge_server()
+    router = judge_router(
+        make_router, server, system="You are strict.", temperature=0.3, extra_body={"seed": 1}
+    )
+    router.score_sync(rows("<think>draft quality 1</think>quality 6"))
+    [seen] = server.seen
+    assert seen.path == "/v1/chat/completions"
+    assert seen.body["model"] == "judge-7b"
+    assert (seen.body["temperature"], seen.body["seed"]) == (0.3, 1)
+    assert seen.body["messages"] == [
+        {"role": "system", "content": "You are strict."},
+        {
+            "role": "user",
+            "content": "Rate 0-10.\nQuestion: What is 2+2?\nReference: 4\nAnswer: quality 6",
+        },
+    ]
+
+
+def test_jinja_template_with_chat_prompt_and_metadata(make_router: Any, judge_server: Any) -> None:
+    server = judge_server()
+    template = "{% if metadata.topic == 'math' %}Math. {% endif %}{{ prompt }} => {{ response }}"
+    router = judge_router(make_router, server, template=template, template_format="jinja")
+    chat = [{"role": "user", "content": "2+2?"}]
+    assert router.score_sync(rows("quality 5", prompt=chat))[0].reward == pytest.approx(0.5)
+    assert server.seen[0].body["messages"][0]["content"] == "Math. user: 2+2? => quality 5"
+
+
+def test_identical_requests_are_judged_once(make_router: Any, judge_server: Any) -> None:
+    server = judge_server()
+    router = judge_router(make_router, server)
+    group = rows("quality 3", "quality 3", "quality 8", "quality 3", "quality 8")
+    assert [r.reward for r in router.score_sync(group)] == pytest.approx([0.3, 0.3, 0.8, 0.3, 0.8])
+    assert len(server.seen) == 2
+    router.score_sync(group)  # a later batch: answered from the cache
+    assert len(server.seen) == 2
+
+
+def test_cache_can_be_switched_off(make_router: Any, judge_server: Any) -> None:
+    server = judge_server()
+    router = judge_router(make_router, server, cache_size=0)
+    router.score_sync(rows("quality 3"))
+    router.score_sync(rows("quality 3"))
+    assert len(server.seen) == 2
+
+
+def test_concurrency_cap(make_router: Any, judge_server: Any) -> None:
+    server = judge_server()
+    router = judge_router(make_router, server, concurrency=2)
+    router.score_sync(rows(*(f"quality {i % 11} #{i}" for i in range(12))))
+    assert len(server.seen) == 12
+    assert server.in_flight_max <= 2
+
+
+def test_retries_a_busy_server(make_router: Any, judge_server: Any) -> None:
+    server = judge_server(fail_first=2)
+    router = judge_router(make_router, server)
+    assert router.score_sync(rows("quality 9"))[0].reward == pytest.approx(0.9)
+    assert len(server.seen) == 3
+
+
+def test_no_retry_on_a_rejected_request(make_router: Any, judge_server: Any) -> None:
+    server = judge_server(fail_first=5, status=400)
+    router = judge_router(make_router, server)
+    with pytest.raises(RewardError, match="4xx reply: not retried"):
+        router.score_sync(rows("quality 9"))
+    assert len(server.seen) == 1
+
+
+BAD_VERDICTS = [
+    pytest.param("quality 11", "outside [0, 10]", id="out_of_range"),
+    pytest.param("quality none", "no number in the reply", id="unreadable"),
+]
+
+
+@pytest.mark.parametrize(("response", "message"), BAD_VERDICTS)
+def test_bad_verdict_is_invalid_not_a_reward(
+    make_router: Any, judge_server: Any, response: str, message: str
+) -> None:
+    server = judge_server()
+    router = judge_router(make_router, server, on_error={"value": 0.0})
+    result = router.score_sync(rows(response))[0]
+    assert (result.status, result.reward) == ("invalid", 0.0)
+    assert message in (result.error_message or "")
+
+
+def test_credential_is_sent_and_never_shown(
+    make_router: Any, judge_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JUDGE_KEY", "sk-judge-secret")
+    server = judge_server(fail_first=5, status=401)
+    router = judge_router(make_router, server, auth_env="JUDGE_KEY")
+    with pytest.raises(RewardError) as error:
+        router.score_sync(rows("quality 1"))
+    assert server.seen[0].headers["Authorization"] == "Bearer sk-judge-secret"
+    assert "sk-judge-secret" not in str(error.value)
+
+
+SETTINGS_ERRORS = [
+    pytest.param({"template": "Rate {answer}"}, "names answer", id="unknown_field"),
+    pytest.param(
+        {"template": "Rate {prompt}"}, "never shows the judge the response", id="no_response"
+    ),
+    pytest.param(
+        {"template": "{{ response", "template_format": "jinja"}, "does not parse", id="jinja_syntax"
+    ),
+    pytest.param({"min": 5, "max": 5}, "must be below", id="empty_range"),
+    pytest.param({"parsr": "tag"}, "kwargs.parsr", id="typo"),
+    pytest.param({"auth_env": "NOT_SET_ANYWHERE"}, "is not set or empty", id="credential_unset"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "message"), SETTINGS_ERRORS)
+def test_settings_errors_at_compile_time(
+    make_router: Any, judge_server: Any, kwargs: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message) as error:
+        judge_router(make_router, judge_server(), **kwargs)
+    assert "routes.chat.rewards.judge.kwargs" in str(error.value)
+
+
+READS = [
+    pytest.param("Score: 7/10", "number", 7.0, id="fraction_reads_numerator"),
+    pytest.param("I give it 8.5", "number", 8.5, id="decimal"),
+    pytest.param("<score>1</score> then <score>4</score>", "tag", 4.0, id="last_tag"),
+    pytest.param('{"score": 2} and later {"score": 3}', "json", 3.0, id="last_json"),
+]
+
+
+@pytest.mark.parametrize(("reply", "parser", "score"), READS)
+def test_read_score(reply: str, parser: Any, score: float) -> None:
+    assert read_score(reply, parser, tag="score", field="score") == score
