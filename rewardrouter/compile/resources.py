@@ -46,6 +46,11 @@ RESOURCE_KINDS: dict[str, ResourceKind] = {
         "rewardrouter.rewards.judge.kind",
         "an LLM judge on an OpenAI-compatible chat endpoint: rubric template, score parser",
     ),
+    "ifeval": ResourceKind(
+        "ifeval",
+        "rewardrouter.rewards.ifeval",
+        "IFEval instructions checked by lm-eval's registry, strict or loose",
+    ),
 }
 
 

@@ -1,0 +1,177 @@
+"""``ifeval``: IFEval rows graded through a router and compared with lm-eval's own
+``process_results`` (its task's scoring entry point) on the same rows."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import nltk
+import pytest
+
+from rewardrouter import ConfigError, RewardError
+from rewardrouter.rewards import ifeval
+
+NO_COMMA = "punctuation:no_comma"
+WORDS = "length_constraints:number_words"
+QUOTED = "startend:quotation"
+LOWER = "change_case:english_lowercase"
+
+ROWS = [
+    # follows both
+    pytest.param(
+        "one two three four five six",
+        [NO_COMMA, WORDS],
+        [{}, {"relation": "at least", "num_words": 5}],
+        id="both",
+    ),
+    # a comma and too few words
+    pytest.param(
+        "one, two", [NO_COMMA, WORDS], [{}, {"relation": "at least", "num_words": 5}], id="neither"
+    ),
+    # quoted only after a first line: strict fails, loose (first line dropped) passes
+    pytest.param('Here it is:\n"all quoted"', [QUOTED], [{}], id="loose_only"),
+    # lower case, checked with language detection
+    pytest.param(
+        "this is all in lower case english text", [LOWER, NO_COMMA], [{}, {}], id="lowercase"
+    ),
+    pytest.param("This Has Capitals, and a comma", [LOWER, NO_COMMA], [{}, {}], id="capitals"),
+    # a JSON-string label with null kwargs, as the IFEval data stores them
+    pytest.param(
+        "a reply without commas",
+        [NO_COMMA, WORDS],
+        [{"num_words": None}, {"relation": "less than", "num_words": 10}],
+        id="null_kwargs",
+    ),
+]
+
+
+def router_for(make_router: Any, **kwargs: Any) -> Any:
+    return make_router(
+        {"routes": {"ifeval": {"rewards": {"follows": {"kind": "ifeval", "kwargs": kwargs}}}}}
+    )
+
+
+def row(
+    response: str, ids: list[str], kwargs: list[dict[str, Any]], as_json: bool = False
+) -> dict[str, Any]:
+    label: Any = {"instruction_id_list": ids, "kwargs": kwargs}
+    return {
+        "prompt": "Write.",
+        "response": response,
+        "label": json.dumps(label) if as_json else label,
+        "metadata": {"dataset": "ifeval"},
+    }
+
+
+@pytest.mark.parametrize(("response", "ids", "kwargs"), ROWS)
+def test_matches_lm_eval_process_results(
+    make_router: Any, response: str, ids: list[str], kwargs: list[dict[str, Any]]
+) -> None:
+    doc = {"key": 1, "instruction_id_list": ids, "prompt": "Write.", "kwargs": kwargs}
+    theirs = ifeval.checks().process_results(doc, [response])
+    ours = {}
+    for mode in ("strict", "loose"):
+        for score in ("all", "fraction"):
+            router = router_for(make_router, mode=mode, score=score)
+            ours[mode, score] = router.score_sync([row(response, ids, kwargs, as_json=True)])[
+                0
+            ].reward
+    assert ours["strict", "all"] == float(theirs["prompt_level_strict_acc"])
+    assert ours["loose", "all"] == float(theirs["prompt_level_loose_acc"])
+    strict, loose = theirs["inst_level_strict_acc"], theirs["inst_level_loose_acc"]
+    assert ours["strict", "fraction"] == pytest.approx(sum(strict) / len(strict))
+    assert ours["loose", "fraction"] == pytest.approx(sum(loose) / len(loose))
+
+
+def test_hand_scored(make_router: Any) -> None:
+    # what a reader checks by eye, independent of lm-eval's own outputs
+    router = router_for(make_router, score="fraction")
+    rows = [
+        row(
+            "one two three four five six",
+            [NO_COMMA, WORDS],
+            [{}, {"relation": "at least", "num_words": 5}],
+        ),
+        row("one, two", [NO_COMMA, WORDS], [{}, {"relation": "at least", "num_words": 5}]),
+        row("short, and fine", [NO_COMMA, WORDS], [{}, {"relation": "less than", "num_words": 5}]),
+    ]
+    assert [r.reward for r in router.score_sync(rows)] == [1.0, 0.0, 0.5]
+
+
+def test_one_instruction_as_a_term(make_router: Any) -> None:
+    terms = {
+        "follows": {"kind": "ifeval"},
+        "no_comma": {"kind": "ifeval", "weight": 0.0, "kwargs": {"score": NO_COMMA}},
+    }
+    router = make_router({"routes": {"ifeval": {"rewards": terms}}})
+    with_comma = row("a, b", [NO_COMMA], [{}])
+    other = row("ALL CAPS", [LOWER], [{}])
+    first, second = router.score_sync([with_comma, other])
+    assert first.terms == {"follows": 0.0, "no_comma": 0.0}
+    assert second.terms == {"follows": 0.0, "no_comma": None}  # not asked for: not applicable
+
+
+def test_thinking_is_not_checked(make_router: Any) -> None:
+    router = router_for(make_router)
+    response = "<think>Hmm, commas, commas.</think>no commas here"
+    assert router.score_sync([row(response, [NO_COMMA], [{}])])[0].reward == 1.0
+
+
+def test_sentence_counts_need_punkt_data(make_router: Any) -> None:
+    router = router_for(make_router)
+    sample = row(
+        "One. Two. Three.",
+        ["length_constraints:number_sentences"],
+        [{"relation": "at least", "num_sentences": 2}],
+    )
+    try:
+        nltk.data.find("tokenizers/punkt_tab")
+    except LookupError:
+        with pytest.raises(RewardError, match=r"python -m nltk.downloader punkt_tab"):
+            router.score_sync([sample])
+    else:
+        assert router.score_sync([sample])[0].reward == 1.0
+
+
+BAD_LABELS = [
+    pytest.param({"answer": 1}, "no `instruction_id_list`", id="no_instructions"),
+    pytest.param(
+        {"instruction_id_list": ["punctuation:no_comas"], "kwargs": [{}]},
+        "did you mean",
+        id="typo_id",
+    ),
+    pytest.param(
+        {"instruction_id_list": [NO_COMMA], "kwargs": []},
+        "1 instructions but 0 kwargs",
+        id="unpaired",
+    ),
+]
+
+
+@pytest.mark.parametrize(("label", "message"), BAD_LABELS)
+def test_bad_labels_are_errors_naming_the_sample(
+    make_router: Any, label: Any, message: str
+) -> None:
+    router = router_for(make_router)
+    sample = {"response": "text", "label": label, "metadata": {"dataset": "ifeval"}}
+    with pytest.raises(RewardError, match=rf"sample 0(.|\n)*{message}"):
+        router.score_sync([sample])
+
+
+def test_unknown_instruction_as_score_is_a_config_error(make_router: Any) -> None:
+    with pytest.raises(ConfigError, match=r"kwargs.score(.|\n)*punctuation:no_comma"):
+        router_for(make_router, score="punctuation:no_comas")
+
+
+def test_missing_extra_names_the_install_line(
+    make_router: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ifeval.checks.cache_clear()
+    monkeypatch.setitem(sys.modules, "lm_eval.tasks.ifeval", None)
+    try:
+        with pytest.raises(ConfigError, match=r"pip install 'rewardrouter\[ifeval\]'"):
+            router_for(make_router)
+    finally:
+        ifeval.checks.cache_clear()
