@@ -55,6 +55,12 @@ def test_mixed_router_on_example_data_from_another_folder(tmp_path: Path) -> Non
     )
     assert by_route["squad"] == pytest.approx([1.0, 1.0, 0.4, 0.0, 1.0, 1.0, 0.0, 1.0])
     assert by_route["gpqa"] == [1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0]
+    # code: the share of the three tests passed (a - b is right on "0 0" only; the loop is killed)
+    assert by_route["apps"] == pytest.approx([1.0, 1 / 3, 1.0, 0.0])
+    # ifeval: lower case and no commas, both required
+    assert by_route["ifeval"] == [1.0, 0.0, 0.0]
+    # judged: no judge server here, so the call fails and `on_error: skip` leaves no reward
+    assert by_route["judged"] == [None]
     first = scored[0]
     assert (first["route"], first["level"], first["status"]) == ("gsm8k", "route", "ok")
     assert first["reward"] == pytest.approx(1.1)

@@ -11,9 +11,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from hydra import compose, initialize_config_dir
 from rr_remote import Reply, ScriptedServer, Seen
 
 from rewardrouter import ConfigError, RewardError
+from rewardrouter.cli.check import check_examples
+from rewardrouter.cli.paths import conf_dir
+from rewardrouter.config import JobConfig, to_container, validate
 from rewardrouter.rewards.judge import read_score
 
 RUBRIC = "Rate 0-10.\nQuestion: {prompt}\nReference: {label}\nAnswer: {response}"
@@ -220,3 +224,27 @@ READS = [
 @pytest.mark.parametrize(("reply", "parser", "score"), READS)
 def test_read_score(reply: str, parser: Any, score: float) -> None:
     assert read_score(reply, parser, tag="score", field="score") == score
+
+
+def test_shipped_judged_examples_pass_against_a_judge(
+    judge_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """conf/datasets/judged.yaml, composed by Hydra, its hand-scored examples run by `check`
+    against a loopback judge that gives 10 to an answer naming the reference, 0 otherwise."""
+
+    def script(seen: Seen, attempt: int) -> Reply:
+        text = seen.body["messages"][-1]["content"]
+        reference = re.search(r"Reference answer: (.*)", text).group(1)  # type: ignore[union-attr]
+        answer = re.search(r"\nAnswer: (.*)", text).group(1)  # type: ignore[union-attr]
+        return Reply(completion(f"Score: {10 if reference in answer else 0}"))
+
+    server = ScriptedServer(script)
+    try:
+        monkeypatch.setenv("JUDGE_URL", server.url("/v1"))
+        with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+            cfg = compose("config", overrides=["datasets=[judged]"])
+        checked = check_examples(validate(to_container(cfg), JobConfig).router())
+        assert [c.passed for c in checked] == [True, True]
+        assert len(server.seen) == 2
+    finally:
+        server.stop()
