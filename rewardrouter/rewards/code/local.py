@@ -88,9 +88,14 @@ class LocalSandbox:
     """
 
     def __init__(
-        self, limits: CodeLimits, workers: int | None = None, python: str = sys.executable
+        self,
+        limits: CodeLimits,
+        workers: int | None = None,
+        python: str = sys.executable,
+        isolate: bool = True,
     ) -> None:
         self.limits = limits
+        self.isolate = isolate  # False: resource limits only (benchmarks measure the difference)
         self.workers = workers or len(os.sched_getaffinity(0))
         self.python = python
         self._caps: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
@@ -113,8 +118,8 @@ class LocalSandbox:
                 "program": program,
                 "cases": list(runs),
                 "limits": _limits_json(self.limits),
-                "isolate": True,
-                "drop_user": True,
+                "isolate": self.isolate,
+                "drop_user": self.isolate,
                 "stop_on_failure": stop_on_failure,
                 "workdir": workdir,
             }
