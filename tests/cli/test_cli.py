@@ -35,7 +35,7 @@ def test_no_arguments_scores_the_shipped_example(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     [out] = tmp_path.glob("outputs/*/*/rewards.jsonl")
     scored = rows(out)
-    assert len(scored) == 28
+    assert len(scored) == 36
     assert {r["route"] for r in scored} == {"exact", None}
     assert "rewards per route" in done.stdout
 

@@ -237,7 +237,7 @@ def test_three_job_multirun_writes_outputs_and_objectives(tmp_path: Path) -> Non
     assert [p.name for p in jobs] == ["0", "1", "2"]
     values = []
     for job in jobs:
-        assert len((job / "rewards.jsonl").read_text().splitlines()) == 28
+        assert len((job / "rewards.jsonl").read_text().splitlines()) == 36
         assert (job / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         summary = json.loads((job / "summary.json").read_text())
         assert summary["objective"]["name"] == "agreement"

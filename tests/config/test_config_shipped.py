@@ -145,4 +145,4 @@ def test_wheel_from_clean_tree_contains_every_yaml(tmp_path: Path) -> None:
     assert str(site / "rewardrouter" / "example_data" / "mixed.jsonl") in done.stdout.replace(
         "\n", ""
     )
-    assert len((work / "out.jsonl").read_text().splitlines()) == 28
+    assert len((work / "out.jsonl").read_text().splitlines()) == 36
