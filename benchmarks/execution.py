@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from rewardrouter import RewardResult, Router, Sample, compile_router
-from rewardrouter.execute.pools import available_cpus
+from rewardrouter.execute.process.pool import available_cpus
 
 # One symbolic kind per row: (response answer, label, whether they are equal), from an index.
 SYMBOLIC: tuple[Callable[[int], tuple[str, str, bool]], ...] = (

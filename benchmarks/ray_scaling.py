@@ -25,7 +25,7 @@ import ray
 from execution import FRESH, SYMBOLIC, best, symbolic, table
 
 from rewardrouter import Router, compile_router
-from rewardrouter.execute.pools import available_cpus
+from rewardrouter.execute.process.pool import available_cpus
 
 
 def scaling_router(executor: str, workers: int, timeout: float) -> Router:

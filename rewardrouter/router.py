@@ -18,9 +18,9 @@ from rewardrouter.compile.routes import BoundTerm, CompiledRoute
 from rewardrouter.config.load import validate
 from rewardrouter.config.models import RouterConfig
 from rewardrouter.errors import ConfigError, RoutingError, SampleError
+from rewardrouter.execute.executor import Call, Setup
 from rewardrouter.execute.outcome import FloatReturns, Outcome
-from rewardrouter.execute.pools import Pools
-from rewardrouter.execute.runners import run_calls
+from rewardrouter.execute.registry import Executors
 from rewardrouter.execute.values import InvalidReturn, to_value
 from rewardrouter.results import RewardResult, ScoreBatch
 from rewardrouter.route.assemble import combine
@@ -89,15 +89,15 @@ class Router:
             tuple(config.allowed_modules),
             data_route_factory(config),
         )
-        self.pools = Pools(config, worker_modules(self.routes.values()))
+        self.executors = Executors(Setup(config, tuple(worker_modules(self.routes.values()))))
         # Worker processes must not outlive a router that was never closed.
-        weakref.finalize(self, self.pools.close)
+        weakref.finalize(self, self.executors.close)
 
     # -- life cycle -------------------------------------------------------------------------
 
     def close(self) -> None:
         """Free the router's threads, workers and connection pools. Idempotent."""
-        self.pools.close()
+        self.executors.close()
         self.resources.close()
 
     def __enter__(self) -> Router:
@@ -139,7 +139,7 @@ class Router:
         bypassing precedence (for hand-scored examples). The returned :class:`ScoreBatch` is a
         sequence of results; its ``rewards`` reads the training values alone.
         """
-        self.pools.check_open()
+        self.executors.check_open()
         views = [as_sample(s, i) for i, s in enumerate(samples)]
         n = len(views)
         full: dict[int, RewardResult] = {}
@@ -225,16 +225,8 @@ class Router:
     ) -> Sequence[Outcome]:
         members = [views[i] for i in group.indices]
         term = group.term  # every member shares the call key: executor and timeout
-        return await run_calls(
-            term.fn,
-            args,
-            members,
-            dict(term.kwargs),
-            executor=term.executor,
-            timeout=term.timeout,
-            pools=self.pools,
-            key=term.call_key,
-        )
+        call = Call(term.fn, args, term.kwargs, term.timeout, term.call_key)
+        return await self.executors.run(term.executor, call, members)
 
     @property
     def post_processor(self) -> PostProcessor:

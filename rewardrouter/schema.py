@@ -5,7 +5,7 @@ the committed files are stale. Discriminated unions become ``if kind == X then <
 branches instead of pydantic's ``oneOf``, so a validator or an editor reports a typo'd key as
 that key ("'mn' was unexpected") rather than "matches none of the stage kinds". A reward term of
 a resource kind (``kind: remote``) gets its ``kwargs`` described by that kind's settings model
-the same way.
+the same way, and a term's ``executor`` lists the registered executors.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pydantic import BaseModel
 from rewardrouter.compile.resources import RESOURCE_KINDS
 from rewardrouter.config.job import JobConfig
 from rewardrouter.config.models import RouterConfig
+from rewardrouter.execute.registry import EXECUTORS
 
 SCHEMAS: dict[str, type[BaseModel]] = {
     "router.schema.json": RouterConfig,
@@ -76,10 +77,20 @@ def _describe_resource_kwargs(schema: dict[str, Any]) -> None:
         )
 
 
+def _name_executors(schema: dict[str, Any]) -> None:
+    """A reward term's ``executor`` is ``auto`` or a registered executor's name."""
+    term = schema.get("$defs", {}).get("RewardTerm")
+    if term is not None:
+        executor = term["properties"]["executor"]
+        executor["enum"] = ["auto", *EXECUTORS]
+        term["properties"]["executor"] = dict(sorted(executor.items()))
+
+
 def schema_for(model: type[BaseModel], hydra_keys: bool = False) -> dict[str, Any]:
     """The JSON Schema of ``model``; ``hydra_keys`` also admits a ``defaults`` list and ``hydra``."""
     schema = _tagged_to_conditionals(model.model_json_schema(mode="validation"))
     _describe_resource_kwargs(schema)
+    _name_executors(schema)
     if hydra_keys:
         schema["properties"]["defaults"] = {
             "type": "array",

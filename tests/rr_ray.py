@@ -19,7 +19,7 @@ class Trainer:
 
         with compile_router(config) as router:
             rewards = [r.reward for r in router.score_sync(samples)]
-            lease = router.pools.actors().lease
+            lease = router.executors["ray"].pool.lease
             started = lease is not None and lease.started
         return {
             "rewards": rewards,

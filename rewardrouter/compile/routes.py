@@ -5,16 +5,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from rewardrouter.compile.resolve import RewardFn
 from rewardrouter.config.models import DEFAULT_TIMEOUT, OnError
 from rewardrouter.config.stages import ShapingStage
 
-Executor = Literal["inline", "thread", "process", "ray"]
-
 #: What makes two term calls one route group: function, mode, kwargs, executor and timeout.
-CallKey = tuple[str, str, str, Executor, float]
+CallKey = tuple[str, str, str, str, float]
 
 
 def _canonical(kwargs: Mapping[str, Any]) -> str:
@@ -27,8 +25,9 @@ class BoundTerm:
 
     ``call_key`` identifies the call: samples whose terms share it form one route group, even
     across routes, because they would be scored by the same function with the same kwargs, on
-    the same executor under the same deadline. ``executor`` is resolved (never ``auto``) and
-    ``timeout`` is in seconds, per call (per whole call in group mode).
+    the same executor under the same deadline. ``executor`` is resolved (never ``auto``: a name
+    in :data:`~rewardrouter.execute.registry.EXECUTORS`) and ``timeout`` is in seconds, per call
+    (per whole call in group mode).
     """
 
     route: str
@@ -40,7 +39,7 @@ class BoundTerm:
     eval_key: str | None = None
     on_error: OnError = "raise"
     where: str = ""
-    executor: Executor = "thread"
+    executor: str = "thread"
     timeout: float = DEFAULT_TIMEOUT
     call_key: CallKey = field(init=False)
 

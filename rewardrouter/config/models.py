@@ -44,10 +44,6 @@ class FallbackValue(_Model):
 
 OnError = Literal["raise", "skip"] | FallbackValue
 
-#: Where a term's calls run. ``auto``: CPU-heavy built-ins in worker processes, async functions
-#: inline on the event loop, plain functions on threads. ``ray``: the router's Ray actors.
-ExecutorSetting = Literal["auto", "inline", "thread", "process", "ray"]
-
 #: Seconds one reward call may take when neither the term nor the router says otherwise.
 DEFAULT_TIMEOUT = 300.0
 
@@ -77,7 +73,7 @@ class RewardTerm(_Model):
         default="raise",
         description="raise, skip (reward None, left out of group statistics) or {value: x}.",
     )
-    executor: ExecutorSetting = Field(
+    executor: str = Field(
         default="auto",
         description="inline (async, on the event loop), thread (blocking I/O), process (CPU-bound, "
         "killed at its deadline), ray (CPU-bound, on Ray actors across a cluster; see `ray`); "

@@ -21,7 +21,9 @@ share of what is left, so the last samples of a batch still spread over every wo
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import itertools
 import pickle
 from collections import deque
 from collections.abc import Hashable, Sequence
@@ -29,7 +31,8 @@ from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from rewardrouter.execute.outcome import Outcome, describe_exception
+from rewardrouter.execute.executor import Call, Executor
+from rewardrouter.execute.outcome import Outcome, describe_exception, timed_out
 from rewardrouter.execute.wire import portable_args, snapshot
 
 #: Seconds a worker may spend loading a task (unpickling its function and samples) before the
@@ -95,6 +98,12 @@ class Job:
             self.outcomes[index] = outcome
             self.missing -= 1
 
+    def fail(self, reason: str) -> None:
+        """End the job: every call without an outcome is an ``error`` saying ``reason``."""
+        for index in range(len(self.outcomes)):
+            self.record(index, Outcome(None, "error", reason))
+        self.finish()
+
     def finish(self) -> bool:
         """Hand the outcomes to the caller once every call has one; True if the job is over."""
         if self.missing:
@@ -134,6 +143,104 @@ def open_job(
         message = f"the call cannot be sent to a worker process: {describe_exception(exc)}"
         job.future.set_result([Outcome(None, "error", message)] * count)
     return job
+
+
+class PoolBroken(Exception):
+    """The pool cannot go on (its workers keep dying at start-up); the message says why."""
+
+
+@dataclass(frozen=True)
+class LostCalls:
+    """The outcomes of calls lost with their worker, in words that name it: a ``worker``
+    (``worker process``, ``Ray actor``) replaced by a new ``replacement`` (``worker``, ``actor``)."""
+
+    worker: str
+    replacement: str
+
+    def overran(self, timeout: float) -> Outcome:
+        """The call that passed its deadline: its worker was killed."""
+        return timed_out(timeout, f"; its {self.worker} was killed and replaced")
+
+    def not_started(self, timeout: float) -> Outcome:
+        """A call whose worker was still loading the task at the deadline."""
+        return Outcome(
+            None,
+            "timeout",
+            f"a {self.worker} did not start this call within {max(timeout, LOAD_GRACE):g} s "
+            f"(loading the function and samples); it was killed and replaced",
+        )
+
+    def died(self, cause: str) -> Outcome:
+        """The call its worker was on when it died."""
+        return Outcome(
+            None,
+            "error",
+            f"the {self.worker} died ({cause}) during this call; a new {self.replacement} "
+            f"replaced it",
+        )
+
+
+class TaskPool:
+    """Workers in other processes that run jobs in tasks: what the process and Ray pools share.
+
+    :meth:`submit` turns a route group's calls into a :class:`Job`; a subclass's
+    :meth:`_enqueue` hands it to the pool's own thread.
+    """
+
+    def __init__(self) -> None:
+        self._ids = itertools.count(1)
+
+    def submit(
+        self,
+        fn: Any,
+        args: Any,
+        samples: Sequence[Any],
+        kwargs: dict[str, Any],
+        *,
+        group: bool,
+        timeout: float,
+        key: Hashable,
+    ) -> Future[list[Outcome]]:
+        """Run ``fn`` on ``samples`` (one call each, or one group call): a future of outcomes.
+
+        The result has one :class:`Outcome` per sample, or a single one for a group call.
+        Raises :class:`~rewardrouter.errors.RewardRouterError` once the pool is closed.
+        """
+        job = open_job(
+            next(self._ids), fn, args, samples, kwargs, group=group, timeout=timeout, key=key
+        )
+        if not job.future.done():
+            self._enqueue(job)
+        return job.future
+
+    def _enqueue(self, job: Job) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Stop the workers; calls not yet run end as errors. Idempotent."""
+        raise NotImplementedError
+
+
+class PoolExecutor(Executor):
+    """An executor whose calls run as tasks of a :class:`TaskPool` (made by ``__init__``)."""
+
+    ships_functions = True
+    pool: TaskPool
+
+    async def run(self, call: Call, samples: Sequence[Any]) -> Sequence[Outcome]:
+        future = self.pool.submit(
+            call.callee.fn,
+            call.args,
+            samples,
+            dict(call.kwargs),
+            group=call.group,
+            timeout=call.timeout,
+            key=call.key,
+        )
+        return await asyncio.wrap_future(future)
+
+    def close(self) -> None:
+        self.pool.close()
 
 
 @dataclass(eq=False)

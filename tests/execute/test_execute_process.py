@@ -191,36 +191,42 @@ def test_an_overrun_in_a_chunk_costs_its_neighbours_nothing(make_router: Any) ->
     assert all(r.reward == i % 5 for i, r in enumerate(results) if i != 20)
 
 
+def _pids(router: Router) -> list[int]:
+    """The router's worker processes (none before its first process call or after close)."""
+    executor = router.executors.started("process")
+    return [] if executor is None else executor.pids
+
+
 def test_workers_start_on_first_use_and_serve_every_batch(make_router: Any) -> None:
     router = make_router(router_config("rr_execution.pid", workers=2))
-    assert router.pools.worker_pids == []  # nothing started by compiling
+    assert _pids(router) == []  # nothing started by compiling
     first = router.score_sync([row(str(i)) for i in range(50)])
-    pids = sorted(router.pools.worker_pids)
+    pids = sorted(_pids(router))
     assert len(pids) == 2
     assert {r.reward for r in first} <= set(map(float, pids))
     second = router.score_sync([row(str(i)) for i in range(50)])
-    assert sorted(router.pools.worker_pids) == pids  # the same workers, no restart
+    assert sorted(_pids(router)) == pids  # the same workers, no restart
     assert {r.reward for r in second} <= set(map(float, pids))
 
 
 def test_a_killed_worker_is_replaced_and_close_frees_every_worker() -> None:
     router = compile_router(router_config("rr_execution.misbehave", on_error="skip", timeout=0.5))
     _warm(router)
-    before = set(router.pools.worker_pids)
+    before = set(_pids(router))
     results = router.score_sync([row("bad", "sleep"), row("ok")])
     assert [r.status for r in results] == ["timeout", "ok"]
-    after = set(router.pools.worker_pids)
+    after = set(_pids(router))
     assert len(after) == 2 and len(before - after) == 1  # one killed, one new
     assert not any(_alive(pid) for pid in before - after)
     router.close()
     assert not any(_alive(pid) for pid in before | after)
-    assert router.pools.worker_pids == []
+    assert _pids(router) == []
 
 
 def test_a_router_that_is_never_closed_frees_its_workers_when_collected() -> None:
     router = compile_router(router_config("rr_execution.misbehave"))
     _warm(router)
-    pids = router.pools.worker_pids
+    pids = _pids(router)
     assert pids and all(map(_alive, pids))
     del router
     gc.collect()
@@ -234,7 +240,7 @@ def test_executors_run_where_they_say(make_router: Any) -> None:
     router = make_router(config)
     here, there = router.score_sync([row("a"), row("b", dataset="p")])
     assert here.reward == os.getpid()
-    assert there.reward in set(map(float, router.pools.worker_pids))
+    assert there.reward in set(map(float, _pids(router)))
 
 
 class _Status(Enum):

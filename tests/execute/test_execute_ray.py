@@ -108,7 +108,7 @@ def test_a_router_that_starts_ray_imports_it_late_and_shuts_it_down() -> None:
         print("imported before use:", "ray" in sys.modules)
         [result] = router.score_sync([{"response": "42", "label": "42"}])
         import ray
-        print("reward:", result.reward, "started:", router.pools.actors().lease.started)
+        print("reward:", result.reward, "started:", router.executors["ray"].pool.lease.started)
         router.close()
         print("running after close:", ray.is_initialized())
         """
@@ -240,13 +240,13 @@ def test_results_equal_the_process_executors(
 def test_a_lost_actor_is_replaced_and_only_its_culprit_fails(
     routers: dict[str, Router], bad: str, status: str, message: str
 ) -> None:
-    before = routers["ray"].pools.actors().handles
+    before = routers["ray"].executors["ray"].pool.handles
     # Cheap calls travel in chunks: the culprit's neighbours run again, each alone.
     results = _same_as_the_process_executor(routers, _cheap(40, bad, 25))
     assert (results[25].status, results[25].reward) == (status, None)
     assert message in (results[25].error_message or "")
     assert all(r.reward == i % 7 for i, r in enumerate(results) if i != 25)
-    after = routers["ray"].pools.actors().handles
+    after = routers["ray"].executors["ray"].pool.handles
     assert len(after) == 2 and set(before) - set(after)  # replaced: the pool is full again
 
 
@@ -265,7 +265,7 @@ def test_an_actor_killed_from_outside_loses_no_sample(ray: Any, make_router: Any
     config["ray"] = POOL
     router = make_router(config)
     router.score_sync([row("warm", seconds=0.2)])
-    [idle, _] = router.pools.actors().handles
+    [idle, _] = router.executors["ray"].pool.handles
     ray.kill(idle)  # between batches: the next task finds it dead and runs again elsewhere
     _wait_until_dead(ray, idle)
     samples = [row(str(i), seconds=0.3) for i in range(8)]
@@ -275,11 +275,11 @@ def test_an_actor_killed_from_outside_loses_no_sample(ray: Any, make_router: Any
     thread = threading.Thread(target=lambda: box.update(results=router.score_sync(samples)))
     thread.start()
     time.sleep(0.5)  # in the middle of the batch
-    ray.kill(router.pools.actors().handles[0])
+    ray.kill(router.executors["ray"].pool.handles[0])
     thread.join()
     statuses = [r.status for r in box["results"]]
     assert set(statuses) <= {"ok", "error"} and statuses.count("error") <= 1, statuses
-    assert len(router.pools.actors().handles) == 2
+    assert len(router.executors["ray"].pool.handles) == 2
 
 
 def test_close_kills_the_actors_and_leaves_a_ray_it_did_not_start(ray: Any) -> None:
@@ -287,10 +287,10 @@ def test_close_kills_the_actors_and_leaves_a_ray_it_did_not_start(ray: Any) -> N
     config["ray"] = POOL
     router = compile_router(config)
     results = router.score_sync([row(str(i)) for i in range(20)])
-    actors = router.pools.actors().handles
+    actors = router.executors["ray"].pool.handles
     pids = {float(ray.get(a.ready.remote())) for a in actors}
     assert {r.reward for r in results} <= pids
-    lease = router.pools.actors().lease
+    lease = router.executors["ray"].pool.lease
     assert lease is not None and not lease.started  # the test's instance was reused
     router.close()
     for actor in actors:

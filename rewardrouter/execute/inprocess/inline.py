@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from rewardrouter.execute.calls import Collector, call_each
+from rewardrouter.execute.executor import Call, Executor, in_process
 from rewardrouter.execute.outcome import CONTROL_FLOW, Outcome, failed, timed_out
 
 
@@ -68,3 +69,18 @@ async def run_inline(
     else:
         await asyncio.gather(*(worker() for _ in range(workers)))
     return results
+
+
+class InlineExecutor(Executor):
+    """``executor: inline``: on the event loop (async functions on ``max_concurrency`` worker
+    coroutines; plain ones called directly, their deadline checked when they return)."""
+
+    runs_async = True
+    where = "the event loop"
+
+    async def run(self, call: Call, samples: Sequence[Any]) -> Sequence[Outcome]:
+        fn, items = in_process(call, samples)
+        cap = self.setup.config.max_concurrency
+        return await run_inline(
+            fn, items, is_async=call.callee.is_async, timeout=call.timeout, cap=cap
+        )

@@ -23,8 +23,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rewardrouter.errors import RewardRouterError
 from rewardrouter.execute.calls import call_each
+from rewardrouter.execute.executor import Call, Executor, Setup, closed, in_process
 from rewardrouter.execute.outcome import Outcome, timed_out
 
 _ABANDONED = "; its thread was abandoned (threads cannot be stopped) and runs on in the background"
@@ -117,7 +117,7 @@ class ThreadLane:
     def submit(self, chunk: _Chunk) -> None:
         with self._lock:
             if self._closed:
-                raise RewardRouterError("this router is closed; compile a new one")
+                raise closed()
             self._backlog += 1
             self._queue.put(chunk)
             self._grow()
@@ -204,3 +204,22 @@ async def run_threaded(
             if position + 1 < len(chunk.indices):
                 launch(chunk.indices[position + 1 :])
     return outcomes
+
+
+class ThreadExecutor(Executor):
+    """``executor: thread``: plain functions on a :class:`ThreadLane` of ``max_concurrency``
+    daemon threads; an overrunning call is abandoned."""
+
+    where = "a thread"
+
+    def __init__(self, setup: Setup) -> None:
+        super().__init__(setup)
+        self.lane = ThreadLane(setup.config.max_concurrency)
+
+    async def run(self, call: Call, samples: Sequence[Any]) -> Sequence[Outcome]:
+        fn, items = in_process(call, samples)
+        cap = self.setup.config.max_concurrency
+        return await run_threaded(fn, items, timeout=call.timeout, lane=self.lane, cap=cap)
+
+    def close(self) -> None:
+        self.lane.close()

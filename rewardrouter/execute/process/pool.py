@@ -20,35 +20,55 @@ Workers come from a :mod:`~rewardrouter.execute.process.launch` launcher: forked
 plain snapshots (:mod:`~rewardrouter.execute.wire`). Workers are daemonic: a reward function
 may run subprocesses but not multiprocessing children of its own.
 
->>> pool = ProcessPool(2, chunk_seconds=0.05, start_method="auto", modules=["my_rewards"])
->>> future = pool.submit(my_rewards.grade, None, samples, {}, group=False, timeout=5.0, key="g")
->>> outcomes = future.result()
+>>> from rewardrouter.sample import Sample
+>>> pool = ProcessPool(1, chunk_seconds=0.05, start_method="auto", modules=[])
+>>> future = pool.submit(max, 0.5, [1.0, 0.0], {}, group=False, timeout=30.0, key="max")
+>>> [outcome.value for outcome in future.result()]
+[1.0, 0.5]
 >>> pool.close()
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
+import os
 import threading
 import time
-from collections.abc import Hashable, Sequence
-from concurrent.futures import Future
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from multiprocessing.connection import Pipe, wait
 from typing import Any, cast
 
-from rewardrouter.errors import RewardRouterError
-from rewardrouter.execute.outcome import Outcome, describe_exception, timed_out
+from rewardrouter.execute.executor import Setup, closed
+from rewardrouter.execute.outcome import Outcome, describe_exception
 from rewardrouter.execute.process.launch import Launched, StartMethod, exit_text, launcher_for
 from rewardrouter.execute.process.worker import LIMIT, READY, read_progress
-from rewardrouter.execute.tasks import LOAD_GRACE, ChunkSizer, Job, Task, open_job
+from rewardrouter.execute.tasks import (
+    LOAD_GRACE,
+    ChunkSizer,
+    Job,
+    LostCalls,
+    PoolBroken,
+    PoolExecutor,
+    Task,
+    TaskPool,
+)
 
 #: Seconds a new worker may take to import its modules and report ready.
 BOOT_SECONDS = 120.0
 #: Workers in a row that die before becoming ready, after which the pool gives up.
 BOOT_FAILURES = 3
+
+LOST = LostCalls("worker process", "worker")
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the platform has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 @dataclass(eq=False)
@@ -59,11 +79,7 @@ class _Worker:
     task: Task | None = None
 
 
-class _Broken(Exception):
-    """The pool cannot go on (workers keep dying at start-up); the message says why."""
-
-
-class ProcessPool:
+class ProcessPool(TaskPool):
     """Worker processes that run plain reward functions under real deadlines."""
 
     def __init__(
@@ -74,10 +90,10 @@ class ProcessPool:
         start_method: StartMethod,
         modules: Sequence[str],
     ) -> None:
+        super().__init__()
         self.size = workers
         self._launcher = launcher_for(start_method, modules, chunk_seconds, workers)
         self._sizer = ChunkSizer(chunk_seconds)
-        self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._incoming: list[Job] = []
         self._closing = False
@@ -100,36 +116,15 @@ class ProcessPool:
         """Process ids of the current workers (for inspection and tests)."""
         return [w.launched.pid for w in list(self._workers)]
 
-    def submit(
-        self,
-        fn: Any,
-        args: Any,
-        samples: Sequence[Any],
-        kwargs: dict[str, Any],
-        *,
-        group: bool,
-        timeout: float,
-        key: Hashable,
-    ) -> Future[list[Outcome]]:
-        """Run ``fn`` on ``samples`` (one call each, or one group call): a future of outcomes.
-
-        The result has one :class:`Outcome` per sample, or a single one for a group call.
-        """
-        job = open_job(
-            next(self._ids), fn, args, samples, kwargs, group=group, timeout=timeout, key=key
-        )
-        future, count = job.future, len(job.outcomes)
-        if future.done():
-            return future
+    def _enqueue(self, job: Job) -> None:
         with self._lock:
             if self._closing:
                 if self._broken is None:
-                    raise RewardRouterError("this router is closed; compile a new one")
-                future.set_result([Outcome(None, "error", self._broken)] * count)
-                return future
+                    raise closed()
+                job.fail(self._broken)
+                return
             self._incoming.append(job)
         self._wake()
-        return future
 
     def close(self) -> None:
         """Stop every worker (idle ones are asked, busy ones killed) and wait. Idempotent."""
@@ -158,7 +153,7 @@ class ProcessPool:
             while self._accept():
                 self._dispatch()
                 self._wait()
-        except _Broken as exc:
+        except PoolBroken as exc:
             self._broken = str(exc)
         except BaseException as exc:  # a bug here must not leave callers waiting forever
             self._broken = f"the worker pool failed: {describe_exception(exc)}"
@@ -170,9 +165,8 @@ class ProcessPool:
             self._stop_workers()
             reason = self._broken or "the router was closed before this call ran"
             for job in self._jobs:
-                for index in range(len(job.outcomes)):
-                    job.record(index, Outcome(None, "error", reason))
-                self._settle(job)
+                job.fail(reason)
+            self._jobs.clear()
             self._wake_r.close()
             self._wake_w.close()
 
@@ -345,17 +339,7 @@ class ProcessPool:
         timeout = task.job.timeout
         running = self._progress(worker)  # frozen now
         guilty = running is not None and now >= running[1] + timeout
-        self._replace(
-            worker,
-            timed_out(timeout, "; its worker process was killed and replaced") if guilty else None,
-            Outcome(
-                None,
-                "timeout",
-                f"a worker process did not start this call within "
-                f"{max(timeout, LOAD_GRACE):g} s (loading the function and samples); "
-                f"it was killed and replaced",
-            ),
-        )
+        self._replace(worker, LOST.overran(timeout) if guilty else None, LOST.not_started(timeout))
 
     def _died(self, worker: _Worker) -> None:
         cause = exit_text(self._launcher.reap(worker.launched, 1.0))
@@ -365,18 +349,14 @@ class ProcessPool:
             return
         self._replace(
             worker,
-            Outcome(
-                None,
-                "error",
-                f"the worker process died ({cause}) during this call; a new worker replaced it",
-            ),
+            LOST.died(cause),
             Outcome(None, "error", f"the worker process died ({cause}) while loading this call"),
         )
 
     def _boot_failed(self, reason: str) -> None:
         self._boot_failures += 1
         if self._boot_failures >= BOOT_FAILURES:
-            raise _Broken(f"{reason}, {BOOT_FAILURES} times in a row; see the errors above")
+            raise PoolBroken(f"{reason}, {BOOT_FAILURES} times in a row; see the errors above")
 
     def _replace(self, worker: _Worker, running: Outcome | None, unstarted: Outcome | None) -> None:
         """Retire ``worker``, start a new worker, and settle the old worker's task.
@@ -428,3 +408,24 @@ class ProcessPool:
             self._launcher.release(worker.launched)
         self._workers.clear()
         self._launcher.close()
+
+
+class ProcessExecutor(PoolExecutor):
+    """``executor: process``: a :class:`ProcessPool` sized by ``process_pool``."""
+
+    where = "a worker process"
+
+    def __init__(self, setup: Setup) -> None:
+        super().__init__(setup)
+        settings = setup.config.process_pool
+        self.pool: ProcessPool = ProcessPool(
+            settings.workers or available_cpus(),
+            chunk_seconds=settings.chunk_seconds,
+            start_method=settings.start_method,
+            modules=setup.modules,
+        )
+
+    @property
+    def pids(self) -> list[int]:
+        """Process ids of the current workers."""
+        return self.pool.pids

@@ -38,22 +38,31 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
+import importlib.util
 import pickle
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncGenerator, Hashable, Sequence
-from concurrent.futures import Future
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from rewardrouter.config.models import RayConfig
-from rewardrouter.errors import RewardRouterError
-from rewardrouter.execute.outcome import Outcome, describe_exception, timed_out
+from rewardrouter.errors import Problem, RewardRouterError
+from rewardrouter.execute.executor import Callee, Setup, closed
+from rewardrouter.execute.outcome import Outcome, describe_exception
 from rewardrouter.execute.ray.actor import RewardActor
-from rewardrouter.execute.ray.connect import Lease, connect
-from rewardrouter.execute.tasks import LOAD_GRACE, ChunkSizer, Job, Task, open_job
+from rewardrouter.execute.ray.connect import INSTALL, Lease, connect
+from rewardrouter.execute.tasks import (
+    LOAD_GRACE,
+    ChunkSizer,
+    Job,
+    LostCalls,
+    PoolBroken,
+    PoolExecutor,
+    Task,
+    TaskPool,
+)
 from rewardrouter.execute.wire import Message
 
 #: Seconds a new actor may take to be placed by Ray, start and import its modules.
@@ -66,8 +75,7 @@ KILL_SECONDS = 10.0
 CLIENT_SLACK = 2.0
 
 
-class _Broken(Exception):
-    """The pool cannot go on; the message says why."""
+LOST = LostCalls("Ray actor", "actor")
 
 
 @dataclass(eq=False)
@@ -89,7 +97,7 @@ class _Loss:
     cause: str = ""
 
 
-class RayPool:
+class RayPool(TaskPool):
     """Ray actors that run plain reward functions under real deadlines.
 
     ``streaming``: whether actors stream outcomes (chunked tasks) or reply whole (one call per
@@ -99,11 +107,11 @@ class RayPool:
     def __init__(
         self, settings: RayConfig, modules: Sequence[str], *, streaming: bool | None = None
     ) -> None:
+        super().__init__()
         self._settings = settings
         self._modules = tuple(modules)
         self._flush_seconds = settings.chunk_seconds
         self._sizer = ChunkSizer(settings.chunk_seconds)
-        self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._closed = False  # close() was called
         self._stopped = False  # the pool's thread is ending: it takes no more jobs
@@ -137,35 +145,15 @@ class RayPool:
         """This pool's use of the Ray connection (None until connected)."""
         return self._lease
 
-    def submit(
-        self,
-        fn: Any,
-        args: Any,
-        samples: Sequence[Any],
-        kwargs: dict[str, Any],
-        *,
-        group: bool,
-        timeout: float,
-        key: Hashable,
-    ) -> Future[list[Outcome]]:
-        """Run ``fn`` on ``samples`` (one call each, or one group call): a future of outcomes.
-
-        The result has one :class:`Outcome` per sample, or a single one for a group call. If
-        the pool cannot connect to Ray, the future raises :class:`RewardRouterError`.
-        """
-        job = open_job(
-            next(self._ids), fn, args, samples, kwargs, group=group, timeout=timeout, key=key
-        )
-        if job.future.done():
-            return job.future
+    def _enqueue(self, job: Job) -> None:
+        """If the pool cannot connect to Ray, the job's future raises :class:`RewardRouterError`."""
         with self._lock:
             if self._closed:
-                raise RewardRouterError("this router is closed; compile a new one")
+                raise closed()
             if self._stopped:  # the pool failed: its failure is every call's
                 self._fail(job)
             else:
                 self._loop.call_soon_threadsafe(self._accept, job)
-        return job.future
 
     def close(self) -> None:
         """Kill every actor, fail the calls not yet run, and release the Ray connection (Ray is
@@ -201,7 +189,7 @@ class RayPool:
             for task in done:
                 if task is not stop:
                     task.result()  # an actor's coroutine ends only by raising
-        except BaseException as exc:  # _Broken, a failed connection, or a bug: never a hang
+        except BaseException as exc:  # PoolBroken, a failed connection, or a bug: never a hang
             self._failure = exc
         finally:
             for task in waiting:
@@ -239,13 +227,11 @@ class RayPool:
             return
         if failure is None:
             reason = "the router was closed before this call ran"
-        elif isinstance(failure, _Broken):
+        elif isinstance(failure, PoolBroken):
             reason = str(failure)
         else:
             reason = f"the Ray actor pool failed: {describe_exception(failure)}"
-        for index in range(len(job.outcomes)):
-            job.record(index, Outcome(None, "error", reason))
-        job.finish()
+        job.fail(reason)
 
     def _settle(self, job: Job) -> None:
         if job.finish() and job in self._jobs:
@@ -283,7 +269,7 @@ class RayPool:
                 await asyncio.wait_for(_awaitable(actor.ready.remote()), PLACE_SECONDS)
             except asyncio.TimeoutError:
                 self._kill(actor)  # waiting longer or asking again would not find the CPUs
-                raise _Broken(
+                raise PoolBroken(
                     f"a Ray actor of the reward pool was not placed and ready within "
                     f"{PLACE_SECONDS:g} s; the cluster may lack "
                     f"{self._settings.cpus_per_actor:g} free CPUs for it (set `ray.actors` and "
@@ -293,7 +279,7 @@ class RayPool:
                 self._kill(actor)
                 self._placement_failures += 1
                 if self._placement_failures >= PLACE_FAILURES:
-                    raise _Broken(
+                    raise PoolBroken(
                         f"Ray actors of the reward pool died while starting, {PLACE_FAILURES} "
                         f"times in a row ({_cause(exc)})"
                     ) from exc
@@ -401,23 +387,9 @@ class RayPool:
         rest = task.unfinished()
         alone = self._alone.setdefault(job, _Alone())
         if loss.overran and not started:
-            grace = max(job.timeout, LOAD_GRACE)
-            verdict: Outcome | None = Outcome(
-                None,
-                "timeout",
-                f"a Ray actor did not start this call within {grace:g} s (loading the "
-                f"function and samples); it was killed and replaced",
-            )
+            verdict: Outcome | None = LOST.not_started(job.timeout)
         elif len(rest) == 1 and (started or rest[0] in alone.ran):
-            verdict = (
-                timed_out(job.timeout, "; its Ray actor was killed and replaced")
-                if loss.overran
-                else Outcome(
-                    None,
-                    "error",
-                    f"the Ray actor died ({loss.cause}) during this call; a new actor replaced it",
-                )
-            )
+            verdict = LOST.overran(job.timeout) if loss.overran else LOST.died(loss.cause)
         else:
             verdict = None
         if verdict is None:
@@ -440,3 +412,23 @@ def _cause(exc: BaseException) -> str:
         return "its task ended without a result"
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+
+
+class RayExecutor(PoolExecutor):
+    """``executor: ray``: a :class:`RayPool` of actors as ``ray`` says."""
+
+    where = "a Ray actor"
+
+    @classmethod
+    def check(cls, name: str, callee: Callee, path: str) -> list[Problem]:
+        problems = super().check(name, callee, path)
+        if importlib.util.find_spec("ray") is None:
+            hint = f"{INSTALL} (or use `executor: process` on one machine)"
+            problems.insert(
+                0, Problem(path, f"executor {name!r} needs Ray, which is not installed", hint)
+            )
+        return problems
+
+    def __init__(self, setup: Setup) -> None:
+        super().__init__(setup)
+        self.pool: RayPool = RayPool(setup.config.ray, setup.modules)

@@ -1,0 +1,85 @@
+"""Every executor by name, and the executors of one router.
+
+:data:`EXECUTORS` is the one list of executors: a reward term's ``executor:`` names one of them
+(or ``auto``), the compiler runs the named executor's :meth:`~Executor.check` on the term's
+function, and a router makes each executor it uses on first use (:class:`Executors`).
+
+>>> sorted(EXECUTORS)
+['inline', 'process', 'ray', 'thread']
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from rewardrouter.execute.executor import Call, Executor, Setup, closed
+from rewardrouter.execute.inprocess.inline import InlineExecutor
+from rewardrouter.execute.inprocess.threads import ThreadExecutor
+from rewardrouter.execute.outcome import Outcome, group_outcomes
+from rewardrouter.execute.process.pool import ProcessExecutor
+from rewardrouter.execute.ray.pool import RayExecutor
+
+EXECUTORS: dict[str, type[Executor]] = {
+    "inline": InlineExecutor,
+    "thread": ThreadExecutor,
+    "process": ProcessExecutor,
+    "ray": RayExecutor,
+}
+
+
+def register_executor(name: str, executor: type[Executor]) -> None:
+    """Make ``executor: name`` run calls on ``executor`` (a subclass of :class:`Executor`)."""
+    if not name.isidentifier() or name == "auto":
+        raise ValueError(f"executor name {name!r} must be an identifier other than 'auto'")
+    if EXECUTORS.get(name, executor) is not executor:
+        raise ValueError(f"executor {name!r} is already registered ({EXECUTORS[name].__name__})")
+    EXECUTORS[name] = executor
+
+
+class Executors:
+    """The executors of one router, each made on first use; :meth:`close` closes them all."""
+
+    def __init__(self, setup: Setup) -> None:
+        self._setup = setup
+        self._made: dict[str, Executor] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def __getitem__(self, name: str) -> Executor:
+        """Executor ``name``, made now if this router has not used it yet."""
+        with self._lock:
+            self.check_open()
+            made = self._made.get(name)
+            if made is None:
+                made = self._made[name] = EXECUTORS[name](self._setup)
+            return made
+
+    def started(self, name: str) -> Executor | None:
+        """Executor ``name`` if this router has made it, else None (nothing is started)."""
+        return self._made.get(name)
+
+    async def run(self, name: str, call: Call, samples: Sequence[Any]) -> Sequence[Outcome]:
+        """One :class:`Outcome` per sample, in order: ``call`` on executor ``name``.
+
+        A group-mode call's one outcome is spread over its samples
+        (:func:`~rewardrouter.execute.outcome.group_outcomes`).
+        """
+        if not samples:
+            return []
+        outcomes = await self[name].run(call, samples)
+        return group_outcomes(outcomes[0], len(samples)) if call.group else outcomes
+
+    def close(self) -> None:
+        """Close every executor made (worker processes are waited for). Idempotent."""
+        with self._lock:
+            self._closed = True
+            made, self._made = self._made, {}
+        for executor in made.values():
+            executor.close()
+
+    def check_open(self) -> None:
+        """Raise :class:`~rewardrouter.errors.RewardRouterError` once :meth:`close` has run."""
+        if self._closed:
+            raise closed()

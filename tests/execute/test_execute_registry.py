@@ -1,0 +1,118 @@
+"""A new executor is one class and one registry line: registered here, from a test, it runs
+routes, is checked at compile time and is closed with its router."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, ClassVar
+
+import pytest
+
+from rewardrouter import ConfigError, compile_router
+from rewardrouter.errors import Problem
+from rewardrouter.execute.executor import Call, Callee, Executor, Setup
+from rewardrouter.execute.outcome import Outcome, failed
+from rewardrouter.execute.registry import EXECUTORS, register_executor
+
+
+class Journal(Executor):
+    """Calls each sample in order on the event loop's thread and keeps a journal of the calls:
+    a stand-in for a real backend (a batch queue, a remote sandbox)."""
+
+    made: ClassVar[list[Journal]] = []
+
+    def __init__(self, setup: Setup) -> None:
+        super().__init__(setup)
+        self.calls: list[tuple[str, int]] = []
+        self.closed = False
+        Journal.made.append(self)
+
+    @classmethod
+    def check(cls, name: str, callee: Callee, path: str) -> list[Problem]:
+        if callee.mode == "group":
+            return [Problem(path, f"{callee.name} takes a group; {name!r} calls one sample")]
+        return super().check(name, callee, path)
+
+    async def run(self, call: Call, samples: Sequence[Any]) -> Sequence[Outcome]:
+        self.calls.append((call.callee.name, len(samples)))
+        outcomes = []
+        for sample in samples:
+            try:
+                outcomes.append(Outcome(call.callee.fn(call.args, sample, **call.kwargs)))
+            except Exception as exc:
+                outcomes.append(failed(exc))
+        return outcomes
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.fixture
+def journal() -> Iterator[type[Journal]]:
+    register_executor("journal", Journal)
+    Journal.made.clear()
+    yield Journal
+    del EXECUTORS["journal"]
+
+
+def _config(path: str, **term: Any) -> dict[str, Any]:
+    return {
+        "default_route": "r",
+        "routes": {"r": {"rewards": {"t": {"path": path, "executor": "journal", **term}}}},
+    }
+
+
+def test_a_registered_executor_runs_a_route(journal: type[Journal]) -> None:
+    with compile_router(_config("rr_testfns.length")) as router:
+        assert journal.made == []  # made on first use, not by compiling
+        results = router.score_sync([{"response": "abc"}, {"response": "de"}])
+        [made] = journal.made
+    assert [r.reward for r in results] == [3.0, 2.0]
+    assert made.calls == [("rr_testfns.length", 2)]
+    assert made.closed  # closed with its router
+
+
+def test_its_outcomes_get_the_router_s_failure_policies(journal: type[Journal]) -> None:
+    config = _config("rr_testfns.raises", on_error={"value": -1.0})
+    with compile_router(config) as router:
+        [result] = router.score_sync([{"response": "x"}])
+    assert (result.reward, result.status) == (-1.0, "error")
+
+
+def test_its_compile_time_check_and_the_base_checks_apply(journal: type[Journal]) -> None:
+    with pytest.raises(ConfigError) as info:
+        compile_router(
+            {
+                "default_route": "r",
+                "routes": {
+                    "r": {
+                        "rewards": {
+                            "group": {"path": "rr_testfns.group_len", "executor": "journal"},
+                            "aio": {"path": "rr_testfns.async_length", "executor": "journal"},
+                        }
+                    }
+                },
+            }
+        )
+    assert [str(p).splitlines()[0] for p in info.value.problems] == [
+        "routes.r.rewards.group.executor: rr_testfns.group_len takes a group; 'journal' calls "
+        "one sample",
+        "routes.r.rewards.aio.executor: rr_testfns.async_length is an async function; executor "
+        "'journal' runs plain functions",
+    ]
+
+
+def test_an_unknown_executor_is_a_compile_problem_with_the_known_names() -> None:
+    with pytest.raises(ConfigError) as info:
+        compile_router(_config("rr_testfns.length", executor="jornal"))
+    [problem] = info.value.problems
+    assert problem.path == "routes.r.rewards.t.executor"
+    assert problem.message == "unknown executor 'jornal'"
+    assert problem.hint == "expected one of: auto, inline, thread, process, ray"
+
+
+def test_names_are_checked_when_registered() -> None:
+    with pytest.raises(ValueError, match="already registered"):
+        register_executor("thread", Journal)
+    with pytest.raises(ValueError, match="identifier other than 'auto'"):
+        register_executor("auto", Journal)
