@@ -326,3 +326,36 @@ def test_launchers_start_workers_that_serve_and_die_by_pid(launcher: Launcher) -
     finally:
         launcher.release(worker)
         launcher.close()
+
+
+def test_closing_a_busy_router_ends_every_route_group_in_flight() -> None:
+    # Two route groups (two functions), both running when the router closes: each caller
+    # hears that its calls were cut short; none waits forever.
+    config = router_config("rr_execution.misbehave", on_error="skip", timeout=60.0)
+    config["routes"]["g"] = router_config("rr_execution.misbehave_group", on_error="skip")[
+        "routes"
+    ]["r"]
+    router = compile_router(config)
+    _warm(router)
+    box: dict[str, Any] = {}
+    thread = threading.Thread(
+        target=lambda: box.update(
+            results=router.score_sync([row("a", "sleep"), row("b", "sleep", dataset="g")])
+        )
+    )
+    thread.start()
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline and _busy_workers(router) < 2:
+        time.sleep(0.05)
+    router.close()
+    thread.join(timeout=30.0)
+    assert not thread.is_alive(), "a caller was left waiting after close"
+    assert [(r.status, r.error_message) for r in box["results"]] == [
+        ("error", "t: the router was closed before this call ran"),
+        ("error", "t: the router was closed before this call ran"),
+    ]
+
+
+def _busy_workers(router: Router) -> int:
+    executor = router.executors.started("process")
+    return 0 if executor is None else sum(w.task is not None for w in executor.pool._workers)
