@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from rewardrouter.compile.compiler import compile_routes, data_route_factory
 from rewardrouter.compile.executors import worker_modules
-from rewardrouter.compile.resources import Resources
 from rewardrouter.compile.routes import BoundTerm, CompiledRoute
 from rewardrouter.config.load import validate
 from rewardrouter.config.models import RouterConfig
@@ -23,6 +22,7 @@ from rewardrouter.execute.outcome import FloatReturns, Outcome
 from rewardrouter.execute.registry import Executors
 from rewardrouter.execute.values import InvalidReturn, to_value
 from rewardrouter.results import RewardResult, ScoreBatch
+from rewardrouter.rewards import Resources
 from rewardrouter.route.assemble import combine
 from rewardrouter.route.groups import RouteGroup, plan_groups
 from rewardrouter.route.precedence import Decision, Resolver, Unroutable, raise_unroutable

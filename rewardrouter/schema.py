@@ -11,7 +11,6 @@ the same way, and a term's ``executor`` lists the registered executors.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from pathlib import Path
@@ -19,10 +18,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from rewardrouter.compile.resources import RESOURCE_KINDS
 from rewardrouter.config.job import JobConfig
 from rewardrouter.config.models import RouterConfig
 from rewardrouter.execute.registry import EXECUTORS
+from rewardrouter.rewards import RESOURCE_KINDS
 
 SCHEMAS: dict[str, type[BaseModel]] = {
     "router.schema.json": RouterConfig,
@@ -62,7 +61,7 @@ def _describe_resource_kwargs(schema: dict[str, Any]) -> None:
     if term is None:
         return
     for name, kind in sorted(RESOURCE_KINDS.items()):
-        settings: type[BaseModel] = importlib.import_module(kind.module).Settings
+        settings = kind.settings
         settings_schema = settings.model_json_schema(mode="validation")
         added = {**settings_schema.pop("$defs", {}), settings.__name__: settings_schema}
         for key, definition in added.items():

@@ -15,11 +15,11 @@ from rewardrouter.compile.resolve import (
     resolve_path,
     resolve_resource,
 )
-from rewardrouter.compile.resources import RESOURCE_KINDS, Resources
 from rewardrouter.compile.routes import BoundTerm, CompiledRoute
 from rewardrouter.config.models import RewardTerm, RouterConfig
 from rewardrouter.errors import Problem, did_you_mean
 from rewardrouter.introspect import ResolveError
+from rewardrouter.rewards import RESOURCE_KINDS, Resources
 
 
 def _check_key(fn: RewardFn, term: RewardTerm, where: str) -> list[Problem]:

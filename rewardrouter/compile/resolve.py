@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import importlib
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -13,7 +12,6 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from rewardrouter.compile.resources import RESOURCE_KINDS, Resources
 from rewardrouter.config.problems import problems_from_validation
 from rewardrouter.errors import Problem, did_you_mean
 from rewardrouter.introspect import (
@@ -25,7 +23,14 @@ from rewardrouter.introspect import (
     read_signature,
     takes_varargs,
 )
-from rewardrouter.rewards import BUILTINS, BuiltinReward, known_kinds, lookup
+from rewardrouter.rewards import (
+    BUILTINS,
+    RESOURCE_KINDS,
+    BuiltinReward,
+    Resources,
+    kind_names,
+    lookup,
+)
 
 Mode = Literal["single", "group"]
 
@@ -98,7 +103,7 @@ def resolve_builtin(kind: str, kwargs: Mapping[str, Any]) -> RewardFn:
         )
     reward: BuiltinReward | None = lookup(kind)
     if reward is None:
-        kinds = sorted([*known_kinds(), *RESOURCE_KINDS])
+        kinds = kind_names()
         raise ResolveError(
             f"unknown built-in kind {kind!r}",
             did_you_mean(kind, kinds)
@@ -127,18 +132,17 @@ def resolve_resource(
         hint = "remove `mode` (for a remote term, `kwargs.batch: true` posts route groups)"
         raise ResolveError(message, hint, problems=(Problem("mode", message, hint),))
     try:
-        module = importlib.import_module(spec.module)
+        settings = spec.settings.model_validate(dict(kwargs))
+    except ValidationError as exc:
+        found = problems_from_validation(exc, dict(kwargs), spec.settings, ["kwargs"])
+        raise ResolveError(f"invalid settings for kind {kind!r}", problems=tuple(found)) from None
+    try:
+        bound = spec.build(settings, resources)
     except ModuleNotFoundError as exc:
         raise ResolveError(
             f"kind {kind!r} needs {exc.name!r}, which is not installed",
             f"pip install {exc.name}",
         ) from None
-    try:
-        settings = module.Settings.model_validate(dict(kwargs))
-    except ValidationError as exc:
-        found = problems_from_validation(exc, dict(kwargs), module.Settings, ["kwargs"])
-        raise ResolveError(f"invalid settings for kind {kind!r}", problems=tuple(found)) from None
-    bound = module.build(settings, resources)
     return RewardFn(
         name=bound.name,
         fn=bound.fn,

@@ -1,30 +1,9 @@
-"""Remote rewards: the ``remote`` kind, an HTTP client for reward servers and judge models.
+"""Remote rewards: the HTTP client behind the ``remote`` kind (:mod:`rewardrouter.rewards.remote`)
+and every other kind that posts JSON (``code`` on SandboxFusion).
 
-``settings`` (what a term's kwargs may say) → ``kind`` (how the compiler builds a client) →
-``client`` (requests, retries as ``retry`` decides, reply checks) on a ``pool`` (one connection
-pool per router) → ``errors`` (why a call failed; each maps to an outcome status).
+``settings`` (what a term's kwargs may say) → ``client`` (:class:`~.client.JsonEndpoint`:
+requests, retries as ``retry`` decides, reply checks; :class:`~.client.RemoteReward` on top) on a
+``pool`` (one connection pool per router) → ``errors`` (why a call failed; each maps to an
+outcome status). Nothing here is imported until a config names such a kind, except the settings
+models, so that ``import rewardrouter`` does not load aiohttp.
 """
-
-from rewardrouter.remote.client import JsonEndpoint, RemoteReward
-from rewardrouter.remote.errors import (
-    RemoteError,
-    RemoteInvalid,
-    RemoteRejected,
-    RemoteTimeout,
-    RemoteUnavailable,
-)
-from rewardrouter.remote.pool import SessionPool
-from rewardrouter.remote.settings import EndpointSettings, RemoteSettings
-
-__all__ = [
-    "EndpointSettings",
-    "JsonEndpoint",
-    "RemoteError",
-    "RemoteInvalid",
-    "RemoteRejected",
-    "RemoteReward",
-    "RemoteSettings",
-    "RemoteTimeout",
-    "RemoteUnavailable",
-    "SessionPool",
-]

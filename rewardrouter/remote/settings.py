@@ -20,7 +20,6 @@ Example (a judge behind a bearer token, scored in batches of 32)::
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from yarl import URL
 
 
 class EndpointSettings(BaseModel):
@@ -60,6 +59,8 @@ class EndpointSettings(BaseModel):
     @field_validator("url")
     @classmethod
     def _http_url(cls, url: str) -> str:
+        from yarl import URL  # on use: `import rewardrouter` reads this module
+
         try:
             parsed = URL(url)
         except (TypeError, ValueError):
@@ -95,6 +96,8 @@ class RemoteSettings(EndpointSettings):
 
 def display_url(url: str) -> str:
     """``url`` without credentials, query or fragment: safe to show in messages and logs."""
+    from yarl import URL
+
     try:
         parsed = URL(url)
     except (TypeError, ValueError):

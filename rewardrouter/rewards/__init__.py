@@ -4,6 +4,8 @@ One module per family: ``math`` (math-verify, cheap checks first, see ``equivale
 ``dapo``, ``deepscaler``, ``f1`` and ``exact`` (SQuAD), ``choice`` (``gpqa``,
 ``multiple_choice``), ``formats`` (``think_format``, ``boxed_format``) and ``random``
 (``random``, ``deterministic_random``). Each grader states its contract in its docstring.
+``remote``, ``code``, ``judge`` and ``ifeval`` are resource kinds (see :mod:`.registry`): their
+term's kwargs are settings, and what they build is shared per router.
 """
 
 from rewardrouter.rewards import choice as _choice  # noqa: F401  (each import registers kinds)
@@ -12,15 +14,38 @@ from rewardrouter.rewards import deepscaler as _deepscaler  # noqa: F401
 from rewardrouter.rewards import exact as _exact  # noqa: F401
 from rewardrouter.rewards import f1 as _f1  # noqa: F401
 from rewardrouter.rewards import formats as _formats  # noqa: F401
+from rewardrouter.rewards import ifeval as _ifeval  # noqa: F401
 from rewardrouter.rewards import math as _math  # noqa: F401
 from rewardrouter.rewards import random as _random  # noqa: F401
+from rewardrouter.rewards import remote as _remote  # noqa: F401
+from rewardrouter.rewards.code import kind as _code  # noqa: F401
+from rewardrouter.rewards.judge import kind as _judge  # noqa: F401
 from rewardrouter.rewards.registry import (
     BUILTINS,
+    RESOURCE_KINDS,
+    Bound,
     BoxedAnswer,
     Builtin,
     BuiltinReward,
+    ResourceKind,
+    Resources,
+    kind_names,
     known_kinds,
     lookup,
+    resource_kind,
 )
 
-__all__ = ["BUILTINS", "BoxedAnswer", "Builtin", "BuiltinReward", "known_kinds", "lookup"]
+__all__ = [
+    "BUILTINS",
+    "RESOURCE_KINDS",
+    "Bound",
+    "BoxedAnswer",
+    "Builtin",
+    "BuiltinReward",
+    "ResourceKind",
+    "Resources",
+    "kind_names",
+    "known_kinds",
+    "lookup",
+    "resource_kind",
+]

@@ -41,10 +41,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from rewardrouter.compile.resources import Bound, Resources
 from rewardrouter.errors import did_you_mean
 from rewardrouter.introspect import ResolveError
 from rewardrouter.rewards.labels import after_thinking
+from rewardrouter.rewards.registry import Bound, Resources, resource_kind
 from rewardrouter.sample import metadata_of
 
 log = logging.getLogger("rewardrouter.ifeval")
@@ -129,9 +129,6 @@ class IfevalSettings(BaseModel):
             hint = did_you_mean(score, known) or f"known: {', '.join(known)}"
             raise ValueError(f"{score!r} is not all, fraction or an IFEval instruction id; {hint}")
         return score
-
-
-Settings = IfevalSettings
 
 
 def _instructions(sample: Any) -> tuple[list[str], list[dict[str, Any]]]:
@@ -228,8 +225,12 @@ class IfevalReward:
         return await asyncio.to_thread(self.score, sample)
 
 
+@resource_kind("ifeval", IfevalSettings)
 def build(settings: IfevalSettings, resources: Resources) -> Bound:
-    """The grader; :class:`ResolveError` with the install line when lm-eval is absent."""
+    """IFEval instructions checked by lm-eval's registry, strict or loose.
+
+    Raises :class:`ResolveError` with the install line when lm-eval is absent.
+    """
     try:
         checks()
     except ImportError as exc:

@@ -1,6 +1,13 @@
-"""The registry of built-in reward kinds.
+"""The registry of reward kinds: every name a term may give as ``kind:``.
 
-A built-in is a *grader*: a pure, top-level function ``grade(response, label, metadata, **kwargs)``
+Two sorts of kind share one namespace (a name is registered once, as one or the other):
+
+- a *grader* (:data:`BUILTINS`, registered with :func:`builtin`), pure and stateless;
+- a *resource kind* (:data:`RESOURCE_KINDS`, registered with :func:`resource_kind`), whose
+  callable owns a resource shared per router (``remote``: an HTTP connection pool) and whose
+  term's ``kwargs`` are settings, validated when the router compiles.
+
+:func:`kind_names` lists them all. A grader is a pure, top-level function ``grade(response, label, metadata, **kwargs)``
 returning a float, a dict (then ``keys`` lists its entries and a term must name one with
 ``key:``), or ``None`` ("not applicable"). The router calls it through :class:`BuiltinReward`, a
 picklable top-level callable with the ``(args, sample, **kwargs)`` shape every reward function has,
@@ -16,9 +23,13 @@ instead of searching it again, so ``boxed_math`` scores what ``math`` scores.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_checkable
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 Grade = Callable[..., Any]
 
@@ -52,7 +63,7 @@ def builtin(
     """Register ``grade`` as the built-in kind ``name``; its docstring's first line is the summary."""
 
     def register(grade: Grade) -> Grade:
-        if name in BUILTINS:
+        if name in BUILTINS or name in RESOURCE_KINDS:
             raise RuntimeError(f"built-in reward {name!r} registered twice")
         if returns == "dict" and not keys:
             raise RuntimeError(f"built-in {name!r} returns a dict but declares no keys")
@@ -157,3 +168,92 @@ def known_kinds() -> list[str]:
     kinds = list(BUILTINS)
     kinds += [f"{BOXED_PREFIX}{b.name}" for b in BUILTINS.values() if b.boxable]
     return sorted(kinds)
+
+
+def kind_names() -> list[str]:
+    """Every name a term may give as ``kind:``: graders, their boxed variants, resource kinds."""
+    return sorted([*known_kinds(), *RESOURCE_KINDS])
+
+
+# -- resource kinds ------------------------------------------------------------------------------
+
+R = TypeVar("R")
+
+
+@runtime_checkable
+class Closeable(Protocol):
+    def close(self) -> None: ...
+
+
+class Resources:
+    """Objects shared by the reward callables of one router, closed with the router.
+
+    >>> resources = Resources()
+    >>> resources.get("pool", list) is resources.get("pool", list)   # made once per router
+    True
+    >>> resources.close()                                           # closes what has close()
+    """
+
+    def __init__(self) -> None:
+        self._items: dict[Hashable, Any] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, make: Callable[[], R]) -> R:
+        """The object stored under ``key``, made by ``make()`` the first time."""
+        with self._lock:
+            if key not in self._items:
+                self._items[key] = make()
+            return self._items[key]  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        """Close every held object that can be closed. Idempotent."""
+        with self._lock:
+            items = list(self._items.values())
+            self._items.clear()
+        for item in items:
+            if isinstance(item, Closeable):
+                item.close()
+
+
+@dataclass(frozen=True)
+class Bound:
+    """What a resource kind's ``build`` returns: an async callable and how the router calls it.
+
+    ``fn(args, sample)`` in single mode, ``fn(args, samples)`` in group mode; ``name`` names it in
+    messages (it must not contain credentials).
+    """
+
+    fn: Callable[..., Any]
+    mode: Literal["single", "group"]
+    name: str
+
+
+Build = Callable[[Any, Resources], Bound]
+
+
+@dataclass(frozen=True)
+class ResourceKind:
+    """A registered resource kind: ``build(settings, resources)`` makes its callable once per
+    router from the term's ``kwargs`` validated as ``settings``."""
+
+    name: str
+    settings: type[BaseModel]
+    build: Build
+    summary: str = ""
+
+
+RESOURCE_KINDS: dict[str, ResourceKind] = {}
+
+
+def resource_kind(name: str, settings: type[BaseModel]) -> Callable[[Build], Build]:
+    """Register ``build`` as the resource kind ``name`` whose ``kwargs`` are ``settings``; its
+    docstring's first line is the summary."""
+
+    def register(build: Build) -> Build:
+        if name in BUILTINS or name in RESOURCE_KINDS:
+            raise RuntimeError(f"kind {name!r} registered twice")
+        summary = (build.__doc__ or "").strip().splitlines()[0] if build.__doc__ else ""
+        RESOURCE_KINDS[name] = ResourceKind(name, settings, build, summary)
+        return build
+
+    return register

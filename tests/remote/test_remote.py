@@ -22,7 +22,7 @@ from rr_remote import Reply, Script, Seen, Servers, refused_url
 from rr_testfns import row
 
 from rewardrouter import ConfigError, RewardError, Router, RoutingError
-from rewardrouter.remote import SessionPool
+from rewardrouter.remote.pool import SessionPool
 from rewardrouter.remote.retry import backoff_delay, retry_after
 
 SECRET = "s3cr3t-t0ken-value"

@@ -1,6 +1,6 @@
 """The ``sandbox_fusion`` backend: run programs on a SandboxFusion service (``POST /run_code``).
 
-Requests go through :class:`~rewardrouter.remote.JsonEndpoint`, so the service gets the remote
+Requests go through :class:`~rewardrouter.remote.client.JsonEndpoint`, so the service gets the remote
 client's connection pool, retries with jittered backoff, deadline and concurrency cap.
 
 - **Python**: one request per program. Its code is the local backend's runner

@@ -1,4 +1,5 @@
-"""The ``code`` kind as the compiler sees it: ``Settings`` for its kwargs, and ``build``.
+"""The ``code`` kind as the compiler sees it: its settings model and ``build``, registered as a
+resource kind (the HTTP client of the SandboxFusion backend is imported only when built).
 
 Terms with equal settings share one grader (and so one route group); every ``code`` term of a
 router with the same limits shares one local sandbox and its cap on programs run at once.
@@ -7,24 +8,22 @@ router with the same limits shares one local sandbox and its cap on programs run
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rewardrouter.compile.resources import Bound, Resources
 from rewardrouter.introspect import ResolveError
-from rewardrouter.remote.client import JsonEndpoint
-from rewardrouter.remote.kind import read_credential
-from rewardrouter.remote.pool import SessionPool
 from rewardrouter.remote.settings import display_url
 from rewardrouter.rewards.code.cases import Case, parse_tests
 from rewardrouter.rewards.code.compare import same_output, same_return
 from rewardrouter.rewards.code.extract import extract_program
-from rewardrouter.rewards.code.fusion import FusionSandbox
 from rewardrouter.rewards.code.local import CaseRun, LocalSandbox, SandboxError, probe
 from rewardrouter.rewards.code.settings import CodeSettings
+from rewardrouter.rewards.registry import Bound, Resources, resource_kind
+from rewardrouter.rewards.remote import read_credential
+
+if TYPE_CHECKING:
+    from rewardrouter.rewards.code.fusion import FusionSandbox
 
 log = logging.getLogger("rewardrouter.code")
-
-Settings = CodeSettings
 
 #: What the local sandbox must be able to enter for ``isolation: required``.
 REQUIRED_NAMESPACES = ("network", "pid")
@@ -112,12 +111,20 @@ def _local(settings: CodeSettings, resources: Resources) -> tuple[LocalSandbox, 
     return sandbox, f"code local ({', '.join(isolation) or 'no'} isolation)"
 
 
+@resource_kind("code", CodeSettings)
 def build(settings: CodeSettings, resources: Resources) -> Bound:
-    """The grader for ``settings``; :class:`ResolveError` when its backend cannot work."""
+    """Run the response's program against the label's tests, locally or on SandboxFusion.
+
+    Raises :class:`ResolveError` when its backend cannot work.
+    """
     sandbox: LocalSandbox | FusionSandbox
     if settings.backend == "local":
         sandbox, name = _local(settings, resources)
     else:
+        from rewardrouter.remote.client import JsonEndpoint
+        from rewardrouter.remote.pool import SessionPool
+        from rewardrouter.rewards.code.fusion import FusionSandbox
+
         server = settings.server
         assert server is not None  # the settings model requires it for this backend
         credential = read_credential(server, "server.auth_env")

@@ -1,23 +1,27 @@
-"""The ``judge`` kind as the compiler sees it: ``Settings`` for its kwargs, and ``build``.
+"""The ``judge`` kind as the compiler sees it: its settings model and ``build``, registered as a
+resource kind (the HTTP client is imported only when a judge is built).
 
 Terms with equal settings share one judge, its connection pool and its verdict cache.
 """
 
 from __future__ import annotations
 
-from rewardrouter.compile.resources import Bound, Resources
-from rewardrouter.remote.client import JsonEndpoint
-from rewardrouter.remote.kind import read_credential
-from rewardrouter.remote.pool import SessionPool
 from rewardrouter.remote.settings import display_url
 from rewardrouter.rewards.judge.reward import JudgeReward
 from rewardrouter.rewards.judge.settings import JudgeSettings
+from rewardrouter.rewards.registry import Bound, Resources, resource_kind
+from rewardrouter.rewards.remote import read_credential
 
-Settings = JudgeSettings
 
-
+@resource_kind("judge", JudgeSettings)
 def build(settings: JudgeSettings, resources: Resources) -> Bound:
-    """The judge for ``settings``; raises ``ResolveError`` when its credential is unset."""
+    """An LLM judge on an OpenAI-compatible chat endpoint: rubric template, score parser.
+
+    Raises ``ResolveError`` when its credential is unset.
+    """
+    from rewardrouter.remote.client import JsonEndpoint
+    from rewardrouter.remote.pool import SessionPool
+
     credential = read_credential(settings)
     pool = resources.get(SessionPool, SessionPool)
     endpoint_settings = settings.model_copy(update={"url": settings.endpoint_url})

@@ -7,7 +7,7 @@ Request, OpenAI chat completions::
 
 The reply's ``choices[0].message.content`` is parsed (:mod:`.parse`); a reply without a
 readable score, or with one outside ``[min, max]``, fails the call as ``invalid`` (the term's
-``on_error`` decides). Requests go through :class:`~rewardrouter.remote.JsonEndpoint`: one
+``on_error`` decides). Requests go through :class:`~rewardrouter.remote.client.JsonEndpoint`: one
 connection pool, retries with jittered backoff, the deadline and the concurrency cap.
 
 Identical requests are judged once per router: a GRPO group often holds the same response
@@ -22,14 +22,16 @@ import hashlib
 import json
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rewardrouter.remote.client import JsonEndpoint
 from rewardrouter.remote.errors import RemoteInvalid
 from rewardrouter.rewards.judge.parse import UnreadableScore, read_score
 from rewardrouter.rewards.judge.settings import JudgeSettings
 from rewardrouter.rewards.labels import after_thinking
 from rewardrouter.sample import metadata_of
+
+if TYPE_CHECKING:  # the client (and aiohttp) loads when a judge is built
+    from rewardrouter.remote.client import JsonEndpoint
 
 
 def prompt_text(prompt: Any) -> str:

@@ -1,7 +1,10 @@
-"""The ``remote`` kind as the compiler sees it: ``Settings`` for its kwargs, and ``build``.
+"""The ``remote`` kind: POST each sample (or route group) to a reward server.
 
-Terms with equal settings share one client (and so one route group); every client of a router
-shares the router's one :class:`~rewardrouter.remote.pool.SessionPool`.
+A resource kind: a term's ``kwargs`` are :class:`~rewardrouter.remote.settings.RemoteSettings`,
+validated when the router compiles. Terms with equal settings share one client (and so one route
+group); every client of a router shares the router's one
+:class:`~rewardrouter.remote.pool.SessionPool`. The HTTP client (and aiohttp) is imported only
+when a config names the kind.
 """
 
 from __future__ import annotations
@@ -10,13 +13,9 @@ import os
 
 from pydantic import SecretStr
 
-from rewardrouter.compile.resources import Bound, Resources
 from rewardrouter.introspect import ResolveError
-from rewardrouter.remote.client import RemoteReward
-from rewardrouter.remote.pool import SessionPool
 from rewardrouter.remote.settings import EndpointSettings, RemoteSettings
-
-Settings = RemoteSettings
+from rewardrouter.rewards.registry import Bound, Resources, resource_kind
 
 
 def read_credential(settings: EndpointSettings, field: str = "auth_env") -> SecretStr | None:
@@ -35,8 +34,15 @@ def read_credential(settings: EndpointSettings, field: str = "auth_env") -> Secr
     return SecretStr(value)
 
 
-def build(settings: RemoteSettings, resources: Resources) -> Bound:
-    """The client for ``settings``; raises :class:`ResolveError` when its credential is unset."""
+@resource_kind("remote", RemoteSettings)
+def remote(settings: RemoteSettings, resources: Resources) -> Bound:
+    """POST each sample (or route group) to a reward server; settings under kwargs.
+
+    Raises :class:`ResolveError` when the credential that ``auth_env`` names is unset.
+    """
+    from rewardrouter.remote.client import RemoteReward
+    from rewardrouter.remote.pool import SessionPool
+
     credential = read_credential(settings)
     pool = resources.get(SessionPool, SessionPool)
     client = resources.get(
