@@ -11,10 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, overload
-
-if TYPE_CHECKING:
-    from rewardrouter.route.precedence import Decision
+from typing import Any, Literal, Protocol, overload
 
 Status = Literal["ok", "skipped", "aborted", "kept", "error", "timeout", "invalid"]
 
@@ -48,24 +45,47 @@ class RewardResult:
         return self.status in FAILED
 
 
+class Origin(Protocol):
+    """Where a sample scored by a single term came from (a routing decision is one)."""
+
+    @property
+    def route_name(self) -> str:
+        """The route that scored the sample."""
+
+    @property
+    def level(self) -> str:
+        """The precedence level that chose the route."""
+
+    @property
+    def first_term(self) -> str:
+        """The name of the route's (only) term."""
+
+
 class ScoreBatch(Sequence[RewardResult]):
     """One :class:`RewardResult` per scored sample, in input order.
 
     ``full`` holds the results that were built whole (aborted, kept, several terms, failures, non
-    float returns); every other sample ``i`` was scored ``ok`` by its route's single term, which
-    returned ``values[i]``, weighted into ``rewards[i]``.
+    float returns); every other sample ``i`` was scored ``ok`` by the single term of route
+    ``origins[i]``, which returned ``values[i]``, weighted into ``rewards[i]``.
+
+    >>> class Routed:
+    ...     route_name, level, first_term = "gsm8k", "route", "correct"
+    >>> batch = ScoreBatch([Routed(), None], [0.5, None], [1.0, None],
+    ...                    {1: RewardResult(None, "aborted")})
+    >>> batch.rewards, batch[0].terms, batch[1].status
+    ([0.5, None], {'correct': 1.0}, 'aborted')
     """
 
-    __slots__ = ("_decisions", "_full", "_rewards", "_values")
+    __slots__ = ("_full", "_origins", "_rewards", "_values")
 
     def __init__(
         self,
-        decisions: Sequence[Decision | None],
+        origins: Sequence[Origin | None],
         rewards: list[float | None],
         values: list[float | None],
         full: dict[int, RewardResult],
     ) -> None:
-        self._decisions = decisions
+        self._origins = origins
         self._rewards = rewards
         self._values = values
         self._full = full
@@ -77,13 +97,11 @@ class ScoreBatch(Sequence[RewardResult]):
         full = self._full.get(i)
         if full is not None:
             return full
-        decision = self._decisions[i]
-        assert decision is not None  # every sample without a full result was routed
+        origin = self._origins[i]
+        assert origin is not None  # every sample without a full result was routed
         value = self._values[i]
-        name = decision.route.terms[0].name
-        return RewardResult(
-            self._rewards[i], "ok", decision.route.name, decision.level, {name: value}, value
-        )
+        terms = {origin.first_term: value}
+        return RewardResult(self._rewards[i], "ok", origin.route_name, origin.level, terms, value)
 
     @overload
     def __getitem__(self, index: int) -> RewardResult: ...

@@ -7,23 +7,22 @@ import asyncio
 import threading
 import weakref
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
-from itertools import repeat
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from rewardrouter.compile.compiler import compile_routes, data_route_factory
 from rewardrouter.compile.executors import worker_modules
-from rewardrouter.compile.routes import BoundTerm, CompiledRoute
+from rewardrouter.compile.routes import CompiledRoute
 from rewardrouter.config.load import validate
 from rewardrouter.config.models import RouterConfig
 from rewardrouter.errors import ConfigError, RoutingError, SampleError
 from rewardrouter.execute.executor import Call, Setup
-from rewardrouter.execute.outcome import FloatReturns, Outcome
+from rewardrouter.execute.outcome import Outcome
 from rewardrouter.execute.registry import Executors
 from rewardrouter.execute.values import InvalidReturn, to_value
 from rewardrouter.results import RewardResult, ScoreBatch
 from rewardrouter.rewards import Resources
-from rewardrouter.route.assemble import combine
+from rewardrouter.route.assemble import Triage, assemble
 from rewardrouter.route.groups import RouteGroup, plan_groups
 from rewardrouter.route.precedence import Decision, Resolver, Unroutable, raise_unroutable
 from rewardrouter.sample import as_sample, status_of
@@ -32,6 +31,8 @@ if TYPE_CHECKING:  # torch is imported only when post-processing is configured o
     from rewardrouter.shape.processor import PostProcessor, PostProcessResult
 
 T = TypeVar("T")
+
+ABORTED = "aborted sample: not scored"
 
 
 def compile_router(config: RouterConfig | Mapping[str, Any]) -> Router:
@@ -141,71 +142,33 @@ class Router:
         """
         self.executors.check_open()
         views = [as_sample(s, i) for i, s in enumerate(samples)]
-        n = len(views)
-        full: dict[int, RewardResult] = {}
-        decisions: list[Decision | None] = [None] * n
-        routed: dict[str, tuple[CompiledRoute, list[int]]] = {}
+        triage = self._classify(views, evaluation, route)
+        groups = plan_groups(list(triage.routed.values()))
+        outcomes = await asyncio.gather(*(self._run(group, views, args) for group in groups))
+        return assemble(triage, groups, outcomes, evaluation)
+
+    def _classify(self, views: Sequence[Any], evaluation: bool, route: str | None) -> Triage:
+        """Settle aborted samples and those that carry a reward; route every other one."""
+        triage = Triage([None] * len(views))
         unroutable: list[tuple[int, str]] = []
         rescore = self.config.rescore
         decide = self.resolver.decide if route is None else self._forced(route)
         for i, sample in enumerate(views):
             status = getattr(sample, "status", None)
             if status is not None and status != "completed" and status_of(sample) == "aborted":
-                full[i] = RewardResult(None, "aborted", error_message="aborted sample: not scored")
+                triage.settled[i] = RewardResult(None, "aborted", error_message=ABORTED)
                 continue
             preset = getattr(sample, "reward", None)
             if preset is not None and not rescore:
-                full[i] = self._kept(i, preset, evaluation)
+                triage.settled[i] = self._kept(i, preset, evaluation)
                 continue
             try:
-                decision = decisions[i] = decide(sample)
+                triage.route(i, decide(sample))
             except Unroutable as exc:
                 unroutable.append((i, str(exc)))
-                continue
-            bucket = routed.get(decision.route.name)
-            if bucket is None:
-                bucket = routed[decision.route.name] = (decision.route, [])
-            bucket[1].append(i)
         if unroutable:
             raise_unroutable(unroutable)
-        groups = plan_groups(list(routed.values()))
-        outcomes = await asyncio.gather(*(self._run_group(g, views, args) for g in groups))
-        rewards: list[float | None] = [None] * n
-        values: list[float | None] = [None] * n
-        pending: dict[int, list[tuple[BoundTerm, Outcome]]] = {}
-        single = {name: len(r.terms) == 1 for name, (r, _) in routed.items()}
-        for group, group_outcomes in zip(groups, outcomes, strict=True):
-            terms = group.terms or repeat(group.term, len(group.indices))
-            if isinstance(group_outcomes, FloatReturns):  # a group call: floats only
-                returned = zip(group.indices, terms, group_outcomes.values, strict=True)
-                for i, term, value in returned:
-                    if value - value == 0.0 and single[term.route]:
-                        rewards[i] = term.weight * value
-                        values[i] = value
-                    else:
-                        pending.setdefault(i, []).append((term, Outcome(value)))
-                continue
-            for i, term, outcome in zip(group.indices, terms, group_outcomes, strict=True):
-                value = outcome.value
-                # The common case, kept cheap: the route's only term returned a finite float.
-                if (
-                    type(value) is float
-                    and value - value == 0.0
-                    and outcome.status == "ok"
-                    and single[term.route]
-                ):
-                    rewards[i] = term.weight * value
-                    values[i] = value
-                else:
-                    pending.setdefault(i, []).append((term, outcome))
-        for i, calls in pending.items():
-            chosen = decisions[i]
-            assert chosen is not None
-            if len(calls) > 1:
-                order = {t.name: k for k, t in enumerate(chosen.route.terms)}
-                calls.sort(key=lambda c: order[c[0].name])
-            full[i] = combine(i, chosen.route.name, chosen.level, calls, evaluation)
-        return ScoreBatch(decisions, rewards, values, full)
+        return triage
 
     def _kept(self, index: int, preset: Any, evaluation: bool) -> RewardResult:
         """The result of a sample that arrived with a reward (``None``: it has none)."""
@@ -220,9 +183,8 @@ class Router:
             ) from None
         return RewardResult(value, "kept", raw=preset)
 
-    async def _run_group(
-        self, group: RouteGroup, views: Sequence[Any], args: Any
-    ) -> Sequence[Outcome]:
+    async def _run(self, group: RouteGroup, views: Sequence[Any], args: Any) -> Sequence[Outcome]:
+        """The outcomes of ``group``'s calls on its executor, one per member."""
         members = [views[i] for i in group.indices]
         term = group.term  # every member shares the call key: executor and timeout
         call = Call(term.fn, args, term.kwargs, term.timeout, term.call_key)

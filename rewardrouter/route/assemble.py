@@ -1,74 +1,165 @@
-"""Turn each sample's term outcomes into a :class:`RewardResult`, applying ``on_error``."""
+"""From routed samples and their calls' outcomes to one :class:`ScoreBatch`, applying ``on_error``.
+
+:class:`Triage` is what the router learns before any call: which samples are settled without
+one (aborted, or carrying a reward) and which route each other sample takes.
+:func:`assemble` then reads every route group's outcomes once: a sample whose route has one term
+that returned a plain finite float keeps just that value (the common case, kept cheap: no
+per-sample object); every other sample's outcomes go through :func:`combine`, the one place
+where a term's ``on_error`` policy turns a failed call into a reward.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
-from rewardrouter.compile.routes import BoundTerm
+from rewardrouter.compile.routes import BoundTerm, CompiledRoute
 from rewardrouter.errors import RewardError
-from rewardrouter.execute.outcome import Outcome
+from rewardrouter.execute.outcome import FloatReturns, Outcome
 from rewardrouter.execute.values import InvalidReturn, to_value
-from rewardrouter.results import RewardResult, Status
+from rewardrouter.results import RewardResult, ScoreBatch, Status
+from rewardrouter.route.groups import RouteGroup
+from rewardrouter.route.precedence import Decision
+
+Calls = list[tuple[BoundTerm, Outcome]]
 
 
-def combine(
-    index: int,
-    route: str,
-    level: str,
-    calls: Sequence[tuple[BoundTerm, Outcome]],
+@dataclass
+class Triage:
+    """The samples of one ``score`` call sorted before any reward call.
+
+    ``settled`` holds the results of samples that need no call (aborted, or carrying a reward);
+    every other sample ``i`` has ``decisions[i]`` and is listed under its route in ``routed``
+    (indices ascending).
+    """
+
+    decisions: list[Decision | None]
+    settled: dict[int, RewardResult] = field(default_factory=dict)
+    routed: dict[str, tuple[CompiledRoute, list[int]]] = field(default_factory=dict)
+
+    def route(self, index: int, decision: Decision) -> None:
+        """Sample ``index`` goes to ``decision``'s route."""
+        self.decisions[index] = decision
+        bucket = self.routed.get(decision.route.name)
+        if bucket is None:
+            bucket = self.routed[decision.route.name] = (decision.route, [])
+        bucket[1].append(index)
+
+
+def assemble(
+    triage: Triage,
+    groups: Sequence[RouteGroup],
+    outcomes: Sequence[Sequence[Outcome]],
     evaluation: bool,
-) -> RewardResult:
-    """The result of one sample from its ``(term, outcome)`` pairs, in term order.
+) -> ScoreBatch:
+    """The results of every sample of ``triage``, in input order, from each group's outcomes.
 
     Raises :class:`RewardError` for the first failure whose term says ``on_error: raise``.
     """
+    n = len(triage.decisions)
+    rewards: list[float | None] = [None] * n
+    values: list[float | None] = [None] * n
+    pending: dict[int, Calls] = {}
+    alone = {name: len(route.terms) == 1 for name, (route, _) in triage.routed.items()}
+    for group, group_outcomes in zip(groups, outcomes, strict=True):
+        for (i, term), value, outcome in _returns(group, group_outcomes):
+            if (
+                type(value) is float
+                and value - value == 0.0  # finite
+                and (outcome is None or outcome.status == "ok")
+                and alone[term.route]
+            ):
+                rewards[i] = term.weight * value
+                values[i] = value
+            else:
+                pending.setdefault(i, []).append((term, outcome or Outcome(value)))
+    full = dict(triage.settled)
+    for i, calls in pending.items():
+        decision = triage.decisions[i]
+        assert decision is not None  # only routed samples have calls
+        full[i] = combine(i, decision, calls, evaluation)
+    return ScoreBatch(triage.decisions, rewards, values, full)
+
+
+def _returns(
+    group: RouteGroup, outcomes: Sequence[Outcome]
+) -> Iterable[tuple[tuple[int, BoundTerm], Any, Outcome | None]]:
+    """``((sample index, term), returned value, outcome)`` per member; the outcome is None for a
+    group call that returned plain floats (no per-sample object is made for them)."""
+    if isinstance(outcomes, FloatReturns):
+        return zip(group.members(), outcomes.values, repeat(None))
+    return ((member, o.value, o) for member, o in zip(group.members(), outcomes, strict=True))
+
+
+def combine(index: int, decision: Decision, calls: Calls, evaluation: bool) -> RewardResult:
+    """The result of sample ``index`` from its ``(term, outcome)`` pairs (any order).
+
+    Raises :class:`RewardError` for the first failure, in term order, whose term says
+    ``on_error: raise``.
+    """
+    route = decision.route
+    if len(calls) > 1:
+        order = {t.name: k for k, t in enumerate(route.terms)}
+        calls = sorted(calls, key=lambda c: order[c[0].name])
     terms: dict[str, float | None] = {}
-    total = 0.0
-    applied = False
-    skip = False
+    total, applied, skip = 0.0, False, False
     status: Status = "ok"
     errors: list[str] = []
-    for term, outcome in calls:
-        call_status, message = outcome.status, outcome.error
-        value: float | None = None
-        if call_status == "ok":
-            try:
-                value = to_value(outcome.value, term.key_for(evaluation))
-            except InvalidReturn as exc:
-                call_status, message = "invalid", str(exc)
+    for term, (call_status, value, message) in _read_each(calls, evaluation):
         if call_status != "ok":
-            policy = term.on_error
-            if policy == "raise":
-                raise RewardError(
-                    f"sample {index}, route {route!r}, term {term.name!r} ({term.fn.name}): "
-                    f"{call_status}: {message}. Set `on_error: skip` or `on_error: {{value: 0.0}}` "
-                    f"on {term.where or 'the term'} to record such failures instead of raising",
-                    index=index,
-                    route=route,
-                    term=term.name,
-                    function=term.fn.name,
-                )
-            if status == "ok":
-                status = call_status
+            value, skipped = _on_error(index, route.name, term, call_status, message)
+            skip |= skipped
+            status = call_status if status == "ok" else status
             errors.append(f"{term.name}: {message}")
-            if policy == "skip":
-                skip = True
-            else:
-                value = policy.value
         terms[term.name] = value
         if value is not None:
             total += term.weight * value
             applied = True
     if status == "ok" and not applied:
         status = "skipped"
-    raw_out: Any = calls[0][1].value if len(calls) == 1 else {t.name: o.value for t, o in calls}
+    raw: Any = calls[0][1].value if len(calls) == 1 else {t.name: o.value for t, o in calls}
     return RewardResult(
         reward=total if applied and not skip else None,
         status=status,
-        route=route,
-        level=level,
+        route=route.name,
+        level=decision.level,
         terms=terms,
-        raw=raw_out,
+        raw=raw,
         error_message="; ".join(errors) or None,
     )
+
+
+def _read_each(
+    calls: Calls, evaluation: bool
+) -> Iterator[tuple[BoundTerm, tuple[Status, float | None, str | None]]]:
+    """Each term with its call's status, training (or evaluation) value and error message."""
+    for term, outcome in calls:
+        if outcome.status != "ok":
+            yield term, (outcome.status, None, outcome.error)
+            continue
+        try:
+            yield term, ("ok", to_value(outcome.value, term.key_for(evaluation)), None)
+        except InvalidReturn as exc:
+            yield term, ("invalid", None, str(exc))
+
+
+def _on_error(
+    index: int, route: str, term: BoundTerm, status: Status, message: str | None
+) -> tuple[float | None, bool]:
+    """What ``term``'s ``on_error`` makes of a failed call: ``(value, skipped)``, or a raise."""
+    policy = term.on_error
+    if policy == "raise":
+        raise RewardError(
+            f"sample {index}, route {route!r}, term {term.name!r} ({term.fn.name}): "
+            f"{status}: {message}. Set `on_error: skip` or `on_error: {{value: 0.0}}` "
+            f"on {term.where or 'the term'} to record such failures instead of raising",
+            index=index,
+            route=route,
+            term=term.name,
+            function=term.fn.name,
+        )
+    if policy == "skip":
+        return None, True
+    return policy.value, False

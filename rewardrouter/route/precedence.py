@@ -30,6 +30,14 @@ class Decision:
     level: Level
     reason: str
 
+    @property
+    def route_name(self) -> str:
+        return self.route.name
+
+    @property
+    def first_term(self) -> str:
+        return self.route.terms[0].name
+
 
 class Unroutable(Exception):
     """A sample that no precedence level accepts; the message says why and what to do."""

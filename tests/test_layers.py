@@ -1,0 +1,201 @@
+"""The package graph is acyclic: every import between rewardrouter's packages goes down the
+declared layer order — imports inside functions and ``importlib.import_module("rewardrouter...")``
+calls included. Imports under ``if TYPE_CHECKING:`` count too, unless listed below.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import rewardrouter
+
+PACKAGE = Path(rewardrouter.__file__).resolve().parent
+
+#: Bottom to top: a package may import the packages of lower layers only. Packages that share a
+#: layer may not import each other. ``__init__`` is ``rewardrouter/__init__.py``, the public face.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("errors",),  # the exception tree, Problem, did_you_mean
+    ("introspect",),  # import by dotted path, read signatures
+    ("sample", "results"),  # the public data types: what comes in, what comes out
+    ("config",),  # pydantic models of a YAML, loading
+    ("execute",),  # the executor interface, its registry and backends
+    ("remote",),  # the HTTP client of the remote kind
+    ("rewards",),  # graders and resource kinds, one registry
+    ("compile",),  # terms bound to resolved functions and executors
+    ("route",),  # precedence, route groups, assembling results
+    ("advantage",),  # group advantages on torch tensors
+    ("shape",),  # shaping stages and the post-processing chain
+    ("router",),  # Router and compile_router
+    ("integrations", "serve", "schema"),  # the router in trainers, behind HTTP, as JSON Schema
+    ("cli",),  # the command line
+    ("__init__",),
+)
+
+#: ``(importing module, imported module)`` pairs allowed under ``if TYPE_CHECKING:`` only.
+TYPE_ONLY: frozenset[tuple[str, str]] = frozenset()
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str  # dotted module that imports
+    target: str  # dotted module imported
+    line: int
+    how: str  # "top", "deferred" (inside a function or class body), "type-only", "by string"
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _type_checking_lines(tree: ast.Module) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for inner in node.body:
+                lines.update(range(inner.lineno, (inner.end_lineno or inner.lineno) + 1))
+    return lines
+
+
+def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = module.split(".")
+    base = base if is_package else base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def edges(root: Path) -> list[Edge]:
+    """Every import of ``root``'s package by one of its modules, however it is written."""
+    name = root.name
+    found: list[Edge] = []
+    for path in sorted(root.rglob("*.py")):
+        module = _module_name(path, root)
+        tree = ast.parse(path.read_text(), filename=str(path))
+        type_only = _type_checking_lines(tree)
+        top_level = {id(node) for node in tree.body}
+        top_level |= {id(n) for node in tree.body if isinstance(node, ast.If) for n in node.body}
+        for node in ast.walk(tree):
+            targets: list[str] = []
+            how = "top" if id(node) in top_level else "deferred"
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                target = _resolve(module, path.name == "__init__.py", node)
+                # `from pkg import sub` may name a submodule: count the deepest module it names.
+                targets = [f"{target}.{alias.name}" for alias in node.names] or [target]
+            elif (
+                isinstance(node, ast.Call)
+                and ast.unparse(node.func).endswith("import_module")
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
+                targets, how = [node.args[0].value], "by string"
+            else:
+                continue
+            if node.lineno in type_only:
+                how = "type-only"
+            found += [
+                Edge(module, target, node.lineno, how)
+                for target in targets
+                if target == name or target.startswith(name + ".")
+            ]
+    return found
+
+
+def _package(module: str) -> str:
+    """The layer unit of a dotted module: ``rewardrouter.execute.process.pool`` → ``execute``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def violations(found: list[Edge], layers: tuple[tuple[str, ...], ...]) -> list[str]:
+    """Each edge that goes up the layer order, or sideways within a layer."""
+    layer_of = {package: i for i, layer in enumerate(layers) for package in layer}
+    out: list[str] = []
+    for edge in found:
+        source, target = _package(edge.source), _package(edge.target)
+        if source == target:
+            continue
+        if target not in layer_of or source not in layer_of:
+            unknown = source if source not in layer_of else target
+            out.append(f"{edge.source}: package {unknown!r} has no place in LAYERS")
+            continue
+        if edge.how == "type-only" and (edge.source, edge.target) in TYPE_ONLY:
+            continue
+        if layer_of[target] >= layer_of[source]:
+            out.append(
+                f"{edge.source}:{edge.line} ({edge.how}) imports {edge.target}: {source} "
+                f"(layer {layer_of[source]}) may not import {target} (layer {layer_of[target]})"
+            )
+    return out
+
+
+def test_every_import_goes_down_the_layers() -> None:
+    found = edges(PACKAGE)
+    assert len(found) > 100  # the walk sees the package's imports
+    assert violations(found, LAYERS) == []
+
+
+def test_every_package_and_top_level_module_has_a_layer() -> None:
+    placed = {package for layer in LAYERS for package in layer}
+    present = {
+        path.stem if path.is_file() else path.name
+        for path in PACKAGE.iterdir()
+        if (path.suffix == ".py" or (path / "__init__.py").is_file())
+    }
+    assert present == placed
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        pytest.param(
+            {"low.py": "def f():\n    from pkg import high\n"},
+            ["pkg.low:2 (deferred) imports pkg.high: low (layer 0) may not import high (layer 1)"],
+            id="deferred_upward",
+        ),
+        pytest.param(
+            {"low.py": "import importlib\nimportlib.import_module('pkg.high.x')\n"},
+            [
+                "pkg.low:2 (by string) imports pkg.high.x: low (layer 0) may not import high "
+                "(layer 1)"
+            ],
+            id="by_string",
+        ),
+        pytest.param(
+            {
+                "low.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pkg.high\n"
+            },
+            ["pkg.low:3 (type-only) imports pkg.high: low (layer 0) may not import high (layer 1)"],
+            id="type_checking",
+        ),
+        pytest.param(
+            {"high/__init__.py": "from .sub import x\n", "high/sub.py": "from ..low import y\n"},
+            [],
+            id="relative_downward",
+        ),
+        pytest.param(
+            {"low.py": "from . import other\n", "other.py": ""},
+            ["pkg.low: package 'other' has no place in LAYERS"],
+            id="unplaced_package",
+        ),
+    ],
+)
+def test_the_check_finds_what_it_must(
+    tmp_path: Path, files: dict[str, str], expected: list[str]
+) -> None:
+    root = tmp_path / "pkg"
+    for name, text in {"__init__.py": "", "high/__init__.py": "", **files}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    (root / "low.py").touch()
+    assert violations(edges(root), (("low",), ("high",))) == expected
