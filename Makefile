@@ -4,6 +4,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+RUNTIME := $(VENV)/.runtime
 STAMP := $(VENV)/.installed
 TORCH_SPEC ?= torch==2.13.0
 # Released trainer packages the integration tests drive, installed without their dependency
@@ -13,16 +14,22 @@ FRAMEWORKS := verl==0.9.1 openrlhf==0.11.2 tensordict==0.10.0
 
 .PHONY: run test lint schema bench clean
 
-$(STAMP): pyproject.toml
+# What `make run` needs: rewardrouter and its runtime dependencies, nothing else.
+$(RUNTIME): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "$(TORCH_SPEC)"
 	echo "$(TORCH_SPEC)" > $(VENV)/constraints.txt
+	$(BIN)/pip install --quiet -c $(VENV)/constraints.txt -e .
+	touch $(RUNTIME)
+
+# What `make test` and `make lint` add: test and lint tools, and the trainers' packages.
+$(STAMP): $(RUNTIME)
 	$(BIN)/pip install --quiet -c $(VENV)/constraints.txt -e ".[dev,frameworks]"
 	$(BIN)/pip install --quiet --no-deps $(FRAMEWORKS)
 	touch $(STAMP)
 
-run: $(STAMP)
+run: $(RUNTIME)
 	$(BIN)/rewardrouter router=mixed
 
 test: $(STAMP)

@@ -1,13 +1,16 @@
 """rewardrouter: declarative, compiled reward routing for RL post-training.
 
-The pipeline, one module each: ``config`` (load and validate) → ``compile`` (resolve every
-function, report every problem) → ``route`` (per-sample precedence, route groups) → ``execute``
-(run each group, apply failure policies) → ``shape`` (shaping stages) → ``advantage`` (exact group
-normalization).
+A sample's path: ``config`` (load and validate a YAML) → ``compile`` (resolve every function,
+report every problem; :func:`compile_router`) → ``route`` (per-sample precedence, route groups)
+→ ``execute`` (each group on its executor) → ``route`` again (results under ``on_error``) →
+``shape`` (shaping stages) → ``advantage`` (exact group normalization). The README's
+"Architecture" section draws the layers.
 
 >>> from rewardrouter import compile_router, load_config
 >>> with compile_router(load_config("conf/router/default.yaml")) as router:
-...     results = router.score_sync(samples)
+...     results = router.score_sync([{"response": "Paris", "label": "paris"}])
+>>> results.rewards
+[1.0]
 """
 
 from rewardrouter.config import RouterConfig, load_config
@@ -21,7 +24,7 @@ from rewardrouter.errors import (
 )
 from rewardrouter.results import RewardResult, ScoreBatch
 from rewardrouter.router import Router, compile_router
-from rewardrouter.sample import Sample
+from rewardrouter.sample import Sample, SampleLike
 
 __version__ = "0.1.0"
 
@@ -36,6 +39,7 @@ __all__ = [
     "RoutingError",
     "Sample",
     "SampleError",
+    "SampleLike",
     "ScoreBatch",
     "__version__",
     "compile_router",

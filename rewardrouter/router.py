@@ -25,7 +25,7 @@ from rewardrouter.rewards import Resources
 from rewardrouter.route.assemble import Triage, assemble
 from rewardrouter.route.groups import RouteGroup, plan_groups
 from rewardrouter.route.precedence import Decision, Resolver, Unroutable, raise_unroutable
-from rewardrouter.sample import as_sample, status_of
+from rewardrouter.sample import SampleInput, SampleLike, as_sample, status_of
 
 if TYPE_CHECKING:  # torch is imported only when post-processing is configured or asked for
     from rewardrouter.shape.processor import PostProcessor, PostProcessResult
@@ -62,11 +62,13 @@ def compile_router(config: RouterConfig | Mapping[str, Any]) -> Router:
 class Router:
     """A compiled reward router. Build it with :func:`rewardrouter.compile_router`.
 
-    >>> router = compile_router(load_config("conf/router/mixed.yaml"))
+    >>> from rewardrouter import load_config
+    >>> router = compile_router(load_config("conf/router/default.yaml"))
     >>> results = router.score_sync([{"response": "42", "label": "42",
     ...                                "metadata": {"dataset": "gsm8k"}}])
-    >>> results[0].reward
-    1.0
+    >>> results[0].reward, results[0].route
+    (1.0, 'exact')
+    >>> router.close()
 
     A router owns a thread pool (and, with the process executor, worker processes; with
     ``remote`` terms, a connection pool): close it, or use it as a context manager, when done.
@@ -114,7 +116,7 @@ class Router:
 
     # -- routing ---------------------------------------------------------------------------
 
-    def decide(self, sample: Any) -> Decision:
+    def decide(self, sample: SampleInput) -> Decision:
         """Which route scores ``sample`` and why (raises :class:`RoutingError` if none)."""
         try:
             return self.resolver.decide(as_sample(sample))
@@ -125,7 +127,7 @@ class Router:
 
     async def score(
         self,
-        samples: Iterable[Any],
+        samples: Iterable[SampleInput],
         *,
         args: Any = None,
         evaluation: bool = False,
@@ -147,7 +149,7 @@ class Router:
         outcomes = await asyncio.gather(*(self._run(group, views, args) for group in groups))
         return assemble(triage, groups, outcomes, evaluation)
 
-    def _classify(self, views: Sequence[Any], evaluation: bool, route: str | None) -> Triage:
+    def _classify(self, views: Sequence[SampleLike], evaluation: bool, route: str | None) -> Triage:
         """Settle aborted samples and those that carry a reward; route every other one."""
         triage = Triage([None] * len(views))
         unroutable: list[tuple[int, str]] = []
@@ -183,7 +185,9 @@ class Router:
             ) from None
         return RewardResult(value, "kept", raw=preset)
 
-    async def _run(self, group: RouteGroup, views: Sequence[Any], args: Any) -> Sequence[Outcome]:
+    async def _run(
+        self, group: RouteGroup, views: Sequence[SampleLike], args: Any
+    ) -> Sequence[Outcome]:
         """The outcomes of ``group``'s calls on its executor, one per member."""
         members = [views[i] for i in group.indices]
         term = group.term  # every member shares the call key: executor and timeout
@@ -204,7 +208,7 @@ class Router:
 
     def post_process(
         self,
-        samples: Sequence[Any],
+        samples: Sequence[SampleInput],
         results: Sequence[RewardResult] | None = None,
         processor: PostProcessor | None = None,
     ) -> PostProcessResult:
@@ -252,7 +256,7 @@ class Router:
         except MissingInputError as exc:
             raise SampleError(str(exc)) from None
 
-    def _route_name(self, sample: Any) -> str | None:
+    def _route_name(self, sample: SampleLike) -> str | None:
         try:
             return self.resolver.decide(sample).route.name
         except Unroutable:
@@ -268,7 +272,7 @@ class Router:
 
     def score_sync(
         self,
-        samples: Iterable[Any],
+        samples: Iterable[SampleInput],
         *,
         args: Any = None,
         evaluation: bool = False,

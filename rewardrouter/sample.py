@@ -1,16 +1,45 @@
 """What the router reads from a sample, whatever shape the sample comes in.
 
-slime / miles / vime ``Sample`` objects are read as they are (attribute access). Plain dicts and
-the command line's JSONL rows become :class:`Sample`. Nothing here copies a framework object.
+:class:`SampleLike` is the contract: slime / miles / vime ``Sample`` objects fulfil it as they
+are (attribute access, nothing copied). Plain dicts and the command line's JSONL rows become
+:class:`Sample`, which fulfils it too (:func:`as_sample`).
+
+>>> sample = as_sample({"response": "\\boxed{4}", "label": "4", "metadata": {"dataset": "gsm8k"}})
+>>> sample.label, metadata_of(sample)["dataset"], status_of(sample)
+('4', 'gsm8k', 'completed')
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Protocol, cast
 
 from rewardrouter.errors import RoutingError
+
+
+class SampleLike(Protocol):
+    """What the router reads of a sample, by attribute.
+
+    Always ``response``, ``label`` and ``metadata``. When a sample has them, also ``prompt``,
+    ``status`` (``completed`` / ``truncated`` / ``aborted`` / ``failed``, enum or string),
+    ``response_length``, ``group_index``, ``index``, ``reward`` (already set: kept, not scored
+    again), ``custom_rm_path`` (slime, vime) and ``reward_spec`` (miles: ``rm_type``,
+    ``custom_rm_path``); a missing one reads as unset.
+    """
+
+    @property
+    def response(self) -> str: ...
+
+    @property
+    def label(self) -> Any: ...
+
+    @property
+    def metadata(self) -> Mapping[str, Any]: ...
+
+
+#: What the router's entry points accept: a sample object, or a mapping with the same keys.
+SampleInput = SampleLike | Mapping[str, Any]
 
 
 @dataclass(slots=True)
@@ -51,17 +80,17 @@ class Sample:
         return cls(**values, extra=extra)
 
 
-def as_sample(obj: Any, index: int | None = None) -> Any:
+def as_sample(obj: SampleInput, index: int | None = None) -> SampleLike:
     """``obj`` itself when it has attributes, else a :class:`Sample` built from the mapping.
 
     ``index`` (the sample's position in its batch) names it in errors.
     """
     if type(obj) is dict or (not hasattr(obj, "response") and isinstance(obj, Mapping)):
         return Sample.from_mapping(obj, "sample" if index is None else f"sample {index}")
-    return obj
+    return cast("SampleLike", obj)  # an object with attributes: read as it is
 
 
-def status_of(sample: Any) -> str:
+def status_of(sample: SampleLike) -> str:
     """The sample's status as a lowercase string (enum members give their value)."""
     status = getattr(sample, "status", None)
     if status is None:
@@ -72,7 +101,8 @@ def status_of(sample: Any) -> str:
     return str(value).lower()
 
 
-def metadata_of(sample: Any) -> Mapping[str, Any]:
+def metadata_of(sample: SampleLike) -> Mapping[str, Any]:
+    """The sample's metadata; an empty mapping when it has none (or not a mapping)."""
     meta = getattr(sample, "metadata", None)
     return meta if isinstance(meta, Mapping) else {}
 

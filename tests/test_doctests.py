@@ -1,30 +1,32 @@
-"""The examples in the docstrings of ``rewardrouter.shape`` and ``rewardrouter.advantage`` run."""
+"""The examples in docstrings run: every module of rewardrouter that has a ``>>>`` line."""
 
 from __future__ import annotations
 
 import doctest
 import importlib
 import pkgutil
+from pathlib import Path
 
 import pytest
 
-import rewardrouter.advantage
-import rewardrouter.shape
+import rewardrouter
 
-PACKAGES = (rewardrouter.advantage, rewardrouter.shape)
-MODULES = [
-    "rewardrouter.config.stages",
-    *(package.__name__ for package in PACKAGES),
-    *sorted(
-        info.name
-        for package in PACKAGES
-        for info in pkgutil.iter_modules(package.__path__, f"{package.__name__}.")
-    ),
-]
+ROOT = Path(__file__).resolve().parents[1]
+
+MODULES = sorted(
+    info.name
+    for info in pkgutil.walk_packages(rewardrouter.__path__, "rewardrouter.")
+    if ">>>" in Path(importlib.util.find_spec(info.name).origin or "").read_text()  # type: ignore[union-attr]
+)
 
 
-@pytest.mark.parametrize("name", MODULES)
-def test_docstring_examples(name: str) -> None:
+def test_modules_with_examples_are_found() -> None:
+    assert "rewardrouter.router" in MODULES and len(MODULES) > 30
+
+
+@pytest.mark.parametrize("name", ["rewardrouter", *MODULES])
+def test_docstring_examples(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)  # examples name files as a user at the repository's root would
     result = doctest.testmod(
         importlib.import_module(name), optionflags=doctest.NORMALIZE_WHITESPACE
     )

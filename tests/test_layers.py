@@ -6,6 +6,7 @@ calls included. Imports under ``if TYPE_CHECKING:`` count too, unless listed bel
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -199,3 +200,34 @@ def test_the_check_finds_what_it_must(
         (root / name).write_text(text)
     (root / "low.py").touch()
     assert violations(edges(root), (("low",), ("high",))) == expected
+
+
+README = PACKAGE.parent / "README.md"
+
+
+def _architecture() -> str:
+    text = README.read_text()
+    return text[
+        text.index("## Architecture\n") : text.index("\n## ", text.index("## Architecture"))
+    ]
+
+
+def test_the_readme_draws_these_layers() -> None:
+    section = _architecture()
+    diagram = section.split("```\n")[1]
+    drawn = [tuple(line.split("  ")[0].split(" · ")) for line in diagram.splitlines()]
+    assert drawn == [layer for layer in reversed(LAYERS) if layer != ("__init__",)]
+
+
+def test_the_readme_has_a_paragraph_per_package_naming_real_files() -> None:
+    section = _architecture()
+    for layer in LAYERS[:-1]:
+        for package in layer:
+            path = PACKAGE / package if (PACKAGE / package).is_dir() else PACKAGE / f"{package}.py"
+            head = f"**`{package}/`**" if path.is_dir() else f"**`{package}.py`**"
+            assert head in section, f"no paragraph for {package}"
+            paragraph = section.split(head, 1)[1].split("\n\n", 1)[0]
+            for name in re.findall(r"`([\w/]+(?:\.py|/))`", paragraph):
+                nested = path.is_dir() and any(path.rglob(name.rstrip("/")))
+                here = [path / name, PACKAGE / name, PACKAGE.parent / name]
+                assert nested or any(p.exists() for p in here), name

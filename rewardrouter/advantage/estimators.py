@@ -36,11 +36,13 @@ from rewardrouter.advantage.device import resolve_device
 from rewardrouter.advantage.moments import GroupMoments, group_moments
 from rewardrouter.advantage.segments import Segments, segments_by_index, segments_by_position
 from rewardrouter.config.stages import (
+    ADVANTAGE_KINDS,
     AdvantageStage,
     GRPOStage,
     NoAdvantageStage,
     ReinforcePPBaselineStage,
     RLOOStage,
+    require_functions,
 )
 
 OUTPUT_DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16}
@@ -76,6 +78,8 @@ _FACTORS: dict[str, Callable[[Any, GroupMoments], Tensor]] = {
     "rloo": rloo,
     "reinforce_pp_baseline": reinforce_pp_baseline,
 }
+# `none` passes rewards through (see group_advantages); every other kind needs its factor.
+require_functions(ADVANTAGE_KINDS - {"none"}, _FACTORS, __name__)
 
 
 def group_advantages(

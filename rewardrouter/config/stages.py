@@ -17,7 +17,8 @@ Example::
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Collection
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -191,7 +192,34 @@ ShapingStage = Annotated[
 ]
 
 AdvantageStage = GRPOStage | RLOOStage | ReinforcePPBaselineStage | NoAdvantageStage
-ADVANTAGE_KINDS = frozenset({"grpo", "rloo", "reinforce_pp_baseline", "none"})
+
+
+def _kinds(union: Any) -> frozenset[str]:
+    """The ``kind`` tags of the stage models in ``union``."""
+    if get_origin(union) is Annotated:
+        union = get_args(union)[0]
+    return frozenset(member.model_fields["kind"].default for member in get_args(union))
+
+
+#: Every advantage estimator a config may name, and every shaping stage kind.
+ADVANTAGE_KINDS = _kinds(AdvantageStage)
+SHAPING_KINDS = _kinds(ShapingStage)
+
+
+def require_functions(kinds: Collection[str], table: Collection[str], what: str) -> None:
+    """Raise :class:`RuntimeError` (at import) unless every kind of ``kinds`` is in ``table``.
+
+    A stage model added here without its function must fail when rewardrouter is imported, not
+    at the first batch that uses it.
+
+    >>> require_functions({"clip", "scale"}, {"clip"}, "rewardrouter.shape.builtin")
+    Traceback (most recent call last):
+    RuntimeError: stage kind(s) scale have no function in rewardrouter.shape.builtin
+    """
+    missing = sorted(set(kinds) - set(table))
+    if missing:
+        raise RuntimeError(f"stage kind(s) {', '.join(missing)} have no function in {what}")
+
 
 PostProcessStage = Annotated[
     ClipStage

@@ -3,7 +3,7 @@
 An executor is a class with a compile-time check and a run method::
 
     class Echo(Executor):
-        async def run(self, call: Call, samples: Sequence[Any]) -> Sequence[Outcome]:
+        async def run(self, call: Call, samples: Sequence[SampleLike]) -> Sequence[Outcome]:
             return [Outcome(call.callee.fn(call.args, s, **call.kwargs)) for s in samples]
 
 and one line in :data:`~rewardrouter.execute.registry.EXECUTORS` (or
@@ -32,6 +32,7 @@ from typing import Any, ClassVar, Literal, Protocol
 from rewardrouter.config.models import DEFAULT_TIMEOUT, RouterConfig
 from rewardrouter.errors import Problem, RewardRouterError
 from rewardrouter.execute.outcome import Outcome
+from rewardrouter.sample import SampleLike
 
 Mode = Literal["single", "group"]
 
@@ -131,7 +132,7 @@ class Executor:
             )
         ]
 
-    async def run(self, call: Call, samples: Sequence[Any]) -> Sequence[Outcome]:
+    async def run(self, call: Call, samples: Sequence[SampleLike]) -> Sequence[Outcome]:
         """The outcomes of ``call`` on ``samples`` (never empty); see the module docstring."""
         raise NotImplementedError
 
@@ -157,7 +158,9 @@ def unshippable(obj: Callable[..., Any]) -> str | None:
     return None
 
 
-def in_process(call: Call, samples: Sequence[Any]) -> tuple[Callable[[Any], Any], Sequence[Any]]:
+def in_process(
+    call: Call, samples: Sequence[SampleLike]
+) -> tuple[Callable[[Any], Any], Sequence[Any]]:
     """The one-argument callable and the items of ``call`` for executors that call the function
     in this process: one item per sample, or the whole group as one item."""
     fn = partial(call.callee.fn, call.args, **call.kwargs)

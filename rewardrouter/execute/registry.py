@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any
 
 from rewardrouter.execute.executor import Call, Executor, Setup, closed
 from rewardrouter.execute.inprocess.inline import InlineExecutor
@@ -20,6 +19,7 @@ from rewardrouter.execute.inprocess.threads import ThreadExecutor
 from rewardrouter.execute.outcome import Outcome, group_outcomes
 from rewardrouter.execute.process.pool import ProcessExecutor
 from rewardrouter.execute.ray.pool import RayExecutor
+from rewardrouter.sample import SampleLike
 
 EXECUTORS: dict[str, type[Executor]] = {
     "inline": InlineExecutor,
@@ -60,7 +60,7 @@ class Executors:
         """Executor ``name`` if this router has made it, else None (nothing is started)."""
         return self._made.get(name)
 
-    async def run(self, name: str, call: Call, samples: Sequence[Any]) -> Sequence[Outcome]:
+    async def run(self, name: str, call: Call, samples: Sequence[SampleLike]) -> Sequence[Outcome]:
         """One :class:`Outcome` per sample, in order: ``call`` on executor ``name``.
 
         A group-mode call's one outcome is spread over its samples

@@ -34,6 +34,7 @@ from typing import Any, cast
 from rewardrouter.execute.executor import Call, Executor
 from rewardrouter.execute.outcome import Outcome, describe_exception, timed_out
 from rewardrouter.execute.wire import portable_args, snapshot
+from rewardrouter.sample import SampleLike
 
 #: Seconds a worker may spend loading a task (unpickling its function and samples) before the
 #: first call starts, when that is longer than the call's own timeout.
@@ -47,7 +48,7 @@ class Job:
     id: int
     future: Future[list[Outcome]]
     blob: bytes  # pickled (fn, args, kwargs, group, timeout)
-    samples: Sequence[Any]
+    samples: Sequence[SampleLike]
     group: bool
     timeout: float
     key: Hashable
@@ -118,7 +119,7 @@ def open_job(
     job_id: int,
     fn: Any,
     args: Any,
-    samples: Sequence[Any],
+    samples: Sequence[SampleLike],
     kwargs: dict[str, Any],
     *,
     group: bool,
@@ -194,7 +195,7 @@ class TaskPool:
         self,
         fn: Any,
         args: Any,
-        samples: Sequence[Any],
+        samples: Sequence[SampleLike],
         kwargs: dict[str, Any],
         *,
         group: bool,
@@ -227,7 +228,7 @@ class PoolExecutor(Executor):
     ships_functions = True
     pool: TaskPool
 
-    async def run(self, call: Call, samples: Sequence[Any]) -> Sequence[Outcome]:
+    async def run(self, call: Call, samples: Sequence[SampleLike]) -> Sequence[Outcome]:
         future = self.pool.submit(
             call.callee.fn,
             call.args,

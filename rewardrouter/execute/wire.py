@@ -31,7 +31,7 @@ from types import SimpleNamespace
 from typing import Any, TypeVar
 
 from rewardrouter.execute.outcome import Outcome, describe_exception
-from rewardrouter.sample import Sample, metadata_of, spec_field, status_of
+from rewardrouter.sample import Sample, SampleLike, metadata_of, spec_field, status_of
 
 R = TypeVar("R")
 
@@ -39,7 +39,7 @@ FIELDS = tuple(f.name for f in fields(Sample))
 _FIELDS_OF = attrgetter(*FIELDS)
 
 
-def snapshot(sample: Any) -> tuple[Any, ...]:
+def snapshot(sample: SampleLike) -> tuple[Any, ...]:
     """The fields of ``sample`` as a plain tuple, in :data:`FIELDS` order."""
     if type(sample) is Sample:
         return _FIELDS_OF(sample)

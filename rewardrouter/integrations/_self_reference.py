@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rewardrouter.sample import as_sample, metadata_of, spec_field
+from rewardrouter.sample import SampleInput, SampleLike, as_sample, metadata_of, spec_field
 
 #: Functions under this prefix are rewardrouter's own hooks, never reward functions.
 HOOK_PREFIX = "rewardrouter.integrations."
@@ -36,7 +36,7 @@ class _HookHidden:
 
     __slots__ = ("_sample", "custom_rm_path", "metadata", "reward_spec")
 
-    def __init__(self, sample: Any) -> None:
+    def __init__(self, sample: SampleLike) -> None:
         spec = getattr(sample, "reward_spec", None)
         metadata = metadata_of(sample)
         if _names_hook(spec_field(spec, "custom_rm_path")):
@@ -59,7 +59,7 @@ class _HookHidden:
         return _HookHidden, (object.__getattribute__(self, "_sample"),)
 
 
-def without_self_reference(sample: Any) -> Any:
+def without_self_reference(sample: SampleInput) -> SampleLike:
     """``sample`` (a dict row as a :class:`~rewardrouter.Sample`), or a view of it hiding the
     fields that name a rewardrouter hook."""
     sample = as_sample(sample)

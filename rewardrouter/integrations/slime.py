@@ -40,7 +40,7 @@ from rewardrouter.integrations._self_reference import without_self_reference
 from rewardrouter.integrations._source import config_source
 from rewardrouter.results import RewardResult
 from rewardrouter.router import Router
-from rewardrouter.sample import status_of
+from rewardrouter.sample import SampleLike, status_of
 
 __all__ = ["batched_custom_rm", "custom_rm", "post_process_rewards"]
 
@@ -105,7 +105,7 @@ def _slime_value(
     return value
 
 
-async def _score_flat(args: Any, samples: Sequence[Any]) -> list[Any]:
+async def _score_flat(args: Any, samples: Sequence[SampleLike]) -> list[Any]:
     keys = _Keys.of(args)
     router = _router(args, keys)
     views = [without_self_reference(s) for s in samples]
@@ -161,7 +161,7 @@ async def batched_custom_rm(args: Any, samples: Sequence[Any]) -> list[Any]:
     return await _score(args, samples)
 
 
-def _training_rewards(samples: Sequence[Any], key: str | None) -> list[float | None]:
+def _training_rewards(samples: Sequence[SampleLike], key: str | None) -> list[float | None]:
     """Each sample's training reward as slime reads it (``reward[key]`` for dict rewards)."""
     rewards: list[float | None] = []
     for i, sample in enumerate(samples):
@@ -179,14 +179,16 @@ def _training_rewards(samples: Sequence[Any], key: str | None) -> list[float | N
     return rewards
 
 
-def _route(router: Router, sample: Any) -> str | None:
+def _route(router: Router, sample: SampleLike) -> str | None:
     try:
         return router.decide(without_self_reference(sample)).route.name
     except RoutingError:
         return None  # no route, no route shaping: the global stages still apply
 
 
-def post_process_rewards(args: Any, samples: Sequence[Any]) -> tuple[list[float], list[float]]:
+def post_process_rewards(
+    args: Any, samples: Sequence[SampleLike]
+) -> tuple[list[float], list[float]]:
     """slime's ``--custom-reward-post-process-path`` hook: ``(raw_rewards, advantages)``.
 
     Runs the config's shaping stages and its advantage stage (groups from ``group_index``, any

@@ -38,7 +38,7 @@ from rewardrouter.remote.errors import (
 from rewardrouter.remote.pool import SessionPool
 from rewardrouter.remote.retry import backoff_delay, retry_after, retryable
 from rewardrouter.remote.settings import EndpointSettings, RemoteSettings, display_url
-from rewardrouter.sample import metadata_of
+from rewardrouter.sample import SampleLike, metadata_of
 
 log = logging.getLogger("rewardrouter.remote")
 
@@ -209,10 +209,10 @@ class RemoteReward(JsonEndpoint):
 
     # -- the two call shapes ----------------------------------------------------------------
 
-    async def __call__(self, args: Any, sample: Any) -> Any:
+    async def __call__(self, args: Any, sample: SampleLike) -> Any:
         return await self.post_json(self._body(sample))
 
-    async def score_batch(self, args: Any, samples: Sequence[Any]) -> list[Any]:
+    async def score_batch(self, args: Any, samples: Sequence[SampleLike]) -> list[Any]:
         size = self.settings.batch_size or max(1, len(samples))
         chunks = [samples[i : i + size] for i in range(0, len(samples), size)]
         replies = await asyncio.gather(
@@ -239,7 +239,7 @@ class RemoteReward(JsonEndpoint):
             raise RemoteInvalid(f"batch reply has {len(reply)} rewards for {len(chunk)} samples")
         return reply
 
-    def _body(self, sample: Any) -> dict[str, Any]:
+    def _body(self, sample: SampleLike) -> dict[str, Any]:
         body = {
             "prompt": getattr(sample, "prompt", ""),
             "response": getattr(sample, "response", ""),

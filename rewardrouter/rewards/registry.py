@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_check
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from rewardrouter.sample import SampleLike
+
 Grade = Callable[..., Any]
 
 BOXED_PREFIX = "boxed_"
@@ -126,7 +128,7 @@ class BuiltinReward:
     def kind(self) -> str:
         return f"{BOXED_PREFIX}{self.name}" if self.boxed else self.name
 
-    def __call__(self, args: Any, sample: Any, **kwargs: Any) -> Any:
+    def __call__(self, args: Any, sample: SampleLike, **kwargs: Any) -> Any:
         response: str = sample.response or ""
         if self.boxed:
             response = BoxedAnswer(last_boxed(response) or "")

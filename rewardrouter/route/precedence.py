@@ -17,7 +17,7 @@ from typing import Any, Literal, NoReturn
 from rewardrouter.compile.routes import CompiledRoute
 from rewardrouter.errors import RoutingError, did_you_mean
 from rewardrouter.introspect import ResolveError, module_allowed
-from rewardrouter.sample import metadata_of, spec_field
+from rewardrouter.sample import SampleLike, metadata_of, spec_field
 
 Level = Literal["custom_rm_path", "rm_type", "route", "default_route"]
 
@@ -90,7 +90,7 @@ class Resolver:
             raise Unroutable(f"{level} {name!r}: {cached}{hint}")
         return cached
 
-    def decide(self, sample: Any) -> Decision:
+    def decide(self, sample: SampleLike) -> Decision:
         """The :class:`Decision` for ``sample``; raises :class:`Unroutable`."""
         metadata = getattr(sample, "metadata", None)
         if type(metadata) is not dict:
@@ -123,7 +123,7 @@ class Resolver:
         raise Unroutable(self._no_route(metadata))
 
     def _named_decision(
-        self, sample: Any, metadata: Mapping[str, Any], spec: Any
+        self, sample: SampleLike, metadata: Mapping[str, Any], spec: Any
     ) -> Decision | None:
         """Levels 1 and 2: a function or built-in that the sample itself names."""
         for where, path in (

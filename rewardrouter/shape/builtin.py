@@ -26,11 +26,13 @@ import torch
 from torch import Tensor
 
 from rewardrouter.config.stages import (
+    SHAPING_KINDS,
     ClipStage,
     OverlongPenaltyStage,
     QuantizeStage,
     ScaleStage,
     TruncationPenaltyStage,
+    require_functions,
 )
 from rewardrouter.shape.batch import ShapeBatch
 
@@ -86,3 +88,5 @@ BUILTIN_STAGES: dict[str, BuiltinStage] = {
     "truncation_penalty": truncation_penalty,
     "quantize": quantize,
 }
+# `custom` stages carry their own function (resolved when the router compiles).
+require_functions(SHAPING_KINDS - {"custom"}, BUILTIN_STAGES, __name__)

@@ -20,6 +20,7 @@ from typing import Any
 from rewardrouter.execute.calls import Collector, call_each
 from rewardrouter.execute.executor import Call, Executor, in_process
 from rewardrouter.execute.outcome import CONTROL_FLOW, Outcome, failed, timed_out
+from rewardrouter.sample import SampleLike
 
 
 async def bounded(call: Callable[[Any], Awaitable[Any]], item: Any, timeout: float) -> Outcome:
@@ -78,7 +79,7 @@ class InlineExecutor(Executor):
     runs_async = True
     where = "the event loop"
 
-    async def run(self, call: Call, samples: Sequence[Any]) -> Sequence[Outcome]:
+    async def run(self, call: Call, samples: Sequence[SampleLike]) -> Sequence[Outcome]:
         fn, items = in_process(call, samples)
         cap = self.setup.config.max_concurrency
         return await run_inline(

@@ -26,6 +26,7 @@ from typing import Any
 from rewardrouter.execute.calls import call_each
 from rewardrouter.execute.executor import Call, Executor, Setup, closed, in_process
 from rewardrouter.execute.outcome import Outcome, timed_out
+from rewardrouter.sample import SampleLike
 
 _ABANDONED = "; its thread was abandoned (threads cannot be stopped) and runs on in the background"
 
@@ -216,7 +217,7 @@ class ThreadExecutor(Executor):
         super().__init__(setup)
         self.lane = ThreadLane(setup.config.max_concurrency)
 
-    async def run(self, call: Call, samples: Sequence[Any]) -> Sequence[Outcome]:
+    async def run(self, call: Call, samples: Sequence[SampleLike]) -> Sequence[Outcome]:
         fn, items = in_process(call, samples)
         cap = self.setup.config.max_concurrency
         return await run_threaded(fn, items, timeout=call.timeout, lane=self.lane, cap=cap)

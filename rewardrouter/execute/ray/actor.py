@@ -13,9 +13,16 @@ now), then one at most every ``flush_seconds`` of calls, and a last one with ``d
 Ray Client cannot stream, so there :meth:`RewardActor.run_whole` returns the same messages in
 one reply.
 
+>>> import pickle
+>>> from rewardrouter.execute.tasks import open_job
+>>> from rewardrouter.rewards import lookup
+>>> from rewardrouter.sample import Sample
+>>> job = open_job(1, lookup("exact_match"), None, [Sample(response="Paris", label="paris")], {},
+...                group=False, timeout=5.0, key="exact_match")
+>>> items, _ = job.payload([0])
 >>> actor = RewardActor(modules=[], flush_seconds=0.2)
->>> [pickle.loads(m)[2] for m in actor.run(1, 1, job_blob, items_blob, 2)]  # doctest: +SKIP
-[[], [Outcome(value=1.0, status='ok', error=None), Outcome(value=0.0, ...)]]
+>>> [pickle.loads(m)[2] for m in actor.run(1, job.id, job.blob, items, 1)]
+[[], [Outcome(value=1.0, status='ok', error=None)]]
 """
 
 from __future__ import annotations

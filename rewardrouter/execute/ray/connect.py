@@ -12,10 +12,12 @@ Ray is imported here, when a router first runs a ``ray`` term, never when reward
 imported. Every router holds a :class:`Lease`; a Ray instance that a router started is shut down
 when the last lease on it is released, and one that the host program started is never touched.
 
->>> lease = connect(RayConfig(address=None, num_cpus=2))   # doctest: +SKIP
->>> lease.started, lease.client
-(True, False)
->>> lease.release()                                        # shuts that instance down
+Starting Ray takes seconds, so this example is not run (the tests start a real local instance)::
+
+    >>> lease = connect(RayConfig(address=None, num_cpus=2))   # doctest: +SKIP
+    >>> lease.started, lease.client                            # doctest: +SKIP
+    (True, False)
+    >>> lease.release()    # shuts that instance down          # doctest: +SKIP
 """
 
 from __future__ import annotations
