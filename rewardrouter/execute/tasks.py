@@ -115,31 +115,21 @@ class Job:
         return True
 
 
-def open_job(
-    job_id: int,
-    fn: Any,
-    args: Any,
-    samples: Sequence[SampleLike],
-    kwargs: dict[str, Any],
-    *,
-    group: bool,
-    timeout: float,
-    key: Hashable,
-) -> Job:
-    """The job of running ``fn`` on ``samples`` (one call each, or one group call).
+def open_job(job_id: int, call: Call, samples: Sequence[SampleLike]) -> Job:
+    """The job of running ``call`` on ``samples`` (one call each, or one group call).
 
     Its future is done at once when nothing is left to send: no samples, or a function (or
     ``kwargs``) that cannot be pickled, which makes every call ``error``.
     """
+    group, timeout = call.group, call.timeout
     count = 1 if group else len(samples)
-    job = Job(job_id, Future(), b"", samples, group, timeout, key, [None] * count, count)
+    job = Job(job_id, Future(), b"", samples, group, timeout, call.key, [None] * count, count)
     if not count:
         job.future.set_result([])
         return job
     try:
-        job.blob = pickle.dumps(
-            (fn, portable_args(args), dict(kwargs), group, timeout), pickle.HIGHEST_PROTOCOL
-        )
+        blob = (call.callee.fn, portable_args(call.args), dict(call.kwargs), group, timeout)
+        job.blob = pickle.dumps(blob, pickle.HIGHEST_PROTOCOL)
     except Exception as exc:
         message = f"the call cannot be sent to a worker process: {describe_exception(exc)}"
         job.future.set_result([Outcome(None, "error", message)] * count)
@@ -191,25 +181,11 @@ class TaskPool:
     def __init__(self) -> None:
         self._ids = itertools.count(1)
 
-    def submit(
-        self,
-        fn: Any,
-        args: Any,
-        samples: Sequence[SampleLike],
-        kwargs: dict[str, Any],
-        *,
-        group: bool,
-        timeout: float,
-        key: Hashable,
-    ) -> Future[list[Outcome]]:
-        """Run ``fn`` on ``samples`` (one call each, or one group call): a future of outcomes.
-
-        The result has one :class:`Outcome` per sample, or a single one for a group call.
-        Raises :class:`~rewardrouter.errors.RewardRouterError` once the pool is closed.
-        """
-        job = open_job(
-            next(self._ids), fn, args, samples, kwargs, group=group, timeout=timeout, key=key
-        )
+    def submit(self, call: Call, samples: Sequence[SampleLike]) -> Future[list[Outcome]]:
+        """Run ``call`` on ``samples``: a future of one :class:`Outcome` per sample, or of a
+        single one for a group call. Raises :class:`~rewardrouter.errors.RewardRouterError`
+        once the pool is closed."""
+        job = open_job(next(self._ids), call, samples)
         if not job.future.done():
             self._enqueue(job)
         return job.future
@@ -229,16 +205,7 @@ class PoolExecutor(Executor):
     pool: TaskPool
 
     async def run(self, call: Call, samples: Sequence[SampleLike]) -> Sequence[Outcome]:
-        future = self.pool.submit(
-            call.callee.fn,
-            call.args,
-            samples,
-            dict(call.kwargs),
-            group=call.group,
-            timeout=call.timeout,
-            key=call.key,
-        )
-        return await asyncio.wrap_future(future)
+        return await asyncio.wrap_future(self.pool.submit(call, samples))
 
     def close(self) -> None:
         self.pool.close()

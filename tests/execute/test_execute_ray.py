@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import rr_execution
 from rr_execution import router_config, row
 
 from rewardrouter import ConfigError, RewardResult, Router, Sample, compile_router
+from rewardrouter.compile.resolve import resolve_path
 from rewardrouter.config.models import RayConfig
+from rewardrouter.execute.executor import Call
 from rewardrouter.execute.ray.pool import RayPool
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -321,9 +322,8 @@ def test_whole_replies_for_ray_client_run_one_call_per_task(ray: Any) -> None:
     try:
         samples = [Sample(response="ab"), Sample(response="x", metadata={"bad": "sleep"}),
                    Sample(response="abc")]  # fmt: skip
-        future = pool.submit(
-            rr_execution.misbehave, None, samples, {}, group=False, timeout=TIMEOUT, key="w"
-        )
+        call = Call(resolve_path("rr_execution.misbehave", {}, "auto"), None, timeout=TIMEOUT)
+        future = pool.submit(call, samples)
         outcomes = future.result(timeout=BOUND)
     finally:
         pool.close()

@@ -20,12 +20,13 @@ Workers come from a :mod:`~rewardrouter.execute.process.launch` launcher: forked
 plain snapshots (:mod:`~rewardrouter.execute.wire`). Workers are daemonic: a reward function
 may run subprocesses but not multiprocessing children of its own.
 
->>> from rewardrouter.rewards import lookup
+>>> from rewardrouter.compile.resolve import resolve_builtin
+>>> from rewardrouter.execute.executor import Call
 >>> from rewardrouter.sample import Sample
 >>> samples = [Sample(response="Paris", label="paris"), Sample(response="Rome", label="paris")]
 >>> pool = ProcessPool(1, chunk_seconds=0.05, start_method="auto", modules=[])
->>> future = pool.submit(lookup("exact_match"), None, samples, {}, group=False, timeout=60.0,
-...                      key="exact_match")
+>>> call = Call(resolve_builtin("exact_match", {}), None, timeout=60.0, key="exact_match")
+>>> future = pool.submit(call, samples)
 >>> [outcome.value for outcome in future.result()]
 [1.0, 0.0]
 >>> pool.close()

@@ -14,11 +14,12 @@ Ray Client cannot stream, so there :meth:`RewardActor.run_whole` returns the sam
 one reply.
 
 >>> import pickle
+>>> from rewardrouter.compile.resolve import resolve_builtin
+>>> from rewardrouter.execute.executor import Call
 >>> from rewardrouter.execute.tasks import open_job
->>> from rewardrouter.rewards import lookup
 >>> from rewardrouter.sample import Sample
->>> job = open_job(1, lookup("exact_match"), None, [Sample(response="Paris", label="paris")], {},
-...                group=False, timeout=5.0, key="exact_match")
+>>> call = Call(resolve_builtin("exact_match", {}), None, timeout=5.0, key="exact_match")
+>>> job = open_job(1, call, [Sample(response="Paris", label="paris")])
 >>> items, _ = job.payload([0])
 >>> actor = RewardActor(modules=[], flush_seconds=0.2)
 >>> [pickle.loads(m)[2] for m in actor.run(1, job.id, job.blob, items, 1)]

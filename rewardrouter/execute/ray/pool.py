@@ -32,8 +32,7 @@ Starting Ray takes seconds, so this example is not run here (``tests/execute`` r
 a real local Ray instance; the process pool's docstring runs the same calls)::
 
     >>> pool = RayPool(RayConfig(address=None, actors=1), modules=[])      # doctest: +SKIP
-    >>> future = pool.submit(lookup("exact_match"), None, samples, {},     # doctest: +SKIP
-    ...                      group=False, timeout=60.0, key="exact_match")
+    >>> future = pool.submit(call, samples)                                # doctest: +SKIP
     >>> [outcome.value for outcome in future.result()]                     # doctest: +SKIP
     [1.0, 0.0]
     >>> pool.close()                                                       # doctest: +SKIP
