@@ -1,10 +1,14 @@
 """Execute: run the calls of each route group on its executor, under deadlines.
 
-Backends: ``inprocess`` (inline, thread), ``process`` (worker processes) and ``ray`` (Ray
-actors); the last two share :mod:`~rewardrouter.execute.tasks` (jobs, tasks, task sizes) and
+An executor subclasses :class:`Executor` (a compile-time check, ``run``, ``close``) and is named
+in :data:`EXECUTORS` (or by :func:`register_executor`). Backends: ``inprocess`` (inline, thread),
+``process`` (worker processes) and ``ray`` (Ray actors); the last two share
+:mod:`~rewardrouter.execute.tasks` (jobs, tasks, task sizes) and
 :mod:`~rewardrouter.execute.wire` (what crosses to a worker and back).
 """
 
+from rewardrouter.execute.executor import Call, Executor, Setup
 from rewardrouter.execute.outcome import Outcome
+from rewardrouter.execute.registry import EXECUTORS, register_executor
 
-__all__ = ["Outcome"]
+__all__ = ["EXECUTORS", "Call", "Executor", "Outcome", "Setup", "register_executor"]

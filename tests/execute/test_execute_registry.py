@@ -10,9 +10,9 @@ import pytest
 
 from rewardrouter import ConfigError, compile_router
 from rewardrouter.errors import Problem
-from rewardrouter.execute.executor import Call, Callee, Executor, Setup
-from rewardrouter.execute.outcome import Outcome, failed
-from rewardrouter.execute.registry import EXECUTORS, register_executor
+from rewardrouter.execute import EXECUTORS, Call, Executor, Outcome, Setup, register_executor
+from rewardrouter.execute.executor import Callee
+from rewardrouter.execute.outcome import failed
 
 
 class Journal(Executor):
