@@ -42,7 +42,8 @@ def test_public_classes_and_functions_are_documented() -> None:
 
 
 def test_importing_and_scoring_without_post_processing_leaves_torch_alone() -> None:
-    """Trainer hooks and worker processes import rewardrouter; torch waits until it is needed."""
+    """Trainer hooks and worker processes import rewardrouter; torch (and the HTTP client of the
+    kinds that post JSON) wait until they are needed."""
     import subprocess
     import sys
 
@@ -52,6 +53,7 @@ def test_importing_and_scoring_without_post_processing_leaves_torch_alone() -> N
         "{'em': {'kind': 'exact_match'}}}}})\n"
         "assert r.score_sync([{'response': 'Paris', 'label': 'paris'}]).rewards == [1.0]\n"
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
+        "assert 'aiohttp' not in sys.modules, 'aiohttp was imported'\n"
         "r.post_process([{'response': 'x', 'reward': 1.0}])\n"
         "assert 'torch' in sys.modules\n"
     )
