@@ -152,22 +152,28 @@ class Router:
     def _classify(self, views: Sequence[SampleLike], evaluation: bool, route: str | None) -> Triage:
         """Settle aborted samples and those that carry a reward; route every other one."""
         triage = Triage([None] * len(views))
+        decisions, routed, settled = triage.decisions, triage.routed, triage.settled
         unroutable: list[tuple[int, str]] = []
         rescore = self.config.rescore
         decide = self.resolver.decide if route is None else self._forced(route)
         for i, sample in enumerate(views):
             status = getattr(sample, "status", None)
             if status is not None and status != "completed" and status_of(sample) == "aborted":
-                triage.settled[i] = RewardResult(None, "aborted", error_message=ABORTED)
+                settled[i] = RewardResult(None, "aborted", error_message=ABORTED)
                 continue
             preset = getattr(sample, "reward", None)
             if preset is not None and not rescore:
-                triage.settled[i] = self._kept(i, preset, evaluation)
+                settled[i] = self._kept(i, preset, evaluation)
                 continue
             try:
-                triage.route(i, decide(sample))
+                decision = decisions[i] = decide(sample)
             except Unroutable as exc:
                 unroutable.append((i, str(exc)))
+                continue
+            bucket = routed.get(decision.route.name)  # inline: this loop runs once per sample
+            if bucket is None:
+                bucket = routed[decision.route.name] = (decision.route, [])
+            bucket[1].append(i)
         if unroutable:
             raise_unroutable(unroutable)
         return triage

@@ -39,14 +39,6 @@ class Triage:
     settled: dict[int, RewardResult] = field(default_factory=dict)
     routed: dict[str, tuple[CompiledRoute, list[int]]] = field(default_factory=dict)
 
-    def route(self, index: int, decision: Decision) -> None:
-        """Sample ``index`` goes to ``decision``'s route."""
-        self.decisions[index] = decision
-        bucket = self.routed.get(decision.route.name)
-        if bucket is None:
-            bucket = self.routed[decision.route.name] = (decision.route, [])
-        bucket[1].append(index)
-
 
 def assemble(
     triage: Triage,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 
 from rewardrouter.compile.routes import BoundTerm, CallKey, CompiledRoute
 
@@ -25,7 +26,7 @@ class RouteGroup:
     def members(self) -> Iterable[tuple[int, BoundTerm]]:
         """``(sample index, its term)`` pairs, in input order."""
         if self.terms is None:
-            return ((i, self.term) for i in self.indices)
+            return zip(self.indices, repeat(self.term))  # C-level: no Python frame per member
         return zip(self.indices, self.terms, strict=True)
 
 
