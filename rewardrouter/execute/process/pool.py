@@ -207,16 +207,19 @@ class ProcessPool(TaskPool):
     def _steal(self) -> bool:
         """Take back half of the not yet started calls of the busiest task, for an idle worker.
 
-        The worker skips calls at or past its task's new ``limit``; should it have started one
-        already (a race), that call runs twice and the first outcome is kept.
+        Only from a task that has started a call: a worker that has not is still receiving or
+        unpickling the task, and taking its calls back would only send them again (a sample of
+        50 MB went back and forth between two idle workers, never started, its deadline never
+        begun). The worker skips calls at or past its task's new ``limit``; should it have
+        started one already (a race), that call runs twice and the first outcome is kept.
         """
         best: tuple[int, _Worker, int] | None = None
         for worker in self._workers:
             task = worker.task
-            if task is None:
-                continue
             running = self._progress(worker)
-            first_unstarted = max(task.reported, running[0] + 1 if running else 0)
+            if task is None or running is None:
+                continue
+            first_unstarted = max(task.reported, running[0] + 1)
             spare = task.limit - first_unstarted
             if spare > 0 and (best is None or spare > best[0]):
                 best = (spare, worker, first_unstarted)
