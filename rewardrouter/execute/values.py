@@ -19,9 +19,9 @@ def _short(value: Any) -> str:
 def to_value(raw: Any, key: str | None) -> float | None:
     """The float that ``raw`` stands for; ``None`` means "not applicable".
 
-    A number (bool included) is used as it is; a dict gives its ``key`` entry. NaN, ±inf,
-    strings and other types, a dict without ``key`` or a dict when no key is configured are
-    :class:`InvalidReturn`.
+    A number (bool included) is used as it is; a dict gives its ``key`` entry. NaN, ±inf, a
+    number beyond float range (``10**400``), strings and other types, a dict without ``key``
+    or a dict when no key is configured are :class:`InvalidReturn`.
     """
     if raw is None:
         return None
@@ -42,6 +42,10 @@ def to_value(raw: Any, key: str | None) -> float | None:
     if isinstance(raw, Real) or (hasattr(raw, "__float__") and not isinstance(raw, str | bytes)):
         try:
             value = float(raw)
+        except OverflowError:  # an int (or Fraction, Decimal) beyond float range, e.g. 10**400
+            raise InvalidReturn(
+                f"returned {_short(raw)}, beyond the range of a float; rewards must be finite"
+            ) from None
         except (TypeError, ValueError):
             raise InvalidReturn(f"returned {_short(raw)}, which is not a number") from None
         if not math.isfinite(value):

@@ -10,6 +10,7 @@ where a term's ``on_error`` policy turns a failed call into a reward.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -59,11 +60,11 @@ def assemble(
         for (i, term), value, outcome in _returns(group, group_outcomes):
             if (
                 type(value) is float
-                and value - value == 0.0  # finite
                 and (outcome is None or outcome.status == "ok")
                 and alone[term.route]
+                and (reward := term.weight * value) - reward == 0.0  # finite, weight included
             ):
-                rewards[i] = term.weight * value
+                rewards[i] = reward
                 values[i] = value
             else:
                 pending.setdefault(i, []).append((term, outcome or Outcome(value)))
@@ -100,6 +101,9 @@ def combine(index: int, decision: Decision, calls: Calls, evaluation: bool) -> R
     status: Status = "ok"
     errors: list[str] = []
     for term, (call_status, value, message) in _read_each(calls, evaluation):
+        if value is not None and not math.isfinite(total + term.weight * value):
+            message = _beyond_range(term, value, total)
+            call_status, value = "invalid", None
         if call_status != "ok":
             value, skipped = _on_error(index, route.name, term, call_status, message)
             skip |= skipped
@@ -120,6 +124,16 @@ def combine(index: int, decision: Decision, calls: Calls, evaluation: bool) -> R
         terms=terms,
         raw=raw,
         error_message="; ".join(errors) or None,
+    )
+
+
+def _beyond_range(term: BoundTerm, value: float, total: float) -> str:
+    """Why a finite term value cannot count: times its weight (and with the terms before it
+    added) it is no longer a finite float."""
+    others = f", added to the other terms' {total:g}," if total else ""
+    return (
+        f"returned {value:g}, which times its weight {term.weight:g}{others} is beyond the "
+        f"range of a float; rewards must be finite"
     )
 
 

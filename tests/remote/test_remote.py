@@ -181,6 +181,17 @@ FAULTS = [
     ),
     pytest.param(
         Fault(
+            lambda s, a: Reply(raw=b"1" + b"0" * 400),
+            {},
+            None,
+            "invalid",
+            "beyond the range of a float",
+            1,
+        ),
+        id="integer_beyond_float_range",
+    ),
+    pytest.param(
+        Fault(
             lambda s, a: Reply({"detail": "no label"}, status=400),
             {},
             None,
