@@ -19,6 +19,7 @@ from rewardrouter.errors import (
     Problem,
     RewardError,
     RewardRouterError,
+    RewardRouterWarning,
     RoutingError,
     SampleError,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "RewardError",
     "RewardResult",
     "RewardRouterError",
+    "RewardRouterWarning",
     "Router",
     "RouterConfig",
     "RoutingError",

@@ -12,6 +12,9 @@
     └── RewardError                   a reward call that failed under ``on_error: raise``
                                       (sample index, route, term, function, cause)
 
+    RewardRouterWarning (UserWarning) something legitimate that is often a mistake; counted,
+                                      and emitted once per message
+
 User mistakes are printed by the command line without a traceback.
 """
 
@@ -24,6 +27,10 @@ from dataclasses import dataclass
 
 class RewardRouterError(Exception):
     """Base class of every error rewardrouter raises on purpose."""
+
+
+class RewardRouterWarning(UserWarning):
+    """A legitimate setup that is often a mistake (the message says what to check)."""
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,14 @@ class SlimeSample(_TrainerSample):
 
 
 @dataclass(frozen=True)
+class AdapterRef:
+    """miles' ``miles.utils.types.AdapterRef``: the LoRA adapter a sample trains with."""
+
+    name: str
+    slot: int = 0
+
+
+@dataclass(frozen=True)
 class RewardSpec:
     """miles' ``miles.utils.types.RewardSpec``."""
 
@@ -56,3 +64,5 @@ class MilesSample(_TrainerSample):
     """miles' ``Sample``: per-sample dispatch lives in ``reward_spec``."""
 
     reward_spec: RewardSpec | dict[str, Any] | None = None  # a plain dict works too
+    rollout_id: int | None = None  # samples of one rollout (a compact fan-out) share it
+    adapter: AdapterRef | None = None  # multi-LoRA: each adapter numbers its groups from 0

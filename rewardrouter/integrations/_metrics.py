@@ -12,6 +12,8 @@ key                                    value
 ``rewardrouter/groups``                prompt groups with two or more rewarded samples
 ``rewardrouter/constant_groups``       fraction of those whose shaped rewards are all equal
                                        (no learning signal: exactly zero advantage)
+``rewardrouter/warnings/<kind>``       warnings of that kind in this process so far (see
+                                       :func:`warn`)
 =====================================  ===========================================================
 
 >>> from rewardrouter import RewardResult
@@ -27,12 +29,32 @@ key                                    value
 
 from __future__ import annotations
 
+import warnings
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable, Sequence
 
+from rewardrouter.errors import RewardRouterWarning
 from rewardrouter.results import RewardResult
 
 PREFIX = "rewardrouter"
+
+#: Warnings counted in this process, by kind.
+WARNINGS: Counter[str] = Counter()
+_emitted: set[str] = set()
+
+
+def warn(kind: str, message: str) -> None:
+    """Count one ``kind`` of warning; emit ``message`` as a :class:`RewardRouterWarning` the
+    first time it occurs (a trainer calls hooks thousands of times)."""
+    WARNINGS[kind] += 1
+    if message not in _emitted:
+        _emitted.add(message)
+        warnings.warn(message, RewardRouterWarning, stacklevel=3)
+
+
+def warning_metrics() -> dict[str, float]:
+    """``rewardrouter/warnings/<kind>``: each kind's count so far."""
+    return {f"{PREFIX}/warnings/{kind}": float(count) for kind, count in WARNINGS.items()}
 
 
 def _mean(values: list[float]) -> float:

@@ -24,25 +24,46 @@ What the hooks return, so that slime reads the right value:
 - aborted samples get ``None`` and are never scored; samples that carry a reward keep it.
 
 Per-sample ``custom_rm_path`` and ``metadata.rm_type`` win over routes, as the router's precedence
-says. (Without ``--group-rm`` slime calls a sample's own ``custom_rm_path`` itself.)
+says. (Without ``--group-rm`` slime calls a sample's own ``custom_rm_path`` itself.) Without
+``--group-rm`` slime calls the hook once per sample, so a group-mode term (``fn(args, samples)``)
+sees one sample per call: the first such call warns (:class:`~rewardrouter.RewardRouterWarning`,
+counted in ``rewardrouter/warnings/group_term_per_sample``) with the fix.
+
+Each scored sample's ``metadata`` gains a ``rewardrouter`` entry (``route``, ``status``,
+``terms``); the log hook :func:`log_rollout`
+(``--custom-rollout-log-function-path rewardrouter.integrations.slime.log_rollout``) reads it and
+adds the figures of :mod:`._metrics` to the metrics slime logs for the rollout.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rewardrouter.errors import ConfigError, Problem, RoutingError, SampleError
-from rewardrouter.execute.values import InvalidReturn, to_value
+from rewardrouter.errors import ConfigError, Problem
+from rewardrouter.integrations import _metrics
+from rewardrouter.integrations._post_process import Framework, post_process, training_rewards
 from rewardrouter.integrations._router_cache import shared_router
 from rewardrouter.integrations._self_reference import without_self_reference
 from rewardrouter.integrations._source import config_source
 from rewardrouter.results import RewardResult
 from rewardrouter.router import Router
-from rewardrouter.sample import SampleLike, status_of
+from rewardrouter.sample import SampleLike
 
-__all__ = ["batched_custom_rm", "custom_rm", "post_process_rewards"]
+__all__ = [
+    "batched_custom_rm",
+    "custom_rm",
+    "log_rollout",
+    "post_process_rewards",
+    "rollout_metrics",
+]
+
+#: The ``metadata`` entry that carries a scored sample's route, status and term values.
+RECORD = "rewardrouter"
+
+log = logging.getLogger("rewardrouter.slime")
 
 
 @dataclass(frozen=True)
@@ -105,18 +126,45 @@ def _slime_value(
     return value
 
 
-async def _score_flat(args: Any, samples: Sequence[SampleLike]) -> list[Any]:
+def _record(sample: Any, result: RewardResult) -> None:
+    """Leave ``result``'s route, status and terms in the sample's metadata for the log hook."""
+    metadata = getattr(sample, "metadata", None)
+    if not isinstance(metadata, dict) or (result.status == "kept" and RECORD in metadata):
+        return
+    metadata[RECORD] = {"route": result.route, "status": result.status, "terms": result.terms}
+
+
+def _warn_group_terms(router: Router, results: Sequence[RewardResult]) -> None:
+    """Warn that a group-mode term was called with one sample (slime without ``--group-rm``)."""
+    for result in results:
+        route = router.routes.get(result.route or "")
+        for term in route.terms if route is not None else ():
+            if term.fn.mode == "group":
+                _metrics.warn(
+                    "group_term_per_sample",
+                    f"{term.where} ({term.fn.name}) takes a group of samples, but slime calls "
+                    f"the reward hook with one sample at a time (no --group-rm): the function "
+                    f"sees one sample per call, and a reward computed across samples changes. "
+                    f"Launch with --group-rm (custom_rm takes the lists it then passes), or set "
+                    f"`mode: single` on the term if it scores each sample on its own",
+                )
+
+
+async def _score_flat(args: Any, samples: Sequence[SampleLike], *, one: bool = False) -> list[Any]:
     keys = _Keys.of(args)
     router = _router(args, keys)
     views = [without_self_reference(s) for s in samples]
     results = await router.score(views, args=args)
+    if one:
+        _warn_group_terms(router, results)
     evaluated: Sequence[RewardResult | None] = [None] * len(views)
     if keys.eval != keys.train and _eval_differs(router):
         evaluated = await router.score(views, args=args, evaluation=True)
-    return [
-        _slime_value(result, getattr(sample, "reward", None), keys, other)
-        for sample, result, other in zip(samples, results, evaluated, strict=True)
-    ]
+    values = []
+    for sample, result, other in zip(samples, results, evaluated, strict=True):
+        _record(sample, result)
+        values.append(_slime_value(result, getattr(sample, "reward", None), keys, other))
+    return values
 
 
 async def _score(args: Any, samples: Sequence[Any]) -> list[Any]:
@@ -153,7 +201,7 @@ async def custom_rm(args: Any, sample: Any) -> Any:
     """
     if isinstance(sample, list | tuple):
         return await _score(args, sample)
-    return (await _score_flat(args, [sample]))[0]
+    return (await _score_flat(args, [sample], one=True))[0]
 
 
 async def batched_custom_rm(args: Any, samples: Sequence[Any]) -> list[Any]:
@@ -161,29 +209,18 @@ async def batched_custom_rm(args: Any, samples: Sequence[Any]) -> list[Any]:
     return await _score(args, samples)
 
 
-def _training_rewards(samples: Sequence[SampleLike], key: str | None) -> list[float | None]:
-    """Each sample's training reward as slime reads it (``reward[key]`` for dict rewards)."""
-    rewards: list[float | None] = []
-    for i, sample in enumerate(samples):
-        reward = getattr(sample, "reward", None)
-        if status_of(sample) == "aborted":
-            reward = None
-        try:
-            rewards.append(to_value(reward, key))
-        except InvalidReturn as exc:
-            raise SampleError(
-                f"sample {i}: its reward cannot be post-processed: it {exc}; check "
-                f"--reward-key (or the router config's reward_key) against what the reward "
-                f"function returns"
-            ) from None
-    return rewards
-
-
-def _route(router: Router, sample: SampleLike) -> str | None:
-    try:
-        return router.decide(without_self_reference(sample)).route.name
-    except RoutingError:
-        return None  # no route, no route shaping: the global stages still apply
+def run_post_process(
+    args: Any,
+    samples: Sequence[Any],
+    framework: Framework,
+    prompt_group_sizes: Sequence[int] | None = None,
+) -> tuple[list[float], list[float]]:
+    """The post-process hook of ``framework`` (see :mod:`._post_process`)."""
+    keys = _Keys.of(args)
+    router = _router(args, keys)
+    key = keys.train or router.config.reward_key
+    done = post_process(router, args, samples, key, framework, prompt_group_sizes)
+    return done.raw, done.advantages
 
 
 def post_process_rewards(
@@ -191,21 +228,80 @@ def post_process_rewards(
 ) -> tuple[list[float], list[float]]:
     """slime's ``--custom-reward-post-process-path`` hook: ``(raw_rewards, advantages)``.
 
-    Runs the config's shaping stages and its advantage stage (groups from ``group_index``, any
-    order, any sizes; constant groups get exactly 0) in place of slime's normalization. Both
-    lists hold plain floats, one per sample; a sample without a reward (aborted, not applicable,
-    skipped after a failure) has raw reward 0.0 and advantage 0.0 and stays out of its group's
-    statistics.
+    Runs the config's shaping stages and its advantage stage in place of slime's normalization:
+    groups from ``group_index`` (any order, any sizes), else by position as slime does
+    (``n_samples_per_prompt`` on ``args``); constant groups get exactly 0. Both lists hold plain
+    floats, one per sample; a sample without a reward (aborted, not applicable, skipped after a
+    failure) has raw reward 0.0 and advantage 0.0 and stays out of its group's statistics.
 
     >>> raw, advantages = post_process_rewards(args, samples)  # doctest: +SKIP
     """
+    return run_post_process(args, samples, "slime")
+
+
+def _flat(samples: Sequence[Any]) -> list[Any]:
+    out: list[Any] = []
+    for entry in samples:
+        out.extend(_flat(entry) if isinstance(entry, list | tuple) else [entry])
+    return out
+
+
+def rollout_metrics(
+    args: Any, samples: Sequence[Any], framework: Framework = "slime"
+) -> dict[str, float]:
+    """The figures of :mod:`._metrics` for one rollout batch, for a log function of your own.
+
+    Routes, statuses and term values come from what :func:`custom_rm` left in each sample's
+    metadata (samples scored elsewhere count by their route and reward); constant groups from
+    the shaped rewards, grouped as the post-process hook groups them.
+    """
     keys = _Keys.of(args)
     router = _router(args, keys)
-    rewards = _training_rewards(samples, keys.train or router.config.reward_key)
-    results = [
-        RewardResult(r, "skipped" if r is None else "ok", route=_route(router, s))
-        for r, s in zip(rewards, samples, strict=True)
-    ]
-    processed = router.post_process(samples, results)
-    raw = [0.0 if r is None else float(r) for r in rewards]
-    return raw, [float(a) for a in processed.advantages]
+    flat = _flat(samples)
+    key = keys.train or router.config.reward_key
+    done = post_process(router, args, flat, key, framework)
+    results = []
+    for sample, route, reward in zip(flat, done.routes, training_rewards(flat, key), strict=True):
+        metadata = getattr(sample, "metadata", None)
+        record = metadata.get(RECORD) if isinstance(metadata, dict) else None
+        if isinstance(record, dict):
+            results.append(
+                RewardResult(reward, record["status"], record["route"], terms=record["terms"])
+            )
+        else:
+            results.append(RewardResult(reward, "kept" if reward is not None else "skipped", route))
+    return {
+        **_metrics.score_metrics(results),
+        **_metrics.group_metrics(done.shaped, done.groups),
+        **_metrics.warning_metrics(),
+    }
+
+
+def hand_rollout_metrics(
+    rollout_id: int,
+    args: Any,
+    samples: Sequence[Any],
+    rollout_extra_metrics: dict[str, Any] | None,
+    framework: Framework,
+) -> bool:
+    """Add :func:`rollout_metrics` to the metrics the trainer logs for the rollout; False, so
+    that its own logging still runs. Without a metrics dict (a rollout function that returned
+    none) the figures go to the ``rewardrouter.slime`` logger at INFO."""
+    metrics = rollout_metrics(args, samples, framework)
+    if isinstance(rollout_extra_metrics, dict):
+        rollout_extra_metrics.update(metrics)
+    else:
+        log.info("rollout %s: %s", rollout_id, metrics)
+    return False
+
+
+def log_rollout(
+    rollout_id: int,
+    args: Any,
+    samples: Sequence[Any],
+    rollout_extra_metrics: dict[str, Any] | None,
+    rollout_time: float,
+) -> bool:
+    """slime's ``--custom-rollout-log-function-path`` hook: the router's figures (routes, terms,
+    statuses, constant groups, warnings) join the metrics slime logs for the rollout."""
+    return hand_rollout_metrics(rollout_id, args, samples, rollout_extra_metrics, "slime")

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rr_frameworks import AdapterRef, RewardSpec
 from rr_frameworks import MilesSample as Sample
-from rr_frameworks import RewardSpec
 
-from rewardrouter import RoutingError
+from rewardrouter import RoutingError, SampleError
 from rewardrouter.integrations._router_cache import close_shared
 from rewardrouter.integrations.miles import batched_custom_rm, custom_rm, post_process_rewards
 
@@ -34,12 +34,12 @@ def _isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def miles_args(**fields: Any) -> Namespace:
-    return Namespace(
-        rewardrouter_config=str(EXAMPLE / "router.yaml"),
-        reward_key=None,
-        eval_reward_key=None,
-        **fields,
-    )
+    values = {
+        "rewardrouter_config": str(EXAMPLE / "router.yaml"),
+        "reward_key": None,
+        "eval_reward_key": None,
+    }
+    return Namespace(**{**values, **fields})
 
 
 BOXED = "so \\boxed{Paris}"  # squad's exact_match: 0.0; boxed_exact_match and concise: 1.0
@@ -107,3 +107,112 @@ def test_post_process_groups_by_group_index() -> None:
     assert raw == [1.0, 0.3, 0.0, 0.3, 0.3]
     assert advantages[1] == advantages[3] == advantages[4] == 0.0
     assert advantages[0] == -advantages[2] == pytest.approx(2**-0.5, rel=1e-5)
+
+
+# -- post-processing as miles' own normalization does it ------------------------------------
+
+
+def router_with(tmp_path: Path, stage: str) -> Path:
+    path = tmp_path / "router.yaml"
+    path.write_text(f"routes: {{}}\npost_process:\n  - {stage}\n")
+    return path
+
+
+CENTER = "{kind: grpo, std: none}"
+
+
+def answer(reward: float, group: int | None = 0, **fields: Any) -> Sample:
+    return Sample(reward=reward, group_index=group, **fields)
+
+
+def test_one_reward_per_rollout_normalized_once_and_copied_to_its_rows(tmp_path: Path) -> None:
+    """Rows sharing a rollout_id (else an index) are one answer: group 0 holds two rollouts
+    (0.0 and 1.0, the second spread over three rows), so each row gets -0.5 or +0.5, not the
+    -0.75 / +0.25 that counting rows would give."""
+    rows = [
+        answer(0.0, index=0, rollout_id=10),
+        answer(1.0, index=1, rollout_id=11),
+        answer(1.0, index=1, rollout_id=11),
+        answer(1.0, index=1, rollout_id=11),
+        answer(2.0, group=1, index=2),  # no rollout_id: the index names the rollout
+        answer(2.0, group=1, index=2),
+        answer(4.0, group=1, index=3),
+    ]
+    args = miles_args(rewardrouter_config=str(router_with(tmp_path, CENTER)))
+    raw, advantages = post_process_rewards(args, rows)
+    assert raw == [0.0, 1.0, 1.0, 1.0, 2.0, 2.0, 4.0]
+    assert advantages == [-0.5, 0.5, 0.5, 0.5, -1.0, -1.0, 1.0]
+
+
+def test_rows_without_rollout_identity_are_answers_of_their_own(tmp_path: Path) -> None:
+    rows = [answer(0.0, index=None), answer(2.0, index=None)]
+    args = miles_args(rewardrouter_config=str(router_with(tmp_path, CENTER)))
+    assert post_process_rewards(args, rows)[1] == [-1.0, 1.0]
+
+
+def test_siblings_with_different_rewards_are_refused(tmp_path: Path) -> None:
+    rows = [
+        answer(0.0, index=0, rollout_id=10),
+        answer(2.0, index=1, rollout_id=11),
+        answer(6.0, index=1, rollout_id=11),
+    ]
+    args = miles_args(rewardrouter_config=str(router_with(tmp_path, CENTER)))
+    with pytest.raises(
+        SampleError, match=r"rollout 11 .*rows \[1, 2\] have rewards \[2\.0, 6\.0\]"
+    ) as caught:
+        post_process_rewards(args, rows)
+    assert isinstance(caught.value, ValueError)  # what miles' own normalization raises
+
+
+def test_each_lora_adapter_numbers_its_groups_from_zero(tmp_path: Path) -> None:
+    """Adapters A and B both have a group 0: two groups, not one of four."""
+    a, b = AdapterRef("A", 0), AdapterRef("B", 1)
+    rows = [
+        answer(0.0, index=0, adapter=a),
+        answer(2.0, index=1, adapter=a),
+        answer(10.0, index=0, adapter=b),
+        answer(14.0, index=1, adapter=b),
+    ]
+    args = miles_args(rewardrouter_config=str(router_with(tmp_path, CENTER)))
+    assert post_process_rewards(args, rows)[1] == [-1.0, 1.0, -2.0, 2.0]
+
+
+def test_prompt_group_sizes_win_over_group_index(tmp_path: Path) -> None:
+    rows = [
+        answer(0.0, index=0),
+        answer(2.0, index=1),
+        answer(10.0, index=2),
+        answer(14.0, index=3),
+    ]
+    args = miles_args(rewardrouter_config=str(router_with(tmp_path, CENTER)))
+    assert post_process_rewards(args, rows, prompt_group_sizes=[2, 2])[1] == [-1.0, 1.0, -2.0, 2.0]
+    with pytest.raises(SampleError, match=r"add up to 3, but the batch holds 4 samples"):
+        post_process_rewards(args, rows, prompt_group_sizes=[2, 1])
+
+
+@pytest.mark.parametrize(
+    ("rewards", "expected"),
+    [
+        pytest.param([0.0, 2.0, 10.0, 14.0], [-1.0, 1.0, -2.0, 2.0], id="full_layout_by_position"),
+        pytest.param([0.0, 2.0, 4.0], [-2.0, 0.0, 2.0], id="short_batch_is_one_group"),
+    ],
+)
+def test_without_group_index_positions_or_one_group(
+    tmp_path: Path, rewards: list[float], expected: list[float]
+) -> None:
+    rows = [answer(r, group=None, index=i) for i, r in enumerate(rewards)]
+    args = miles_args(
+        rewardrouter_config=str(router_with(tmp_path, CENTER)),
+        n_samples_per_prompt=2,
+        rollout_batch_size=2,
+    )
+    assert post_process_rewards(args, rows)[1] == expected
+
+
+def test_none_stage_keeps_the_rewards_unrounded(tmp_path: Path) -> None:
+    """miles returns its raw rewards untouched when it does not normalize; so does ``none``."""
+    rewards = [0.1 + 0.2, 1 / 3, 7.3]  # none of them a float32 value
+    rows = [answer(r, index=i) for i, r in enumerate(rewards)]
+    args = miles_args(rewardrouter_config=str(router_with(tmp_path, "{kind: none}")))
+    raw, advantages = post_process_rewards(args, rows)
+    assert raw == advantages == rewards

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import pickle
 import statistics
+import warnings
 from argparse import Namespace
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,11 +22,17 @@ from typing import Any
 import pytest
 from rr_frameworks import SlimeSample as Sample
 
-from rewardrouter import ConfigError, RewardError, RoutingError
+from rewardrouter import ConfigError, RewardError, RewardRouterWarning, RoutingError
+from rewardrouter.integrations import _metrics
 from rewardrouter.integrations._router_cache import close_shared, shared_router
 from rewardrouter.integrations._self_reference import without_self_reference
 from rewardrouter.integrations._source import ConfigSource, parse_overrides
-from rewardrouter.integrations.slime import batched_custom_rm, custom_rm, post_process_rewards
+from rewardrouter.integrations.slime import (
+    batched_custom_rm,
+    custom_rm,
+    log_rollout,
+    post_process_rewards,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "slime"
@@ -377,3 +384,103 @@ def test_router_is_compiled_once_per_process_and_config() -> None:
 )
 def test_parse_overrides(value: Any, expected: tuple[str, ...]) -> None:
     assert parse_overrides(value) == expected
+
+
+# -- grouping as slime groups, when samples carry no group_index ------------------------------
+
+
+def contract_router(tmp_path: Path) -> Path:
+    """What a router for slime's contract samples needs: they name no dataset."""
+    path = tmp_path / "router.yaml"
+    path.write_text(
+        "default_route: any\n"
+        "routes: {any: {rewards: {correct: {kind: exact_match}}}}\n"
+        "post_process: [{kind: grpo, std: none}]\n"
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    ("n", "batch", "rewards", "expected"),
+    [
+        pytest.param(2, 2, [0.0, 2.0, 10.0, 14.0], [-1.0, 1.0, -2.0, 2.0], id="runs_of_n"),
+        pytest.param(2, 2, [0.0, 2.0, 4.0], [-2.0, 0.0, 2.0], id="uneven_count_one_group"),
+        pytest.param(None, None, [0.5, 1.5], [-0.5, 0.5], id="no_group_size_one_group"),
+    ],
+)
+def test_post_process_without_group_index_groups_by_position_as_slime(
+    tmp_path: Path, n: int | None, batch: int | None, rewards: list[float], expected: list[float]
+) -> None:
+    rows = [Sample(index=i, reward=r) for i, r in enumerate(rewards)]
+    args = slime_args(contract_router(tmp_path), n_samples_per_prompt=n, rollout_batch_size=batch)
+    raw, advantages = post_process_rewards(args, rows)
+    assert (raw, advantages) == (rewards, expected)
+
+
+def test_reward_hooks_score_contract_samples_with_their_rewards_cleared(tmp_path: Path) -> None:
+    """slime's contract samples carry a reward already (kept as it is); cleared, the router
+    scores them through the default route."""
+    rows = [
+        Sample(index=i, prompt=f"p{i}", response=f"r{i}", label=label)
+        for i, label in enumerate(["r0", "x"])
+    ]
+    args = slime_args(contract_router(tmp_path))
+    assert asyncio.run(custom_rm(args, rows[0])) == 1.0
+    assert asyncio.run(batched_custom_rm(args, rows)) == [1.0, 0.0]
+
+
+# -- what slime's logs carry -----------------------------------------------------------------
+
+
+@pytest.fixture
+def fresh_warnings() -> Iterator[None]:
+    _metrics.WARNINGS.clear()
+    _metrics._emitted.clear()
+    yield
+    _metrics.WARNINGS.clear()
+    _metrics._emitted.clear()
+
+
+def test_group_term_called_one_sample_at_a_time_warns_once_with_the_fix(
+    fresh_warnings: None,
+) -> None:
+    """The squad route's `brevity` term takes a group; slime without --group-rm calls the hook
+    per sample, so the term sees groups of one."""
+    row = sample("Paris", "Paris")
+    with pytest.warns(RewardRouterWarning, match=r"routes\.squad\.rewards\.brevity .*--group-rm"):
+        asyncio.run(custom_rm(slime_args(), row))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        asyncio.run(custom_rm(slime_args(), sample("Paris", "Paris")))  # counted, not repeated
+        asyncio.run(batched_custom_rm(slime_args(), [row, row]))  # a group call: fine
+    assert _metrics.warning_metrics() == {"rewardrouter/warnings/group_term_per_sample": 2.0}
+
+
+def test_log_hook_adds_routes_terms_statuses_and_constant_groups(fresh_warnings: None) -> None:
+    rows = [
+        sample("so \\boxed{72}", "72", GSM8K, group_index=0),
+        sample("\\boxed{7}", "72", GSM8K, group_index=0),
+        sample("Paris", "Paris", group_index=1),
+        sample("Paris", "Paris", group_index=1),
+        sample("Paris", "Paris", group_index=2, status=Sample.Status.ABORTED),
+    ]
+    args = slime_args()
+    for row, reward in zip(rows, asyncio.run(batched_custom_rm(args, rows)), strict=True):
+        row.reward = reward
+    metrics: dict[str, Any] = {"rollout/existing": 1.0}
+    assert log_rollout(3, args, rows, metrics, 0.5) is False  # slime's own logging goes on
+    assert metrics == {
+        "rollout/existing": 1.0,
+        "rewardrouter/gsm8k/count": 2.0,
+        "rewardrouter/gsm8k/reward": pytest.approx((1.0 + 0.0) / 2),
+        "rewardrouter/gsm8k/correct": 0.5,
+        "rewardrouter/gsm8k/format": 0.0,
+        "rewardrouter/squad/count": 2.0,
+        "rewardrouter/squad/reward": pytest.approx(1.2),
+        "rewardrouter/squad/correct": 1.0,
+        "rewardrouter/squad/brevity": 1.0,
+        "rewardrouter/status/ok": 0.8,
+        "rewardrouter/status/aborted": 0.2,
+        "rewardrouter/groups": 2.0,
+        "rewardrouter/constant_groups": 0.5,
+    }

@@ -1,0 +1,174 @@
+"""The post-process hook of slime and miles: the router's chain, grouped as each trainer groups.
+
+Both trainers hand the hook the flat sample list of a rollout batch and take back
+``(raw_rewards, advantages)``. They differ in which samples form a prompt group and in what
+counts as one answer:
+
+- **slime**: prompt groups from ``group_index``; without it, consecutive runs of
+  ``n_samples_per_prompt`` when the batch holds ``n_samples_per_prompt * rollout_batch_size``
+  samples, else the whole batch as one group (slime's own rule). One answer is one sample.
+- **miles**: prompt groups from ``prompt_group_sizes`` when the caller has them (multi-LoRA),
+  else from ``group_index`` per LoRA adapter (each adapter numbers its groups from 0), else
+  slime's position rule. One answer is one *rollout*: samples sharing a ``rollout_id`` (else an
+  ``index``) must carry one reward, which is normalized once and copied to each of them.
+
+A sample without a reward (aborted, not applicable, skipped after a failure) gets raw reward 0.0
+and advantage 0.0 and stays out of its group's statistics. With the ``none`` advantage stage (or
+none at all) the advantages are the shaped rewards in float64, unrounded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+
+from rewardrouter.errors import RoutingError, SampleError
+from rewardrouter.execute.values import InvalidReturn, to_value
+from rewardrouter.integrations._self_reference import without_self_reference
+from rewardrouter.router import Router
+from rewardrouter.sample import status_of
+
+Framework = Literal["slime", "miles"]
+
+
+class RolloutRewardsDiffer(SampleError, ValueError):
+    """Samples of one rollout carry different rewards (miles trains one reward per rollout)."""
+
+
+@dataclass(frozen=True)
+class Processed:
+    """What the hook returns, and what the log hook reports from."""
+
+    raw: list[float]
+    advantages: list[float]
+    shaped: list[float | None]
+    groups: list[Hashable]
+    routes: list[str | None]
+
+
+def training_rewards(samples: Sequence[Any], key: str | None) -> list[float | None]:
+    """Each sample's training reward as the trainer reads it (``reward[key]`` for dict rewards)."""
+    rewards: list[float | None] = []
+    for i, sample in enumerate(samples):
+        reward = None if status_of(sample) == "aborted" else getattr(sample, "reward", None)
+        try:
+            rewards.append(to_value(reward, key))
+        except InvalidReturn as exc:
+            raise SampleError(
+                f"sample {i}: its reward cannot be post-processed: it {exc}; check "
+                f"--reward-key (or the router config's reward_key) against what the reward "
+                f"function returns"
+            ) from None
+    return rewards
+
+
+def _route(router: Router, sample: Any) -> str | None:
+    try:
+        return router.decide(without_self_reference(sample)).route.name
+    except RoutingError:
+        return None  # no route, no route shaping: the global stages still apply
+
+
+def _positions(args: Any, n: int) -> list[Hashable]:
+    """slime's rule without prompt ids: runs of ``n_samples_per_prompt`` when the batch holds
+    exactly ``n_samples_per_prompt * rollout_batch_size`` samples, else one group."""
+    size = getattr(args, "n_samples_per_prompt", None)
+    batch = getattr(args, "rollout_batch_size", None)
+    if isinstance(size, int) and isinstance(batch, int) and size > 0 and n == size * batch:
+        return [i // size for i in range(n)]
+    return [0] * n
+
+
+def prompt_groups(
+    args: Any,
+    samples: Sequence[Any],
+    framework: Framework,
+    prompt_group_sizes: Sequence[int] | None = None,
+) -> list[Hashable]:
+    """One prompt-group key per sample."""
+    n = len(samples)
+    if prompt_group_sizes is not None:
+        if sum(prompt_group_sizes) != n:
+            raise SampleError(
+                f"prompt_group_sizes {list(prompt_group_sizes)} add up to "
+                f"{sum(prompt_group_sizes)}, but the batch holds {n} samples"
+            )
+        return [g for g, size in enumerate(prompt_group_sizes) for _ in range(size)]
+    indices = [getattr(s, "group_index", None) for s in samples]
+    if None not in indices:
+        if framework == "slime":
+            return cast("list[Hashable]", indices)
+        adapters = [getattr(getattr(s, "adapter", None), "name", None) for s in samples]
+        return list(zip(adapters, indices, strict=True))
+    return _positions(args, n)
+
+
+def _rollouts(
+    samples: Sequence[Any], groups: Sequence[Hashable], rewards: Sequence[float | None]
+) -> list[int]:
+    """For each sample, the row that stands for its rollout (its first sibling in its group).
+
+    Raises :class:`RolloutRewardsDiffer` when siblings carry different rewards.
+    """
+    first: dict[tuple[Hashable, Hashable], list[int]] = {}
+    for i, sample in enumerate(samples):
+        key = getattr(sample, "rollout_id", None)
+        if key is None:
+            key = getattr(sample, "index", None)
+        first.setdefault((groups[i], ("row", i) if key is None else key), []).append(i)
+    stand_in = list(range(len(samples)))
+    for (_, key), rows in first.items():
+        values = [rewards[r] for r in rows]
+        if any(v != values[0] for v in values[1:]):
+            raise RolloutRewardsDiffer(
+                f"all samples in rollout {key!r} must share one reward; rows {rows} have "
+                f"rewards {values}. miles trains one reward per rollout: give every sample "
+                f"of a rollout the same reward, or distinct rollout_id values"
+            )
+        for r in rows:
+            stand_in[r] = rows[0]
+    return stand_in
+
+
+def post_process(
+    router: Router,
+    args: Any,
+    samples: Sequence[Any],
+    key: str | None,
+    framework: Framework,
+    prompt_group_sizes: Sequence[int] | None = None,
+) -> Processed:
+    """Run ``router``'s shaping and advantage chain over one batch, as ``framework`` groups it."""
+    rewards = training_rewards(samples, key)
+    routes = [_route(router, s) for s in samples]
+    groups = prompt_groups(args, samples, framework, prompt_group_sizes)
+    processor = router.post_processor
+    estimator = processor.estimator
+    normalizes = estimator is not None and estimator.kind != "none"
+    rows = list(range(len(samples)))
+    if (
+        framework == "miles"
+        and estimator is not None
+        and normalizes
+        and estimator.group_by == "index"
+    ):
+        rows = _rollouts(samples, groups, rewards)
+    kept = sorted(set(rows))
+    codes = {g: c for c, g in enumerate(dict.fromkeys(groups[i] for i in kept))}
+    lengths = [getattr(samples[i], "response_length", None) for i in kept]
+    out = processor(
+        [rewards[i] for i in kept],
+        routes=[routes[i] for i in kept],
+        group_index=[codes[groups[i]] for i in kept],
+        response_length=None if None in lengths else cast("list[float]", lengths),
+        truncated=[status_of(samples[i]) == "truncated" for i in kept],
+    )
+    at = {row: k for k, row in enumerate(kept)}
+    shaped = [out.shaped[at[r]] for r in rows]
+    if normalizes:
+        advantages = [float(out.advantages[at[r]]) for r in rows]
+    else:
+        advantages = [0.0 if s is None else float(s) for s in shaped]
+    raw = [0.0 if r is None else float(r) for r in rewards]
+    return Processed(raw, advantages, shaped, groups, routes)
