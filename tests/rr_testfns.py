@@ -76,3 +76,10 @@ def needs_kw(args: Any, sample: Any, *, threshold: float) -> float:
 
 
 NOT_CALLABLE = 3
+
+
+def trl_two_columns(
+    completions: list[Any], solution: list[Any], answer: list[Any], **kw: Any
+) -> list[float]:
+    """A TRL-style function needing two columns besides the completions."""
+    return [0.0 for _ in completions]

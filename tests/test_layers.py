@@ -31,7 +31,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("advantage",),  # group advantages on torch tensors
     ("shape",),  # shaping stages and the post-processing chain
     ("router",),  # Router and compile_router
-    ("integrations", "serve", "schema"),  # the router in trainers, behind HTTP, as JSON Schema
+    ("integrations", "schema"),  # the router in trainers, as JSON Schema
+    ("serve",),  # the router behind HTTP (it speaks the trainers' reward protocols)
     ("cli",),  # the command line
     ("__init__",),
 )

@@ -62,9 +62,9 @@ def _resolve(term: RewardTerm, resources: Resources) -> RewardFn:
         return resolve_resource(term.kind, term.kwargs, term.mode, resources)
     if term.kind is not None:
         fn = resolve_builtin(term.kind, term.kwargs)
-        if term.mode == "group":
+        if term.mode not in ("auto", "single"):
             raise ResolveError(
-                f"built-in {term.kind!r} scores single samples; remove `mode: group`"
+                f"built-in {term.kind!r} scores single samples; remove `mode: {term.mode}`"
             )
         return fn
     assert term.path is not None

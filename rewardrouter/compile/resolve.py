@@ -12,6 +12,15 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from rewardrouter.compile.conventions import (
+    AsyncTRLStyle,
+    AsyncVerlStyle,
+    Convention,
+    TRLStyle,
+    VerlStyle,
+    recognize,
+    unknown_kwargs,
+)
 from rewardrouter.config.problems import problems_from_validation
 from rewardrouter.errors import Problem, did_you_mean
 from rewardrouter.introspect import (
@@ -56,7 +65,7 @@ class RewardFn:
     binding: str | None = None
 
 
-ModeSetting = Literal["auto", "lenient", "single", "group"]
+ModeSetting = Literal["auto", "lenient", "single", "group", "trl", "verl"]
 
 
 def inspect_function(
@@ -66,8 +75,17 @@ def inspect_function(
 
     ``auto`` reads the mode from the second parameter's name (``sample`` / ``samples``) and
     refuses other names; ``lenient`` (for functions named by data) takes single mode then.
+    Both recognize functions written for TRL or verl (:mod:`.conventions`), which ``trl`` and
+    ``verl`` declare.
     """
     sig = read_signature(fn, name)
+    convention: Convention | None = None
+    if mode == "trl" or mode == "verl":
+        convention = mode
+    elif mode in ("auto", "lenient"):
+        convention = recognize(sig)
+    if convention is not None:
+        return _foreign(fn, sig, name, kwargs, convention)
     positional = positional_params(sig)
     if len(positional) < 2 and not takes_varargs(sig):
         raise ResolveError(
@@ -92,6 +110,42 @@ def inspect_function(
             )
     check_kwargs(sig, min(2, len(positional)), kwargs, name)
     return RewardFn(name=name, fn=fn, mode=resolved, is_async=is_async(fn))
+
+
+def _foreign(
+    fn: Callable[..., Any],
+    sig: inspect.Signature,
+    name: str,
+    kwargs: Mapping[str, Any],
+    convention: Convention,
+) -> RewardFn:
+    """``fn``, written for TRL or verl, wrapped in an adapter of its convention."""
+    unknown = unknown_kwargs(sig, kwargs)
+    if unknown:
+        raise ResolveError(
+            f"kwargs.{unknown[0]}: {name} takes no argument {unknown[0]!r} "
+            f"(signature {name + str(sig)})",
+            did_you_mean(unknown[0], sig.parameters) or "remove it from kwargs",
+        )
+    asynchronous = is_async(fn)
+    if convention == "verl":
+        missing = [p for p in ("solution_str", "ground_truth") if p not in sig.parameters]
+        if missing:
+            raise ResolveError(
+                f"{name} is declared `mode: verl` but has no parameter {missing[0]!r} "
+                f"(signature {name + str(sig)})",
+                "verl calls compute_score(data_source, solution_str, ground_truth, extra_info)",
+            )
+        adapter: Any = AsyncVerlStyle(fn) if asynchronous else VerlStyle(fn)
+        return RewardFn(name=name, fn=adapter, mode="single", is_async=asynchronous)
+    if "completions" not in sig.parameters:
+        raise ResolveError(
+            f"{name} is declared `mode: trl` but has no parameter 'completions' "
+            f"(signature {name + str(sig)})",
+            "TRL calls reward functions as fn(prompts=..., completions=..., **columns)",
+        )
+    kind = AsyncTRLStyle if asynchronous else TRLStyle
+    return RewardFn(name=name, fn=kind(fn, kwargs, name), mode="group", is_async=asynchronous)
 
 
 def resolve_builtin(kind: str, kwargs: Mapping[str, Any]) -> RewardFn:

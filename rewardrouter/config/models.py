@@ -65,9 +65,12 @@ class RewardTerm(_Model):
     eval_key: str | None = Field(
         default=None, description="Entry used when scoring for evaluation; defaults to `key`."
     )
-    mode: Literal["auto", "single", "group"] = Field(
+    mode: Literal["auto", "single", "group", "trl", "verl"] = Field(
         default="auto",
-        description="single: fn(args, sample); group: fn(args, samples). auto: read the signature.",
+        description="single: fn(args, sample); group: fn(args, samples); trl: a TRL reward "
+        "function fn(completions, <label column>, **columns), called per route group; verl: a "
+        "verl compute_score(data_source, solution_str, ground_truth, extra_info). auto: read the "
+        "signature.",
     )
     on_error: OnError = Field(
         default="raise",

@@ -16,9 +16,18 @@ as a list repeated per completion, and expects one reward per completion, ``None
 applicable". Each completion becomes a sample: ``prompt`` as given, ``response`` = the completion
 (for conversational data, the text of the last assistant message), ``label`` = the
 ``label_column`` value, ``metadata`` = every dataset column of the row (so ``route_column`` must
-be one of the config's ``route_by`` fields). Each completion's route goes to the completions
-table through ``log_extra`` (column ``rewardrouter_route``), each route's mean reward to the
-metrics through ``log_metric`` (``rewardrouter/<route>/reward``).
+be one of the config's ``route_by`` fields). A route's ``shaping`` stages apply to its rewards
+(each completion's token count is its ``response_length``; stages that need what TRL does not
+pass, truncation flags or prompt groups, are refused when the router compiles).
+
+What TRL logs: each completion's route and status go to the completions table through
+``log_extra`` (columns ``rewardrouter_route``, ``rewardrouter_status``); through
+``log_metric``, per route its mean reward and count and each term's mean value
+(``rewardrouter/<route>/reward``, ``.../count``, ``rewardrouter/<route>/<term>``: the per-function
+breakdown TRL shows for separate reward functions), the fraction of each status
+(``rewardrouter/status/<status>``), the prompt groups and the fraction whose rewards are all
+equal (``rewardrouter/groups``, ``rewardrouter/constant_groups``; a group is a prompt's
+completions), and counted warnings.
 
 The reward is a top-level callable class: it pickles (for trainers that run rewards in another
 process) and compiles its router on first use in each process. ``asynchronous=True`` gives an
@@ -31,10 +40,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, overload
+from typing import Any, Literal, cast, overload
 
 from rewardrouter.config.models import RouterConfig
 from rewardrouter.errors import ConfigError, Problem
+from rewardrouter.integrations._metrics import group_metrics, score_metrics, warning_metrics
+from rewardrouter.integrations._route_shaping import TRL, check_route_shaping, shape_rewards
 from rewardrouter.integrations._router_cache import shared_router
 from rewardrouter.integrations._source import ConfigSource
 from rewardrouter.results import RewardResult
@@ -107,6 +118,7 @@ class _RouterRewardBase:
 
     def _router(self) -> Router:
         router = shared_router(self._source)
+        check_route_shaping(router, TRL)
         if self.route_column not in router.config.route_by:
             raise ConfigError(
                 [
@@ -145,20 +157,33 @@ class _RouterRewardBase:
         ]
 
     def _finish(
-        self, results: Sequence[RewardResult], columns: Mapping[str, Any]
+        self,
+        router: Router,
+        samples: Sequence[Sample],
+        results: Sequence[RewardResult],
+        columns: Mapping[str, Any],
     ) -> list[float | None]:
+        lengths = [s.response_length for s in samples]
+        rewards = shape_rewards(
+            router,
+            [r.reward for r in results],
+            [r.route for r in results],
+            response_length=None if None in lengths else cast("list[float]", lengths),
+        )
         log_extra: Callable[[str, list[Any]], None] | None = columns.get("log_extra")
         log_metric: Callable[[str, float], None] | None = columns.get("log_metric")
         if log_extra is not None:
             log_extra("rewardrouter_route", [r.route for r in results])
+            log_extra("rewardrouter_status", [r.status for r in results])
         if log_metric is not None:
-            by_route: dict[str, list[float]] = {}
-            for r in results:
-                if r.route is not None and r.reward is not None:
-                    by_route.setdefault(r.route, []).append(r.reward)
-            for route, values in by_route.items():
-                log_metric(f"rewardrouter/{route}/reward", sum(values) / len(values))
-        return [r.reward for r in results]
+            metrics = {
+                **score_metrics(results),
+                **group_metrics(rewards, [repr(s.prompt) for s in samples]),
+                **warning_metrics(),
+            }
+            for name, value in metrics.items():
+                log_metric(name, value)
+        return rewards
 
 
 class RouterReward(_RouterRewardBase):
@@ -168,7 +193,8 @@ class RouterReward(_RouterRewardBase):
         self, prompts: Sequence[Any], completions: Sequence[Any], **columns: Any
     ) -> list[float | None]:
         samples = self._samples(prompts, completions, columns)
-        return self._finish(self._router().score_sync(samples), columns)
+        router = self._router()
+        return self._finish(router, samples, router.score_sync(samples), columns)
 
 
 class AsyncRouterReward(_RouterRewardBase):
@@ -178,7 +204,8 @@ class AsyncRouterReward(_RouterRewardBase):
         self, prompts: Sequence[Any], completions: Sequence[Any], **columns: Any
     ) -> list[float | None]:
         samples = self._samples(prompts, completions, columns)
-        return self._finish(await self._router().score(samples), columns)
+        router = self._router()
+        return self._finish(router, samples, await router.score(samples), columns)
 
 
 @overload

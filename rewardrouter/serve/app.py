@@ -3,13 +3,17 @@
 ::
 
     POST /reward   {"prompt": ..., "response": "...", "label": ..., "metadata": {...}}  →  1.0
+    POST /reward   {"query": [...], "prompts": [...], "labels": [...]}  →  {"rewards": [...], ...}
     POST /batch    [{"response": ...}, {"response": ...}]                              →  [1.0, 0.0]
     GET  /health                                                         →  {"status": "ok", ...}
 
 ``/reward`` takes exactly what slime's ``remote_rm`` posts (``prompt``, ``response``, ``label``;
 ``metadata`` is optional), so ``--rm-type remote_rm --rm-url http://HOST:PORT/reward`` scores with
 the router and no code. slime sends no metadata: such samples go to the config's
-``default_route``. A ``remote`` term with ``batch: true`` posting to ``/batch`` gets one reward
+``default_route``. ``/reward`` also answers OpenRLHF's ``--remote_rm_url`` body (lists
+``query``, ``prompts``, ``labels``) with ``{"rewards": [...], "scores": [...], "extra_logs":
+{...}}``, reading each label as :mod:`rewardrouter.integrations.openrlhf` does (a JSON-object
+label carries the route). A ``remote`` term with ``batch: true`` posting to ``/batch`` gets one reward
 per sample, in order.
 
 A reply is the reward: a number, or ``null`` when no term applied or a failure was skipped by
@@ -33,7 +37,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rewardrouter.config.problems import problems_from_validation
-from rewardrouter.errors import RewardError, RoutingError
+from rewardrouter.errors import ConfigError, RewardError, RoutingError
 from rewardrouter.results import RewardResult
 from rewardrouter.router import Router
 from rewardrouter.sample import Sample
@@ -120,9 +124,32 @@ async def _score(router: Router, samples: list[Sample]) -> Sequence[RewardResult
 
 
 async def reward(request: web.Request) -> web.Response:
-    """slime's ``remote_rm``: one sample in, its reward out."""
-    [result] = await _score(request.app[ROUTER], _samples([await _json(request)], batched=False))
+    """slime's ``remote_rm``: one sample in, its reward out; or OpenRLHF's batch body."""
+    data = await _json(request)
+    if isinstance(data, dict) and "query" in data:
+        return await _openrlhf(request.app[ROUTER], data)
+    [result] = await _score(request.app[ROUTER], _samples([data], batched=False))
     return web.json_response(result.reward)
+
+
+async def _openrlhf(router: Router, data: dict[str, Any]) -> web.Response:
+    """OpenRLHF's ``{"query", "prompts", "labels"}`` body (see the openrlhf integration)."""
+    from rewardrouter.integrations._route_shaping import OPENRLHF, check_route_shaping
+    from rewardrouter.integrations.openrlhf import openrlhf_reply, openrlhf_samples
+
+    queries, prompts, labels = data.get("query"), data.get("prompts"), data.get("labels")
+    if not isinstance(queries, list) or not isinstance(prompts, list):
+        raise BadRequest(400, "OpenRLHF's body needs lists `query` and `prompts` (and `labels`)")
+    if labels is not None and not isinstance(labels, list):
+        raise BadRequest(400, f"`labels` must be a list, found {type(labels).__name__}")
+    if len(prompts) != len(queries) or (labels is not None and len(labels) != len(queries)):
+        raise BadRequest(400, "`query`, `prompts` and `labels` must have one entry per sample")
+    try:
+        check_route_shaping(router, OPENRLHF)
+    except ConfigError as exc:
+        raise BadRequest(400, str(exc)) from None
+    results = await _score(router, openrlhf_samples(queries, prompts, labels))
+    return web.json_response(openrlhf_reply(router, results))
 
 
 async def batch(request: web.Request) -> web.Response:

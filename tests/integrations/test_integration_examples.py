@@ -14,7 +14,7 @@ import rewardrouter.integrations
 from rewardrouter import compile_router, load_config
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-FRAMEWORKS = ["slime", "miles", "vime", "verl", "trl"]
+FRAMEWORKS = ["slime", "miles", "vime", "verl", "trl", "openrlhf"]
 #: How the READMEs name a hook: a dotted path (slime/miles flags), an import (TRL), or verl's
 #: ``custom_reward_function.path=pkg://<module>`` with ``custom_reward_function.name=<name>``.
 HOOKS = [
@@ -27,6 +27,12 @@ HOOKS = [
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_every_framework_has_an_example_readme(framework: str) -> None:
     assert (EXAMPLES / framework / "README.md").is_file()
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_every_framework_readme_states_the_versions_verified(framework: str) -> None:
+    text = (EXAMPLES / framework / "README.md").read_text()
+    assert re.search(r"Verified (with|against) .*(\d+\.\d+|commit `[0-9a-f]{7}`)", text)
 
 
 @pytest.mark.parametrize(

@@ -130,6 +130,68 @@ def test_sync_reward_routes_each_row_by_its_dataset_column(completions: list[Any
     assert logs.metrics["rewardrouter/capitals/reward"] == [pytest.approx(sum(EXPECTED[2:4]) / 2)]
 
 
+def test_metrics_break_rewards_down_by_route_term_status_and_group() -> None:
+    logs = Logs()
+    reward_function(ROUTER)(**trl_call(PROMPTS, COMPLETIONS, logs, **COLUMNS))
+    assert logs.extra["rewardrouter_status"] == ["ok"] * 4 + ["skipped"] * 2
+    metrics = {name: values[0] for name, values in logs.metrics.items()}
+    assert metrics == {
+        "rewardrouter/math/count": 4.0,
+        "rewardrouter/math/reward": 0.5,
+        "rewardrouter/math/correct": 0.5,
+        "rewardrouter/capitals/count": 2.0,
+        "rewardrouter/capitals/reward": pytest.approx(sum(EXPECTED[2:4]) / 2),
+        "rewardrouter/capitals/coverage": 0.75,
+        "rewardrouter/capitals/brevity": pytest.approx(
+            (brevity(COMPLETIONS[2]) + brevity(COMPLETIONS[3])) / 2
+        ),
+        "rewardrouter/status/ok": pytest.approx(4 / 6),
+        "rewardrouter/status/skipped": pytest.approx(2 / 6),
+        "rewardrouter/groups": 2.0,  # the third prompt's completions have no reward
+        "rewardrouter/constant_groups": 0.0,
+    }
+
+
+def shaped_config(tmp_path: Path, stage: str) -> Path:
+    path = tmp_path / "router.yaml"
+    path.write_text(
+        "route_by: [dataset]\n"
+        "routes:\n"
+        "  qa:\n"
+        "    rewards:\n"
+        "      correct: {kind: exact_match}\n"
+        "      bonus: {kind: exact_match, weight: 0.3333}\n"
+        f"    shaping: [{stage}]\n"
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    ("stage", "expected"),
+    [
+        pytest.param("{kind: clip, max: 1.0}", [1.0, 0.0], id="clip"),
+        # completion_ids hold 3 tokens each: past max_len 2, the full penalty applies
+        pytest.param(
+            "{kind: overlong_penalty, max_len: 2, buffer: 0}", [0.3333, -1.0], id="lengths"
+        ),
+    ],
+)
+def test_route_shaping_applies_to_trl_rewards(
+    tmp_path: Path, stage: str, expected: list[float]
+) -> None:
+    reward = reward_function(shaped_config(tmp_path, stage))
+    out = reward(
+        **trl_call(["q", "q"], ["Paris", "Rome"], solution=["Paris", "Paris"], dataset=["qa", "qa"])
+    )
+    assert out == pytest.approx(expected)
+
+
+def test_route_stages_trl_cannot_feed_are_refused(tmp_path: Path) -> None:
+    reward = reward_function(shaped_config(tmp_path, "{kind: truncation_penalty, value: 0.0}"))
+    with pytest.raises(ConfigError, match=r"routes\.qa\.shaping\[0\]: `truncation_penalty` needs"):
+        reward(**trl_call(["q"], ["Paris"], solution=["Paris"], dataset=["qa"]))
+
+
 def test_async_reward_is_awaited_and_agrees() -> None:
     reward = reward_function(ROUTER, asynchronous=True)
     assert isinstance(reward, AsyncRouterReward)
