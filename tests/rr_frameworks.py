@@ -1,4 +1,4 @@
-"""The sample types of the trainers, as far as reward hooks read them.
+"""The sample types of the trainers, as far as reward hooks read them, and configs they share.
 
 slime's (and vime's) ``slime.utils.types.Sample`` carries ``custom_rm_path``; miles' carries a
 frozen ``reward_spec`` instead. Contract tests build these instead of importing the trainers.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from pathlib import Path
 from typing import Any, ClassVar
 
 
@@ -66,3 +67,19 @@ class MilesSample(_TrainerSample):
     reward_spec: RewardSpec | dict[str, Any] | None = None  # a plain dict works too
     rollout_id: int | None = None  # samples of one rollout (a compact fan-out) share it
     adapter: AdapterRef | None = None  # multi-LoRA: each adapter numbers its groups from 0
+
+
+def shaped_route_config(folder: Path, stage: str, route_by: str = "dataset") -> Path:
+    """A router YAML in ``folder`` whose route ``qa`` scores an exact match worth 1.3333 (two
+    terms) and shapes it with ``stage``: what trainers that normalize on their own must apply."""
+    path = folder / "router.yaml"
+    path.write_text(
+        f"route_by: [{route_by}]\n"
+        "routes:\n"
+        "  qa:\n"
+        "    rewards:\n"
+        "      correct: {kind: exact_match}\n"
+        "      bonus: {kind: exact_match, weight: 0.3333}\n"
+        f"    shaping: [{stage}]\n"
+    )
+    return path

@@ -26,6 +26,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from rr_frameworks import shaped_route_config
 
 from rewardrouter import ConfigError, load_config
 from rewardrouter.integrations._router_cache import close_shared
@@ -152,20 +153,6 @@ def test_metrics_break_rewards_down_by_route_term_status_and_group() -> None:
     }
 
 
-def shaped_config(tmp_path: Path, stage: str) -> Path:
-    path = tmp_path / "router.yaml"
-    path.write_text(
-        "route_by: [dataset]\n"
-        "routes:\n"
-        "  qa:\n"
-        "    rewards:\n"
-        "      correct: {kind: exact_match}\n"
-        "      bonus: {kind: exact_match, weight: 0.3333}\n"
-        f"    shaping: [{stage}]\n"
-    )
-    return path
-
-
 @pytest.mark.parametrize(
     ("stage", "expected"),
     [
@@ -179,7 +166,7 @@ def shaped_config(tmp_path: Path, stage: str) -> Path:
 def test_route_shaping_applies_to_trl_rewards(
     tmp_path: Path, stage: str, expected: list[float]
 ) -> None:
-    reward = reward_function(shaped_config(tmp_path, stage))
+    reward = reward_function(shaped_route_config(tmp_path, stage))
     out = reward(
         **trl_call(["q", "q"], ["Paris", "Rome"], solution=["Paris", "Paris"], dataset=["qa", "qa"])
     )
@@ -187,7 +174,9 @@ def test_route_shaping_applies_to_trl_rewards(
 
 
 def test_route_stages_trl_cannot_feed_are_refused(tmp_path: Path) -> None:
-    reward = reward_function(shaped_config(tmp_path, "{kind: truncation_penalty, value: 0.0}"))
+    reward = reward_function(
+        shaped_route_config(tmp_path, "{kind: truncation_penalty, value: 0.0}")
+    )
     with pytest.raises(ConfigError, match=r"routes\.qa\.shaping\[0\]: `truncation_penalty` needs"):
         reward(**trl_call(["q"], ["Paris"], solution=["Paris"], dataset=["qa"]))
 

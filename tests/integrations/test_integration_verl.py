@@ -26,6 +26,7 @@ import torch
 import verl
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
+from rr_frameworks import shaped_route_config
 from verl import DataProto
 from verl.trainer.ppo.core_algos import get_adv_estimator_fn
 from verl.trainer.ppo.ray_trainer import compute_advantage
@@ -233,22 +234,8 @@ def test_config_problems_raise_from_the_call(kwargs: dict[str, Any], message: st
 # -- route shaping ---------------------------------------------------------------------------
 
 
-def shaped_router(tmp_path: Path, stage: str) -> Path:
-    path = tmp_path / "router.yaml"
-    path.write_text(
-        "route_by: [data_source]\n"
-        "routes:\n"
-        "  qa:\n"
-        "    rewards:\n"
-        "      correct: {kind: exact_match, weight: 1.0}\n"
-        "      bonus: {kind: exact_match, weight: 0.3333}\n"
-        f"    shaping: [{stage}]\n"
-    )
-    return path
-
-
 def test_route_shaping_applies_to_the_reward(tmp_path: Path) -> None:
-    config = shaped_router(tmp_path, "{kind: clip, max: 1.0}")
+    config = shaped_route_config(tmp_path, "{kind: clip, max: 1.0}", "data_source")
     result = compute_score("qa", "Paris", "Paris", None, rewardrouter_config=str(config))
     assert result["score"] == 1.0  # 1.3333 before the route's clip
     assert (result["qa/correct"], result["qa/bonus"]) == (1.0, 1.0)  # terms stay raw
@@ -272,7 +259,7 @@ def test_route_shaping_applies_to_the_reward(tmp_path: Path) -> None:
 def test_route_stages_verl_cannot_feed_are_refused(
     tmp_path: Path, stage: str, message: str
 ) -> None:
-    config = shaped_router(tmp_path, stage)
+    config = shaped_route_config(tmp_path, stage, "data_source")
     with pytest.raises(ConfigError, match=message):
         compute_score("qa", "Paris", "Paris", None, rewardrouter_config=str(config))
 
