@@ -25,6 +25,7 @@ from typing import Any, Literal, cast
 
 from rewardrouter.errors import RoutingError, SampleError
 from rewardrouter.execute.values import InvalidReturn, to_value
+from rewardrouter.integrations._metrics import warn
 from rewardrouter.integrations._self_reference import without_self_reference
 from rewardrouter.router import Router
 from rewardrouter.sample import status_of
@@ -77,6 +78,13 @@ def _positions(args: Any, n: int) -> list[Hashable]:
     batch = getattr(args, "rollout_batch_size", None)
     if isinstance(size, int) and isinstance(batch, int) and size > 0 and n == size * batch:
         return [i // size for i in range(n)]
+    if not isinstance(size, int):
+        warn(
+            "one_prompt_group",
+            "the samples carry no group_index and args no n_samples_per_prompt: the whole "
+            "batch is normalized as one prompt group; set group_index on the samples (or pass "
+            "--n-samples-per-prompt) to normalize each prompt's answers among themselves",
+        )
     return [0] * n
 
 

@@ -15,6 +15,7 @@ import pickle
 import statistics
 import warnings
 from argparse import Namespace
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,8 @@ def _isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.delenv("REWARDROUTER_CONFIG", raising=False)
     monkeypatch.delenv("REWARDROUTER_OVERRIDES", raising=False)
     monkeypatch.syspath_prepend(str(EXAMPLE))  # slime_rewards, as PYTHONPATH gives it to slime
+    monkeypatch.setattr(_metrics, "WARNINGS", Counter())  # counted and emitted per test
+    monkeypatch.setattr(_metrics, "_emitted", set())
     yield
     close_shared()
 
@@ -413,8 +416,14 @@ def test_post_process_without_group_index_groups_by_position_as_slime(
 ) -> None:
     rows = [Sample(index=i, reward=r) for i, r in enumerate(rewards)]
     args = slime_args(contract_router(tmp_path), n_samples_per_prompt=n, rollout_batch_size=batch)
-    raw, advantages = post_process_rewards(args, rows)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        raw, advantages = post_process_rewards(args, rows)
     assert (raw, advantages) == (rewards, expected)
+    unknown = [
+        w for w in caught if "whole batch is normalized as one prompt group" in str(w.message)
+    ]
+    assert len(unknown) == (n is None)  # slime's own rule for a short batch is silent
 
 
 def test_reward_hooks_score_contract_samples_with_their_rewards_cleared(tmp_path: Path) -> None:
@@ -432,18 +441,7 @@ def test_reward_hooks_score_contract_samples_with_their_rewards_cleared(tmp_path
 # -- what slime's logs carry -----------------------------------------------------------------
 
 
-@pytest.fixture
-def fresh_warnings() -> Iterator[None]:
-    _metrics.WARNINGS.clear()
-    _metrics._emitted.clear()
-    yield
-    _metrics.WARNINGS.clear()
-    _metrics._emitted.clear()
-
-
-def test_group_term_called_one_sample_at_a_time_warns_once_with_the_fix(
-    fresh_warnings: None,
-) -> None:
+def test_group_term_called_one_sample_at_a_time_warns_once_with_the_fix() -> None:
     """The squad route's `brevity` term takes a group; slime without --group-rm calls the hook
     per sample, so the term sees groups of one."""
     row = sample("Paris", "Paris")
@@ -456,7 +454,7 @@ def test_group_term_called_one_sample_at_a_time_warns_once_with_the_fix(
     assert _metrics.warning_metrics() == {"rewardrouter/warnings/group_term_per_sample": 2.0}
 
 
-def test_log_hook_adds_routes_terms_statuses_and_constant_groups(fresh_warnings: None) -> None:
+def test_log_hook_adds_routes_terms_statuses_and_constant_groups() -> None:
     rows = [
         sample("so \\boxed{72}", "72", GSM8K, group_index=0),
         sample("\\boxed{7}", "72", GSM8K, group_index=0),
