@@ -7,7 +7,8 @@
 - **miles** ``tests/fast/ray/rollout/test_train_data_conversion.py``, classes
   ``TestConvertSamplesToTrainData``, ``TestPostProcessRewards`` and
   ``TestPostProcessRewardsProperties`` (the reward normalization and the train-data conversion
-  around it): miles' built-in normalization is replaced by
+  around it), and ``test_multi_lora_train_data.py`` (heterogeneous LoRA groups): miles' built-in
+  normalization is replaced by
   ``rewardrouter.integrations.miles.post_process_rewards`` with a router whose advantage stage
   is the one miles' flags in each test ask for (``grpo`` with or without the std, centering
   only, or ``none``), so every expectation of the suite applies to the router's hook. The root
@@ -40,6 +41,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 MILES_FILE = "tests/fast/ray/rollout/test_train_data_conversion.py"
+MILES_MULTI_LORA = "tests/fast/ray/rollout/test_multi_lora_train_data.py"
 MILES_CLASSES = (
     "TestConvertSamplesToTrainData",
     "TestPostProcessRewards",
@@ -140,15 +142,20 @@ def run_slime(checkout: Path, folder: Path) -> list[tuple[str, int, int, str]]:
 
 
 def run_miles(checkout: Path, folder: Path) -> list[tuple[str, int, int, str]]:
-    targets = [
-        "--noconftest",
-        "-p",
-        "trainer_suites",
-        *(f"{MILES_FILE}::{c}" for c in MILES_CLASSES),
-    ]
     env = {"RR_SUITE": "miles", "RR_SUITE_DIR": str(folder)}
-    passed, failed, tail = _pytest(checkout, targets, env)
-    return [("miles test_train_data_conversion (3 classes)", passed, failed, tail)]
+    runs = {
+        "miles test_train_data_conversion (3 classes)": [
+            f"{MILES_FILE}::{c}" for c in MILES_CLASSES
+        ],
+        "miles test_multi_lora_train_data": [MILES_MULTI_LORA],
+    }
+    rows = []
+    for name, targets in runs.items():
+        passed, failed, tail = _pytest(
+            checkout, ["--noconftest", "-p", "trainer_suites", *targets], env
+        )
+        rows.append((name, passed, failed, tail))
+    return rows
 
 
 def main(argv: Sequence[str] | None = None) -> int:
