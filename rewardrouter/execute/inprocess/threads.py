@@ -2,9 +2,16 @@
 
 A Python thread cannot be stopped, so a call that overruns its deadline is *abandoned*: the
 sample is ``timeout`` at once, the thread finishes the call in the background (its result is
-dropped) and then exits, and the lane starts a replacement so the overrun costs no capacity. The
-threads are daemons, so a call that never returns cannot keep the interpreter from exiting. Use
-``executor: process`` for code that may spin: a worker process *is* killed at its deadline.
+dropped) and then exits, and the lane starts a replacement so the overrun costs no capacity —
+up to a bound: a lane of ``size`` threads holds at most ``2 * size`` threads, abandoned ones
+included, so calls that never return cannot pile up OS threads without end. Beyond the bound an
+abandoned thread is not replaced, and once every thread is held by an overrun, calls fail at
+once (``error``, saying so) instead of waiting; an abandoned call that returns frees its place.
+A thread that cannot be started (``RuntimeError: can't start new thread`` under a process or
+memory limit) is not counted: the calls fail with that cause when no thread is left to run
+them, and the next calls try again. The threads are daemons, so a call that never returns
+cannot keep the interpreter from exiting. Use ``executor: process`` for code that may spin: a
+worker process *is* killed at its deadline.
 
 Cheap calls travel in chunks (about four per thread) so they do not pay a thread hop each; the
 thread records which item of its chunk it is on, so an overrun marks that one item ``timeout``
@@ -72,11 +79,20 @@ class _Chunk:
         try:
             call_each(self.call, self.items, self.timeout, self)
         finally:
-            with self.lock:
-                self.finished = True
-            # RuntimeError: the loop is closed, nobody waits for this chunk any more.
-            with contextlib.suppress(RuntimeError):
-                self.loop.call_soon_threadsafe(self._resolve)
+            self._finish()
+
+    def fail(self, reason: str) -> None:
+        """End a chunk that no thread will run: each of its calls is an ``error``."""
+        with self.lock:
+            self.outcomes = [Outcome(None, "error", reason)] * len(self.items)
+        self._finish()
+
+    def _finish(self) -> None:
+        with self.lock:
+            self.finished = True
+        # RuntimeError: the loop is closed, nobody waits for this chunk any more.
+        with contextlib.suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(self._resolve)
 
     def _resolve(self) -> None:
         if not self.future.done():
@@ -102,7 +118,8 @@ class ThreadLane:
     """Daemon threads for blocking reward calls; at most ``size`` calls run at once.
 
     Threads start on demand. :meth:`abandon` tells the lane that one running chunk overran: its
-    thread leaves once the call returns, and a replacement starts now.
+    thread leaves once the call returns, and a replacement starts now while the lane holds fewer
+    than ``2 * size`` threads, abandoned ones included (see the module docstring).
     """
 
     def __init__(self, size: int, name: str = "rewardrouter-thread") -> None:
@@ -111,9 +128,15 @@ class ThreadLane:
         self._queue: queue.SimpleQueue[_Chunk | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._live = 0  # threads that serve the queue (abandoned ones are not counted)
+        self._stuck = 0  # abandoned threads whose call has not returned yet
         self._backlog = 0  # chunks submitted and neither finished nor abandoned
         self._closed = False
         self._count = itertools.count(1)
+
+    @property
+    def abandoned(self) -> int:
+        """Abandoned threads whose call has not returned yet."""
+        return self._stuck
 
     def submit(self, chunk: _Chunk) -> None:
         with self._lock:
@@ -126,6 +149,7 @@ class ThreadLane:
     def abandon(self) -> None:
         with self._lock:
             self._live -= 1
+            self._stuck += 1
             self._backlog -= 1
             self._grow()
 
@@ -140,10 +164,37 @@ class ThreadLane:
             self._queue.put(None)
 
     def _grow(self) -> None:  # with the lock held
-        if self._live < min(self._size, self._backlog) and not self._closed:
-            self._live += 1
+        while (
+            self._live < min(self._size, self._backlog)
+            and self._live + self._stuck < 2 * self._size
+            and not self._closed
+        ):
             name = f"{self._name}-{next(self._count)}"
-            threading.Thread(target=self._serve, name=name, daemon=True).start()
+            try:
+                threading.Thread(target=self._serve, name=name, daemon=True).start()
+            except RuntimeError as exc:  # can't start new thread: a process or memory limit
+                self._starve(f"no thread could be started for this call ({exc})")
+                return
+            self._live += 1
+        if self._live + self._stuck >= 2 * self._size:
+            self._starve(
+                f"all {self._stuck} threads of the lane are held by calls that overran their "
+                f"deadline and have not returned (threads cannot be stopped); give such a "
+                f"function `executor: process`, whose workers are killed at the deadline"
+            )
+
+    def _starve(self, reason: str) -> None:  # with the lock held
+        """No thread will take the queued chunks: fail them, unless a live thread still serves."""
+        if self._live:
+            return
+        while True:
+            try:
+                chunk = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if chunk is not None:
+                self._backlog -= 1
+                chunk.fail(reason)
 
     def _serve(self) -> None:
         while True:
@@ -151,9 +202,11 @@ class ThreadLane:
             if chunk is None:
                 return
             chunk.run()
-            if chunk.abandoned:
-                return  # abandon() has already started this thread's replacement
             with self._lock:
+                if chunk.abandoned:  # abandon() has already taken this thread off the lane
+                    self._stuck -= 1
+                    self._grow()
+                    return
                 self._backlog -= 1
 
 
