@@ -233,7 +233,7 @@ _STEPS = (
     "Wait, let me double-check the arithmetic: ${a} \\cdot {d} = {e}$.",
     "Using the Pythagorean theorem, $c^2 = {a}^2 + {b}^2$.",
 )
-_ENDINGS = (
+ENDINGS = (
     "Therefore, the final answer is $\\boxed{{{answer}}}$.",
     "So the answer is $\\boxed{{{answer}}}$.",
     "Thus we obtain \\[\\boxed{{{answer}}}\\]",
@@ -288,7 +288,7 @@ def math_group(rng: random.Random, mix: str, size: int, group: int) -> list[Samp
     return [
         Sample(
             prompt=f"Problem {group}",
-            response=f"{chain_of_thought(rng)}\n\n{rng.choice(_ENDINGS).format(answer=answer)}",
+            response=f"{chain_of_thought(rng)}\n\n{rng.choice(ENDINGS).format(answer=answer)}",
             label=item.label,
             metadata={"dataset": "math", "shape": item.shape},
             group_index=group,

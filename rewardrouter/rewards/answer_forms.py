@@ -108,7 +108,8 @@ Form: TypeAlias = Number | Infinity | Collection | Union | Matrix | Named | Text
 
 # ------------------------------------------------------------------------------- normalization
 
-_SIMPLE = re.compile(r"-?(?:\d{1,3}|\d*\.\d+)|[-+*/^(){}\w]*[\w)}]")
+# Already canonical: digits, operators and single letters (no word, unit, space or command)
+_SIMPLE = re.compile(r"-?(?:\d{1,3}|\d*\.\d+)|(?:[-+*/^(){}\d]|[a-zA-Z](?![a-zA-Z]))*[\w)}]")
 _DELIMITED = re.compile(r"^(?:\$\$(.*)\$\$|\$(.*)\$|\\\((.*)\\\)|\\\[(.*)\\\])$", re.DOTALL)
 _UNICODE = {
     "\u2212": "-",  # minus sign
@@ -139,7 +140,7 @@ _TRAILING_PUNCTUATION = re.compile(r"(?:\s|\\[,;: ]|\\q?quad\b|[.,;:])+$")
 _DEGREES = re.compile(r"\s*(?:\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree)\s*(?:[CF]\b)?")
 _PERCENT = re.compile(
     r"\s*(?:\\?%|\\text\{\s*\\?%\s*\}|\\(?:text|mathrm)\{\s*(?:percent(?:age)?|pct)\s*\}"
-    r"|\b(?:percent(?:age)?|pct)\b)$"
+    r"|(?:(?<=\d)|\b)(?:percent(?:age)?|pct)\b)$"
 )
 _CURRENCY_PREFIX = re.compile(r"^(?:\\\$|\$|\\text\{\s*\\?\$\s*\}|USD\s*|€|£)\s*")
 _CURRENCY_SUFFIX = re.compile(r"\s*(?:\\\$|\\text\{\s*\\?\$\s*\}|€|£)$")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from rewardrouter.rewards.labels import after_thinking
@@ -29,13 +29,22 @@ _LEAD = (
     r"|opt(?:ing)?\s+for|leaves?(?:\s+(?:us|me)\s+with)?|leaving(?:\s+(?:us|me)\s+with)?))"
 )
 _FILLER = r"\s*(?i:(?:the\s+)?(?:(?:option|choice|letter|answer)\b\s*)?)[:\-]?\s*"
-_STATED = (
-    re.compile(_LEAD + _FILLER + _LETTER),
-    # "(C) is correct", "C is the right answer"
-    re.compile(_LETTER + r"\s*[.)]?\s+(?i:is\s+(?:the\s+)?(?:correct|right|best)\b)"),
-    # a line holding nothing but the option: "C", "(C).", "**C**"
-    re.compile(r"(?m)^[ \t>*#-]*" + _LETTER + r"[ \t]*[.):]?[ \t]*(?:\*\*|\$|\})?[ \t]*$"),
-)
+_STATED = re.compile(_LEAD + _FILLER + _LETTER)
+# "(C) is correct", "C is the right answer": the letter, then the verdict
+_VERDICT_WORDS = ("correct", "right", "best")
+_BEFORE_VERDICT = re.compile(_LETTER + r"\s*[.)]?\s+(?i:is)\s+(?i:the\s+)?$")
+# a line holding nothing but the option: "C", "(C).", "**C**"
+_LONE = re.compile(r"[ \t>*#-]*" + _LETTER + r"[ \t]*[.):]?[ \t]*(?:\*\*|\$|\})?[ \t]*")
+_LONE_LINE_CHARS = 24
+# No statement is longer than this; the search starts with the end of a response.
+_STATEMENT_CHARS = 160
+_TAIL_CHARS = 600
+# Where a statement may start: the lead words, found with str.find before any regex runs (a
+# regex tried at every position of a long response is what makes choice extraction slow).
+_LEAD_WORDS = (
+    "answer", "choice", "selection", "correct", "right", "best", "go with", "going with",
+    "pick", "choos", "chose", "select", "opt for", "opting for", "leav",
+)  # fmt: skip
 # The last line may restate the option with its text: "(B) Nitrogen", "**B.** 42 m/s".
 _OPTION_LINE = re.compile(r"^[ \t>*#-]*(?:\*\*)?[(\[]?(?P<bare>[A-Z])(?:[)\].:]|\*\*)")
 _ANSWER_PREFIX = re.compile(r"^.*?\b(?i:answer)\b[^:\n]{0,20}?(?:\b(?i:is)\b|:)\s*")
@@ -104,18 +113,56 @@ def _letter_of(match: re.Match[str], text: str) -> str | None:
     return None
 
 
+def _positions(low: str, word: str, start: int) -> Iterator[int]:
+    at = low.find(word, start)
+    while at != -1:
+        yield at
+        at = low.find(word, at + 1)
+
+
+def _stated_letters(text: str, start: int) -> Iterator[tuple[int, re.Match[str]]]:
+    """Every choice statement of ``text`` that starts at or after ``start``: where it ends, and
+    its match."""
+    low = text.lower()
+    for word in _LEAD_WORDS:
+        for at in _positions(low, word, start):
+            match = _STATED.match(text, at)
+            if match is not None:
+                yield match.end(), match
+    for word in _VERDICT_WORDS:
+        for at in _positions(low, word, start):
+            match = _BEFORE_VERDICT.search(text, max(start, at - 32), at)
+            if match is not None:
+                yield at + len(word), match
+    offset = text.rfind("\n", 0, start) + 1 if start else 0
+    for line in text[offset:].splitlines(keepends=True):
+        if len(line.strip()) <= _LONE_LINE_CHARS:
+            match = _LONE.fullmatch(text, offset, offset + len(line.rstrip("\r\n")))
+            if match is not None:
+                yield match.end(), match
+        offset += len(line)
+
+
+def _last_stated(text: str, letters: str, start: int) -> tuple[int, str] | None:
+    best: tuple[int, str] | None = None
+    for end, match in _stated_letters(text, start):
+        letter = _letter_of(match, text)
+        if letter is not None and letter in letters and (best is None or end > best[0]):
+            best = (end, letter)
+    return best
+
+
 def _spoken_letter(text: str, letters: str, *, anchored: bool = False) -> str | None:
     """The option letter ``text`` states last (or, ``anchored``, that ``text`` consists of)."""
     if anchored:
         match = re.fullmatch(r"\s*" + _LETTER + r"\s*[.)]?\s*(?:\}|\*\*|\$)?\s*", text)
         letter = _letter_of(match, text) if match else None
         return letter if letter is not None and letter in letters else None
-    best: tuple[int, str] | None = None
-    for pattern in _STATED:
-        for match in pattern.finditer(text):
-            letter = _letter_of(match, text)
-            if letter is not None and letter in letters and (best is None or match.end() > best[0]):
-                best = (match.end(), letter)
+    # a statement found in the tail, ending past where any earlier one could end, is the last
+    tail = max(0, len(text) - _TAIL_CHARS)
+    best = _last_stated(text, letters, tail)
+    if tail and (best is None or best[0] <= tail + _STATEMENT_CHARS):
+        best = _last_stated(text, letters, 0)
     lines = text.rstrip().rsplit("\n", 1)
     last = _OPTION_LINE.match(lines[-1])
     if last is not None and last.group("bare") in letters:

@@ -76,8 +76,9 @@ def dapo(response: str, label: Any, metadata: Mapping[str, Any]) -> dict[str, An
     Contract: the prediction is the text after the last ``Answer:`` (any case) within the last 300
     characters (under ``boxed_dapo``: the last box's content), normalized the Minerva way (see
     :func:`normalize_final_answer`); ``pred`` is that normalized text, ``""`` when there is no
-    ``Answer:`` line. It is correct when it equals the normalized label, or else when it is
-    mathematically equal to it (:func:`~rewardrouter.rewards.equivalence.answers_match`), so
+    ``Answer:`` line. It is correct when it equals the normalized label, or else when the answer
+    as written is mathematically equal to the label
+    (:func:`~rewardrouter.rewards.equivalence.answers_match`, as ``math`` compares), so
     ``2.5``, ``\\frac{1}{2}`` or ``x+1`` labels compare as themselves: never truncated to an integer
     and never a crash. ``score`` is 1.0 when correct, -1.0 otherwise (empty, cut-off or unmarked
     responses included). ``None`` when the label is missing or blank.
@@ -88,5 +89,13 @@ def dapo(response: str, label: Any, metadata: Mapping[str, Any]) -> dict[str, An
     found = _prediction(response)
     pred = normalize_final_answer(found) if found is not None else ""
     golds = [normalize_final_answer(t) for t in truths]
-    acc = bool(pred) and (pred in golds or answers_match(pred, golds))
+    # the Minerva normalization is lossy (it drops every space: \le x becomes \lex), so the
+    # mathematical comparison reads the answer as written
+    acc = bool(pred) and (pred in golds or answers_match(_as_written(found or ""), truths))
     return {"score": 1.0 if acc else -1.0, "acc": acc, "pred": pred}
+
+
+def _as_written(found: str) -> str:
+    """The stated answer without markdown, and unboxed when it is boxed."""
+    text = _MARKDOWN.sub("", found).strip()
+    return last_boxed(text) or text if "\\boxed" in text or "\\fbox" in text else text

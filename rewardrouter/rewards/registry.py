@@ -89,6 +89,9 @@ def last_boxed(text: str) -> str | None:
     i = text.find("{", start)
     if i == -1 or text[start + len(marker) : i].strip():
         return None
+    close = text.find("}", i)
+    if close != -1 and text.find("{", i + 1, close) == -1:
+        return text[i + 1 : close]  # no nested braces: the first closing brace ends it
     depth = 0
     for j in range(i, len(text)):
         char = text[j]

@@ -1,0 +1,246 @@
+"""One realistic GRPO step through the slime hooks, cold and warm, against a per-sample baseline.
+
+A step is 512 prompts x 16 responses (``benchmarks/answer_mix.py``): 60% math (a third numeric,
+a third structured: ordered pairs, sets, intervals, polynomials, matrices; a third text, units,
+percentages), 20% multiple choice, 20% short QA; about half of the answers wrong. It is scored
+the way slime scores it with ``--group-rm``: ``batched_custom_rm(args, samples)`` (routes
+``math``, ``gpqa``, ``f1``, with the executors they get by default: ``math`` in worker
+processes), each reward stored on its sample, then ``post_process_rewards(args, samples)``
+(GRPO advantages by ``group_index``).
+
+Each measurement runs in a fresh process:
+
+- **cold**: the first step of a process whose router has just been compiled and whose worker
+  processes have just started (both timed apart: "load" and "workers"; the first hook call of
+  a process pays both); every cache is empty;
+- **warm**: a second step of new prompts in the same process (workers up, imports done, the
+  first step's answers cached but not reused: other prompts).
+
+The baseline grades one sample at a time, with no router: plain math-verify for math
+(``verify(parse(label), parse(response))``, as math-verify's README calls it), the same
+``gpqa`` and ``f1`` graders for the rest, then slime's default normalization (rewards reshaped to
+``(-1, 16)``, centred, divided by std + 1e-6). Module imports are done before any timing, on
+both sides.
+
+    python benchmarks/step.py                # about two minutes on 2 cores
+    python benchmarks/step.py --repeat 1 --prompts 128
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from argparse import Namespace
+from pathlib import Path
+
+import answer_mix
+
+ROUTER_YAML = """\
+route_by: [dataset]
+allowed_modules: [rewardrouter]
+routes:
+  math:
+    match: [math]
+    rewards:
+      correct: {kind: math}
+  gpqa:
+    match: [gpqa]
+    rewards:
+      correct: {kind: gpqa}
+  squad:
+    match: [squad]
+    rewards:
+      correct: {kind: f1}
+post_process:
+  - {kind: grpo, std: group, eps: 1.0e-6, device: cpu}
+"""
+GROUP = 16
+
+
+def _args(config: Path) -> Namespace:
+    """slime's ``args`` after ``--custom-config-path`` set ``rewardrouter_config`` on it."""
+    return Namespace(
+        rewardrouter_config=str(config),
+        reward_key=None,
+        eval_reward_key=None,
+        group_rm=True,
+        n_samples_per_prompt=GROUP,
+        custom_rm_path="rewardrouter.integrations.slime.batched_custom_rm",
+    )
+
+
+def _ours(config: Path, prompts: int, seed: int) -> dict[str, float]:
+    """In this process: load the router, then a cold step and a warm one (seconds)."""
+    from rewardrouter.integrations.slime import batched_custom_rm, post_process_rewards
+
+    args = _args(config)
+    first = answer_mix.step_batch(prompts, GROUP, seed)
+    second = answer_mix.step_batch(prompts, GROUP, seed + 1)
+
+    start = time.perf_counter()
+    from rewardrouter.integrations._router_cache import shared_router
+    from rewardrouter.integrations._source import config_source
+
+    shared_router(config_source(args, "args"))
+    load = time.perf_counter() - start
+
+    # one math sample of another prompt: starts the worker processes (timed apart)
+    probe = answer_mix.step_batch(1, 1, seed + 2)
+    probe[0].metadata = {"dataset": "math"}
+    start = time.perf_counter()
+    asyncio.run(batched_custom_rm(args, probe))
+    timings: dict[str, float] = {"load": load, "workers": time.perf_counter() - start}
+    for name, batch in (("cold", first), ("warm", second)):
+        start = time.perf_counter()
+        rewards = asyncio.run(batched_custom_rm(args, batch))
+        scored = time.perf_counter()
+        for sample, reward in zip(batch, rewards, strict=True):
+            sample.reward = reward
+        raw, advantages = post_process_rewards(args, batch)
+        end = time.perf_counter()
+        timings[f"{name}_score"] = scored - start
+        timings[name] = end - start
+        assert len(advantages) == len(batch)
+        right = sum(
+            (r == 1.0) == s.correct
+            for r, s in zip(raw, batch, strict=True)
+            if s.metadata["dataset"] != "squad"
+        )
+        timings[f"{name}_agree"] = right / sum(s.metadata["dataset"] != "squad" for s in batch)
+    return timings
+
+
+def _baseline(prompts: int, seed: int) -> dict[str, float]:
+    """In this process: the per-sample baseline on a cold step and a warm one (seconds)."""
+    import torch
+    from math_verify import parse, verify
+
+    from rewardrouter.rewards.choice import gpqa
+    from rewardrouter.rewards.f1 import f1
+
+    def step(batch: list[answer_mix.Sample]) -> list[float]:
+        rewards: list[float] = []
+        for sample in batch:
+            dataset = sample.metadata["dataset"]
+            if dataset == "math":
+                ok = verify(parse(f"${sample.label}$"), parse(sample.response))
+                rewards.append(float(ok))
+            elif dataset == "gpqa":
+                rewards.append(gpqa(sample.response, sample.label, sample.metadata) or 0.0)
+            else:
+                rewards.append(f1(sample.response, sample.label, sample.metadata) or 0.0)
+        grouped = torch.tensor(rewards, dtype=torch.float32).reshape(-1, GROUP)
+        mean = grouped.mean(dim=-1, keepdim=True)
+        std = grouped.std(dim=-1, keepdim=True)
+        advantages = ((grouped - mean) / (std + 1e-6)).flatten().tolist()
+        assert len(advantages) == len(batch)
+        return rewards
+
+    first = answer_mix.step_batch(prompts, GROUP, seed)
+    second = answer_mix.step_batch(prompts, GROUP, seed + 1)
+    timings: dict[str, float] = {}
+    for name, batch in (("cold", first), ("warm", second)):
+        start = time.perf_counter()
+        rewards = step(batch)
+        timings[name] = time.perf_counter() - start
+        right = sum(
+            (r == 1.0) == s.correct
+            for r, s in zip(rewards, batch, strict=True)
+            if s.metadata["dataset"] != "squad"
+        )
+        timings[f"{name}_agree"] = right / sum(s.metadata["dataset"] != "squad" for s in batch)
+    return timings
+
+
+def _child(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("side", choices=["ours", "baseline"])
+    parser.add_argument("--config", type=Path)
+    parser.add_argument("--prompts", type=int)
+    parser.add_argument("--seed", type=int)
+    args = parser.parse_args(argv)
+    logging.getLogger("math_verify").setLevel(logging.ERROR)
+    # imports before any timing, on both sides
+    import math_verify  # noqa: F401
+    import torch  # noqa: F401
+
+    import rewardrouter.integrations.slime  # noqa: F401
+
+    if args.side == "ours":
+        result = _ours(args.config, args.prompts, args.seed)
+    else:
+        result = _baseline(args.prompts, args.seed)
+    print(json.dumps(result))
+    return 0
+
+
+def _fresh_process(side: str, config: Path, prompts: int, seed: int) -> dict[str, float]:
+    command = [sys.executable, __file__, "--child", side, "--config", str(config),
+               "--prompts", str(prompts), "--seed", str(seed)]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{side} step failed:\n{done.stderr[-3000:]}")
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--child":
+        return _child(argv[1:])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prompts", type=int, default=512)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeat", type=int, default=3, help="fresh processes per side")
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory() as folder:
+        config = Path(folder) / "router.yaml"
+        config.write_text(ROUTER_YAML)
+        ours = [
+            _fresh_process("ours", config, args.prompts, args.seed + 10 * i)
+            for i in range(args.repeat)
+        ]
+        base = [
+            _fresh_process("baseline", config, args.prompts, args.seed + 10 * i)
+            for i in range(args.repeat)
+        ]
+
+    samples = args.prompts * GROUP
+    cores = len(os.sched_getaffinity(0))
+    print(f"one step: {args.prompts} prompts x {GROUP} responses = {samples:,} samples "
+          f"(60% math, 20% multiple choice, 20% short QA); {cores} cores; "
+          f"{args.repeat} fresh processes per side, best and median\n")  # fmt: skip
+    print(f"{'':<34}{'best s':>9}{'median s':>10}")
+
+    def row(name: str, values: list[float]) -> None:
+        print(f"{name:<34}{min(values):>9.3f}{statistics.median(values):>10.3f}")
+
+    row("router load (compile)", [r["load"] for r in ours])
+    row("worker processes start", [r["workers"] for r in ours])
+    row("cold step: slime hooks", [r["cold"] for r in ours])
+    row("  of which scoring", [r["cold_score"] for r in ours])
+    row("warm step: slime hooks", [r["warm"] for r in ours])
+    row("cold step: per-sample baseline", [r["cold"] for r in base])
+    row("warm step: per-sample baseline", [r["warm"] for r in base])
+    cold = min(r["cold"] for r in base) / min(r["cold"] for r in ours)
+    warm = min(r["warm"] for r in base) / min(r["warm"] for r in ours)
+    print(f"\nspeed-up (best against best): cold {cold:.1f}x, warm {warm:.1f}x")
+    agree_ours = statistics.mean(r["cold_agree"] for r in ours)
+    agree_base = statistics.mean(r["cold_agree"] for r in base)
+    print(f"math and multiple-choice rewards matching how the answer was generated: "
+          f"slime hooks {agree_ours:.1%}, baseline {agree_base:.1%}")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
