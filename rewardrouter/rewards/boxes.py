@@ -31,10 +31,13 @@ _MAX_CONNECTOR = 60
 _MAX_PARTS = 16
 
 
-def _joins(gap: str) -> bool:
-    """Whether ``gap``, the text between two boxes, joins them into one multi-part answer."""
+def _joins(gap: str, loose: bool) -> bool:
+    """Whether ``gap``, the text between two boxes, joins them into one multi-part answer;
+    ``loose``: also any gap without a letter or digit (``\\boxed{35} ++ \\boxed{4}``)."""
     if len(gap) > _MAX_CONNECTOR:
         return False
+    if loose and not any(c.isalnum() for c in gap):
+        return True
     rest = _CONNECTOR.sub(" ", gap).split()
     if not rest:
         return True
@@ -51,9 +54,10 @@ def _box_at(text: str, start: int) -> tuple[str, int] | None:
     return content, brace + len(content) + 2
 
 
-def final_run(text: str) -> tuple[list[str], int] | None:
+def final_run(text: str, *, loose: bool = False) -> tuple[list[str], int] | None:
     """Contents of the final run of boxes, first to last, and where the run starts; None when the
-    last box is missing or cut off before its closing brace."""
+    last box is missing or cut off before its closing brace. ``loose`` (for labels, which do not
+    hedge): boxes separated by symbols only are one run too."""
     last = last_boxed(text)
     if last is None:
         return None
@@ -67,7 +71,7 @@ def final_run(text: str) -> tuple[list[str], int] | None:
         if found is None:
             break
         content, end = found
-        if not _joins(text[end:start]):
+        if not _joins(text[end:start], loose):
             break
         parts.append(content)
         start = before
@@ -94,8 +98,8 @@ def joined(parts: list[str]) -> str:
     return distinct[0] if len(distinct) == 1 else ", ".join(distinct)
 
 
-def final_answer(text: str) -> str | None:
+def final_answer(text: str, *, loose: bool = False) -> str | None:
     """The final boxed answer as one string (a run of boxes :func:`joined`); None without a
-    complete last box."""
-    parts = final_boxes(text)
-    return joined(parts) if parts is not None else None
+    complete last box. ``loose`` as for :func:`final_run`."""
+    run = final_run(text, loose=loose)
+    return joined(run[0]) if run is not None else None

@@ -34,7 +34,7 @@ def _answer_of(text: str) -> str:
     """The answer a label holds: its final boxed answer, the final answer a worked solution
     states, or the label itself."""
     if "\\boxed" in text or "\\fbox" in text:
-        return final_answer(text) or text
+        return final_answer(text, loose=True) or text
     if len(text) > _SOLUTION_CHARS:
         stated = stated_answer(text)
         if stated is not None:
