@@ -92,14 +92,15 @@ def _ours(config: Path, prompts: int, seed: int) -> dict[str, float]:
     shared_router(config_source(args, "args"))
     load = time.perf_counter() - start
 
-    # one math sample of another prompt: starts the worker processes (timed apart)
+    # the first hook call, on one math sample of another prompt (it starts worker processes only
+    # when the exact checks leave the sample to math-verify)
     probe = answer_mix.step_batch(1, 1, seed + 2)
     probe[0].metadata = {"dataset": "math"}
     start = time.perf_counter()
     asyncio.run(batched_custom_rm(args, probe))
     timings: dict[str, float] = {"load": load, "workers": time.perf_counter() - start}
     for name, batch in (("cold", first), ("warm", second)):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         rewards = asyncio.run(batched_custom_rm(args, batch))
         scored = time.perf_counter()
         for sample, reward in zip(batch, rewards, strict=True):
@@ -108,6 +109,7 @@ def _ours(config: Path, prompts: int, seed: int) -> dict[str, float]:
         end = time.perf_counter()
         timings[f"{name}_score"] = scored - start
         timings[name] = end - start
+        timings[f"{name}_cpu"] = time.process_time() - cpu
         assert len(advantages) == len(batch)
         right = sum(
             (r == 1.0) == s.correct
@@ -148,9 +150,10 @@ def _baseline(prompts: int, seed: int) -> dict[str, float]:
     second = answer_mix.step_batch(prompts, GROUP, seed + 1)
     timings: dict[str, float] = {}
     for name, batch in (("cold", first), ("warm", second)):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         rewards = step(batch)
         timings[name] = time.perf_counter() - start
+        timings[f"{name}_cpu"] = time.process_time() - cpu
         right = sum(
             (r == 1.0) == s.correct
             for r, s in zip(rewards, batch, strict=True)
@@ -220,18 +223,21 @@ def main(argv: list[str] | None = None) -> int:
     print(f"one step: {args.prompts} prompts x {GROUP} responses = {samples:,} samples "
           f"(60% math, 20% multiple choice, 20% short QA); {cores} cores; "
           f"{args.repeat} fresh processes per side, best and median\n")  # fmt: skip
-    print(f"{'':<34}{'best s':>9}{'median s':>10}")
+    print(f"{'':<34}{'best s':>9}{'median s':>10}{'CPU s':>9}")
 
-    def row(name: str, values: list[float]) -> None:
-        print(f"{name:<34}{min(values):>9.3f}{statistics.median(values):>10.3f}")
+    def row(name: str, values: list[float], cpu: list[float] | None = None) -> None:
+        used = f"{statistics.median(cpu):>9.3f}" if cpu else ""
+        print(f"{name:<34}{min(values):>9.3f}{statistics.median(values):>10.3f}{used}")
 
     row("router load (compile)", [r["load"] for r in ours])
-    row("worker processes start", [r["workers"] for r in ours])
-    row("cold step: slime hooks", [r["cold"] for r in ours])
+    row("first hook call, one sample", [r["workers"] for r in ours])
+    row("cold step: slime hooks", [r["cold"] for r in ours], [r["cold_cpu"] for r in ours])
     row("  of which scoring", [r["cold_score"] for r in ours])
-    row("warm step: slime hooks", [r["warm"] for r in ours])
-    row("cold step: per-sample baseline", [r["cold"] for r in base])
-    row("warm step: per-sample baseline", [r["warm"] for r in base])
+    row("warm step: slime hooks", [r["warm"] for r in ours], [r["warm_cpu"] for r in ours])
+    row("cold step: per-sample baseline", [r["cold"] for r in base], [r["cold_cpu"] for r in base])
+    row("warm step: per-sample baseline", [r["warm"] for r in base], [r["warm_cpu"] for r in base])
+    print(f"(CPU s: the median process CPU time of the step, threads and the main thread; "
+          f"load average during the run {os.getloadavg()[0]:.1f} on {cores} cores)")  # fmt: skip
     cold = min(r["cold"] for r in base) / min(r["cold"] for r in ours)
     warm = min(r["warm"] for r in base) / min(r["warm"] for r in ours)
     print(f"\nspeed-up (best against best): cold {cold:.1f}x, warm {warm:.1f}x")

@@ -19,6 +19,7 @@ from rewardrouter.execute.inprocess.threads import ThreadExecutor
 from rewardrouter.execute.outcome import Outcome, group_outcomes
 from rewardrouter.execute.process.pool import ProcessExecutor
 from rewardrouter.execute.ray.pool import RayExecutor
+from rewardrouter.rewards.registry import UNDECIDED, BuiltinReward
 from rewardrouter.sample import SampleLike
 
 EXECUTORS: dict[str, type[Executor]] = {
@@ -36,6 +37,31 @@ def register_executor(name: str, executor: type[Executor]) -> None:
     if EXECUTORS.get(name, executor) is not executor:
         raise ValueError(f"executor {name!r} is already registered ({EXECUTORS[name].__name__})")
     EXECUTORS[name] = executor
+
+
+def decide_here(call: Call, samples: Sequence[SampleLike]) -> tuple[list[Outcome], list[int]]:
+    """Run a built-in's bounded quick path on ``samples`` in this process.
+
+    Returns an outcome per sample (placeholders where undecided) and the indices of the samples
+    it left :data:`~rewardrouter.rewards.registry.UNDECIDED`, or that raised (the executor then
+    reports those failures as it reports any other). No quick path, or group mode: no outcomes
+    and every index. The quick path is bounded by construction (the exact checks' size limits),
+    so it runs without a deadline.
+    """
+    fn = call.callee.fn
+    if call.group or not isinstance(fn, BuiltinReward) or not fn.has_quick:
+        return [], list(range(len(samples)))
+    outcomes: list[Outcome] = []
+    rest: list[int] = []
+    for i, sample in enumerate(samples):
+        try:
+            value = fn.quick(call.args, sample, **call.kwargs)
+        except Exception:
+            value = UNDECIDED
+        if value is UNDECIDED:
+            rest.append(i)
+        outcomes.append(Outcome(value))
+    return outcomes, rest
 
 
 class Executors:
@@ -64,10 +90,21 @@ class Executors:
         """One :class:`Outcome` per sample, in order: ``call`` on executor ``name``.
 
         A group-mode call's one outcome is spread over its samples
-        (:func:`~rewardrouter.execute.outcome.group_outcomes`).
+        (:func:`~rewardrouter.execute.outcome.group_outcomes`). On an executor that ships
+        functions to other processes, a built-in's quick path runs here first
+        (:func:`decide_here`), and only the samples it leaves undecided are sent: a batch the
+        quick path decides costs no hand-off and starts no worker.
         """
         if not samples:
             return []
+        if EXECUTORS[name].ships_functions:
+            decided, rest = decide_here(call, samples)
+            if decided:
+                if rest:
+                    sent = await self[name].run(call, [samples[i] for i in rest])
+                    for i, outcome in zip(rest, sent, strict=True):
+                        decided[i] = outcome
+                return decided
         outcomes = await self[name].run(call, samples)
         return group_outcomes(outcomes[0], len(samples)) if call.group else outcomes
 

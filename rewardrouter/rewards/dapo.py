@@ -6,9 +6,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from rewardrouter.rewards.equivalence import answers_match
+from rewardrouter.rewards.equivalence import answers_match, decided_match
 from rewardrouter.rewards.labels import label_texts
-from rewardrouter.rewards.registry import BoxedAnswer, builtin, last_boxed
+from rewardrouter.rewards.registry import UNDECIDED, BoxedAnswer, Undecided, builtin, last_boxed
 
 # DAPO reads only the end of a response: a final answer line is short.
 TAIL_CHARS = 300
@@ -69,7 +69,32 @@ def _prediction(response: str) -> str | None:
     return lines[-1] if lines else None
 
 
-@builtin("dapo", returns="dict", keys=("score", "acc", "pred"), cpu_heavy=True)
+def _dapo(response: str, label: Any, *, exact: bool) -> dict[str, Any] | Undecided | None:
+    truths = label_texts(label)
+    if truths is None:
+        return None
+    found = _prediction(response)
+    pred = normalize_final_answer(found) if found is not None else ""
+    golds = [normalize_final_answer(t) for t in truths]
+    acc: bool | None = bool(pred) and pred in golds
+    if pred and not acc:
+        # the Minerva normalization is lossy (it drops every space: \le x becomes \lex), so
+        # the mathematical comparison reads the answer as written
+        written = _as_written(found or "")
+        acc = decided_match(written, truths) if exact else answers_match(written, truths)
+        if acc is None:
+            return UNDECIDED
+    return {"score": 1.0 if acc else -1.0, "acc": bool(acc), "pred": pred}
+
+
+def dapo_quick(
+    response: str, label: Any, metadata: Mapping[str, Any]
+) -> dict[str, Any] | Undecided | None:
+    """``dapo`` without math-verify: the reward where the exact rules decide, else UNDECIDED."""
+    return _dapo(response, label, exact=True)
+
+
+@builtin("dapo", returns="dict", keys=("score", "acc", "pred"), cpu_heavy=True, quick=dapo_quick)
 def dapo(response: str, label: Any, metadata: Mapping[str, Any]) -> dict[str, Any] | None:
     """``{score: 1.0 | -1.0, acc: bool, pred: str}`` from the last ``Answer:`` line (use key: score).
 
@@ -83,16 +108,9 @@ def dapo(response: str, label: Any, metadata: Mapping[str, Any]) -> dict[str, An
     and never a crash. ``score`` is 1.0 when correct, -1.0 otherwise (empty, cut-off or unmarked
     responses included). ``None`` when the label is missing or blank.
     """
-    truths = label_texts(label)
-    if truths is None:
-        return None
-    found = _prediction(response)
-    pred = normalize_final_answer(found) if found is not None else ""
-    golds = [normalize_final_answer(t) for t in truths]
-    # the Minerva normalization is lossy (it drops every space: \le x becomes \lex), so the
-    # mathematical comparison reads the answer as written
-    acc = bool(pred) and (pred in golds or answers_match(_as_written(found or ""), truths))
-    return {"score": 1.0 if acc else -1.0, "acc": acc, "pred": pred}
+    reward = _dapo(response, label, exact=False)
+    assert not isinstance(reward, Undecided)
+    return reward
 
 
 def _as_written(found: str) -> str:

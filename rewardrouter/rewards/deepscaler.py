@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from rewardrouter.rewards.boxes import final_answer
-from rewardrouter.rewards.equivalence import answers_match
+from rewardrouter.rewards.equivalence import answers_match, decided_match
 from rewardrouter.rewards.labels import THINK_END, label_texts
-from rewardrouter.rewards.registry import BoxedAnswer, builtin
+from rewardrouter.rewards.registry import UNDECIDED, BoxedAnswer, Undecided, builtin
 
 RESPONSE_MARKER = "###Response"
 
@@ -22,7 +22,30 @@ def _solution(response: str) -> str | None:
     return None
 
 
-@builtin("deepscaler", cpu_heavy=True)
+def _deepscaler(response: str, label: Any, *, exact: bool) -> float | Undecided | None:
+    golds = label_texts(label)
+    if golds is None:
+        return None
+    if isinstance(response, BoxedAnswer):
+        answer: str | None = response
+    else:
+        solution = _solution(response)
+        answer = final_answer(solution) if solution is not None else None
+    if answer is None:
+        return 0.0
+    matched = decided_match(answer, golds) if exact else answers_match(answer, golds)
+    return UNDECIDED if matched is None else float(matched)
+
+
+def deepscaler_quick(
+    response: str, label: Any, metadata: Mapping[str, Any]
+) -> float | Undecided | None:
+    """``deepscaler`` without math-verify: the reward where the exact rules decide, else
+    UNDECIDED."""
+    return _deepscaler(response, label, exact=True)
+
+
+@builtin("deepscaler", cpu_heavy=True, quick=deepscaler_quick)
 def deepscaler(response: str, label: Any, metadata: Mapping[str, Any]) -> float | None:
     """1.0 when the last ``\\boxed{}`` after the reasoning equals the label, else 0.0.
 
@@ -30,15 +53,9 @@ def deepscaler(response: str, label: Any, metadata: Mapping[str, Any]) -> float 
     ``###Response``); a response with neither marker — the model never finished thinking — scores
     0.0, as does a solution without a complete ``\\boxed{}``. The box's content is compared with
     each label entry (a label holding ``\\boxed{}`` is unboxed) by
-    :func:`~rewardrouter.rewards.equivalence.answers_match`: math-verify's verdict, cheap checks
-    first. Under ``boxed_deepscaler`` the router hands over the last box's content and it is graded
+    :func:`~rewardrouter.rewards.equivalence.answers_match`, as ``math`` compares. Under ``boxed_deepscaler`` the router hands over the last box's content and it is graded
     as the answer, with no marker required. ``None`` when the label is missing or blank.
     """
-    golds = label_texts(label)
-    if golds is None:
-        return None
-    if isinstance(response, BoxedAnswer):
-        return float(answers_match(response, golds))
-    solution = _solution(response)
-    answer = final_answer(solution) if solution is not None else None
-    return float(answer is not None and answers_match(answer, golds))
+    reward = _deepscaler(response, label, exact=False)
+    assert not isinstance(reward, Undecided)
+    return reward

@@ -50,6 +50,7 @@ from rewardrouter.rewards.answer_forms import (
     Number,
     Text,
     Union,
+    Unknown,
     as_decimal_comma,
     normalize,
     read_answer,
@@ -298,14 +299,26 @@ def free_form_match(text: str, golds: Sequence[str]) -> bool:
 
 
 @lru_cache(maxsize=65536)
+def decided_verdict(answer: str, gold: str) -> bool | None:
+    """The exact rules' verdict on two answers (an empty answer is wrong), or None (cached)."""
+    form = read_answer(answer)
+    if isinstance(form, Unknown) and not form.text:
+        return False
+    return compare_forms(read_answer(gold), form)
+
+
+@lru_cache(maxsize=65536)
 def verdict(answer: str, gold: str) -> bool:
     """Whether ``answer`` equals ``gold``: the exact rules, else math-verify (cached)."""
-    if not clean_answer(answer):
-        return False
-    decided = quick_verdict(answer, gold)
-    if decided is None:
-        decided = math_verify_match(answer, gold)
-    return decided
+    decided = decided_verdict(answer, gold)
+    return math_verify_match(answer, gold) if decided is None else decided
+
+
+def _answers(answer: str, golds: Sequence[str]) -> tuple[str, list[str]] | None:
+    answer = answer.strip()
+    if not answer or len(answer) > MAX_ANSWER_CHARS:
+        return None
+    return answer, [g for g in (gold.strip() for gold in golds) if g]
 
 
 def answers_match(answer: str, golds: Sequence[str]) -> bool:
@@ -316,10 +329,22 @@ def answers_match(answer: str, golds: Sequence[str]) -> bool:
     >>> answers_match("0.5", ["\\\\frac{1}{2}"])
     True
     """
-    answer = answer.strip()
-    if not answer or len(answer) > MAX_ANSWER_CHARS:
+    pair = _answers(answer, golds)
+    return pair is not None and any(verdict(pair[0], gold) for gold in pair[1])
+
+
+def decided_match(answer: str, golds: Sequence[str]) -> bool | None:
+    """:func:`answers_match` by the exact rules alone: None when only math-verify could tell."""
+    pair = _answers(answer, golds)
+    if pair is None:
         return False
-    return any(verdict(answer, gold.strip()) for gold in golds if gold.strip())
+    undecided = False
+    for gold in pair[1]:
+        decided = decided_verdict(pair[0], gold)
+        if decided:
+            return True
+        undecided = undecided or decided is None
+    return None if undecided else False
 
 
 def clear_caches() -> None:
@@ -327,5 +352,6 @@ def clear_caches() -> None:
     from rewardrouter.rewards.answer_forms import _read
 
     verdict.cache_clear()
+    decided_verdict.cache_clear()
     _read.cache_clear()
     _parsed.cache_clear()

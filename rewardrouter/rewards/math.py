@@ -1,4 +1,4 @@
-"""``math``: final-answer grading with math-verify, cheap comparisons first."""
+"""``math``: final-answer grading, exact rules first and math-verify for the rest."""
 
 from __future__ import annotations
 
@@ -6,16 +6,58 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from rewardrouter.rewards.boxes import final_run, joined
-from rewardrouter.rewards.equivalence import answers_match, free_form_match, quick_verdict
+from rewardrouter.rewards.equivalence import answers_match, decided_match, free_form_match
 from rewardrouter.rewards.labels import label_texts
-from rewardrouter.rewards.registry import BoxedAnswer, builtin
+from rewardrouter.rewards.registry import UNDECIDED, BoxedAnswer, Undecided, builtin
 from rewardrouter.rewards.statements import stated_answer
 
 # How much of the end of an unboxed response math-verify's own extraction reads.
 _FALLBACK_TAIL = 2000
 
 
-@builtin("math", cpu_heavy=True)
+def _math(response: str, label: Any, extract: str, *, exact: bool) -> float | Undecided | None:
+    """The ``math`` reward; ``exact``: without math-verify (:data:`UNDECIDED` where it is needed)."""
+    golds = label_texts(label)
+    if golds is None:
+        return None
+
+    def judged(answer: str) -> float | Undecided:
+        matched = decided_match(answer, golds) if exact else answers_match(answer, golds)
+        return UNDECIDED if matched is None else float(matched)
+
+    def read_freely(text: str) -> float | Undecided:
+        return UNDECIDED if exact else float(free_form_match(text, golds))
+
+    if isinstance(response, BoxedAnswer):
+        return judged(response)
+    run = final_run(response)
+    if extract == "any":
+        if run is None and ("\\boxed" in response or "\\fbox" in response):
+            return 0.0  # cut off inside its last box
+        tail = response[-_FALLBACK_TAIL:]
+        stated = stated_answer(tail)
+        if stated is not None and (run is None or len(response) - len(tail) + stated[1] > run[1]):
+            # what the statement says, where the exact rules decide; else math-verify reads
+            # the statement as it reads free text ("Answer: Jane started 3 hours ago.")
+            matched = decided_match(stated[0], golds)
+            return read_freely(tail[stated[1] :]) if matched is None else float(matched)
+        if run is None:
+            return read_freely(tail)
+    return 0.0 if run is None else judged(joined(run[0]))
+
+
+def math_quick(
+    response: str,
+    label: Any,
+    metadata: Mapping[str, Any],
+    *,
+    extract: Literal["boxed", "any"] = "boxed",
+) -> float | Undecided | None:
+    """``math`` without math-verify: the reward where the exact rules decide, else UNDECIDED."""
+    return _math(response, label, extract, exact=True)
+
+
+@builtin("math", cpu_heavy=True, quick=math_quick)
 def math_answer(
     response: str,
     label: Any,
@@ -40,28 +82,6 @@ def math_answer(
     ``boxed_math`` the router hands over the box's content and it is graded as the answer.
     CPU-heavy: math-verify's own SIGALRM timeouts are off; the executor's deadline bounds it.
     """
-    golds = label_texts(label)
-    if golds is None:
-        return None
-    if isinstance(response, BoxedAnswer):
-        return float(answers_match(response, golds))
-    run = final_run(response)
-    if extract == "any":
-        if run is None and ("\\boxed" in response or "\\fbox" in response):
-            return 0.0  # cut off inside its last box
-        tail = response[-_FALLBACK_TAIL:]
-        stated = stated_answer(tail)
-        if stated is not None:
-            at = len(response) - len(tail) + stated[1]
-            if run is None or at > run[1]:
-                # what the statement says, where the exact rules decide; else math-verify reads
-                # the statement as it reads free text ("Answer: Jane started 3 hours ago.")
-                decided = [quick_verdict(stated[0], g) for g in golds]
-                if any(decided):
-                    return 1.0
-                if all(d is False for d in decided):
-                    return 0.0
-                return float(free_form_match(tail[stated[1] :], golds))
-        if run is None:
-            return float(free_form_match(tail, golds))
-    return float(run is not None and answers_match(joined(run[0]), golds))
+    reward = _math(response, label, extract, exact=False)
+    assert not isinstance(reward, Undecided)
+    return reward

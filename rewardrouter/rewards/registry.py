@@ -19,6 +19,12 @@ content of the response's last ``\\boxed{...}`` (an empty string when there is n
 as a :class:`BoxedAnswer`. A grader that extracts an answer itself (``math`` looks for the last
 ``\\boxed{}``, ``dapo`` for ``Answer:``) checks for that type and grades the content as the answer
 instead of searching it again, so ``boxed_math`` scores what ``math`` scores.
+
+A CPU-heavy grader may also register a *quick* path: the same grader restricted to work whose
+time is bounded (``math`` without math-verify). It returns the reward when it can decide it, and
+:data:`UNDECIDED` otherwise. The router runs it in its own process first and sends only the
+undecided samples to worker processes, so a batch whose answers the exact checks decide never
+pays for a worker's hand-off (or start-up).
 """
 
 from __future__ import annotations
@@ -38,6 +44,18 @@ Grade = Callable[..., Any]
 BOXED_PREFIX = "boxed_"
 
 
+class Undecided:
+    """The quick path could not decide this sample; the full grader must run."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNDECIDED"
+
+
+UNDECIDED = Undecided()
+
+
 @dataclass(frozen=True)
 class Builtin:
     """A registered grader and what the router needs to know about it."""
@@ -49,6 +67,7 @@ class Builtin:
     cpu_heavy: bool = False
     boxable: bool = True
     summary: str = ""
+    quick: Grade | None = None
 
 
 BUILTINS: dict[str, Builtin] = {}
@@ -61,8 +80,12 @@ def builtin(
     keys: tuple[str, ...] = (),
     cpu_heavy: bool = False,
     boxable: bool = True,
+    quick: Grade | None = None,
 ) -> Callable[[Grade], Grade]:
-    """Register ``grade`` as the built-in kind ``name``; its docstring's first line is the summary."""
+    """Register ``grade`` as the built-in kind ``name``; its docstring's first line is the summary.
+
+    ``quick``: the grader's bounded path (same signature; the reward or :data:`UNDECIDED`).
+    """
 
     def register(grade: Grade) -> Grade:
         if name in BUILTINS or name in RESOURCE_KINDS:
@@ -70,7 +93,7 @@ def builtin(
         if returns == "dict" and not keys:
             raise RuntimeError(f"built-in {name!r} returns a dict but declares no keys")
         summary = (grade.__doc__ or "").strip().splitlines()[0] if grade.__doc__ else ""
-        BUILTINS[name] = Builtin(name, grade, returns, keys, cpu_heavy, boxable, summary)
+        BUILTINS[name] = Builtin(name, grade, returns, keys, cpu_heavy, boxable, summary, quick)
         return grade
 
     return register
@@ -131,12 +154,28 @@ class BuiltinReward:
     def kind(self) -> str:
         return f"{BOXED_PREFIX}{self.name}" if self.boxed else self.name
 
-    def __call__(self, args: Any, sample: SampleLike, **kwargs: Any) -> Any:
+    def _inputs(self, sample: SampleLike) -> tuple[str, Mapping[str, Any]]:
         response: str = sample.response or ""
         if self.boxed:
             response = BoxedAnswer(last_boxed(response) or "")
-        metadata: Mapping[str, Any] = sample.metadata or {}
+        return response, sample.metadata or {}
+
+    def __call__(self, args: Any, sample: SampleLike, **kwargs: Any) -> Any:
+        response, metadata = self._inputs(sample)
         return BUILTINS[self.name].grade(response, sample.label, metadata, **kwargs)
+
+    @property
+    def has_quick(self) -> bool:
+        """Whether the grader has a bounded quick path (see the module docstring)."""
+        return BUILTINS[self.name].quick is not None
+
+    def quick(self, args: Any, sample: SampleLike, **kwargs: Any) -> Any:
+        """The reward when the grader's quick path decides it, else :data:`UNDECIDED`."""
+        grade = BUILTINS[self.name].quick
+        if grade is None:
+            return UNDECIDED
+        response, metadata = self._inputs(sample)
+        return grade(response, sample.label, metadata, **kwargs)
 
     def __getstate__(self) -> tuple[str, bool]:
         return (self.name, self.boxed)
