@@ -52,9 +52,10 @@ from rewardrouter.rewards.answer_forms import (
     Union,
     Unknown,
     as_decimal_comma,
-    normalize,
     read_answer,
 )
+from rewardrouter.rewards.answer_forms import clear_cache as clear_forms
+from rewardrouter.rewards.answer_text import normalize
 from rewardrouter.rewards.closed_form import Inexpressible, Ratio, TooLarge, Undefined
 from rewardrouter.rewards.latex_value import Huge, ParsedValue
 
@@ -349,9 +350,7 @@ def decided_match(answer: str, golds: Sequence[str]) -> bool | None:
 
 def clear_caches() -> None:
     """Forget parsed answers and verdicts (benchmarks time a cold grader with this)."""
-    from rewardrouter.rewards.answer_forms import _read
-
     verdict.cache_clear()
     decided_verdict.cache_clear()
-    _read.cache_clear()
+    clear_forms()
     _parsed.cache_clear()

@@ -170,6 +170,33 @@ def test_deliberate_departures_from_math_verify(answer: str, gold: str) -> None:
     assert _plain_math_verify(answer, gold) is False
 
 
+DEPARTURES_UNEQUAL = [
+    # two different numbers; math-verify's parser stops at \frac{1}{ and reads both as 1
+    pytest.param(
+        "$1 + \\frac{1}{\\mathrm{e}}$", "$1 - \\frac{1}{\\mathrm{e}}$", id="truncated_parse"
+    ),
+    # a box taken back is no part of the answer; math-verify joins the boxes
+    pytest.param("so \\boxed{1} or rather \\boxed{2}", "$1, 2$", id="box_taken_back"),
+]
+
+
+@pytest.mark.parametrize(("response", "gold"), DEPARTURES_UNEQUAL)
+def test_departures_where_math_verify_says_equal(response: str, gold: str) -> None:
+    from math_verify import parse, verify
+
+    from rewardrouter.rewards.math import math_answer
+
+    assert math_answer(response, gold, {}, extract="any") == 0.0
+    assert verify(parse(gold), parse(response))
+
+
+def test_an_inequality_is_its_interval_on_either_side() -> None:
+    # math-verify turns the gold relation into a set, but not a predicted relation
+    assert quick_verdict("-2 \\le x \\le 7", "x \\in [-2, 7]") is True
+    assert quick_verdict("x \\in [-2, 7]", "-2 \\le x \\le 7") is True
+    assert _plain_math_verify("-2 \\le x \\le 7", "x \\in [-2, 7]") is False
+
+
 def test_an_answer_cannot_be_written_to_agree_at_a_few_points() -> None:
     # 2x plus a product that vanishes at two chosen values of x agrees with 2x there; exact
     # polynomial arithmetic tells it apart everywhere
