@@ -168,12 +168,6 @@ def _sets(golds: Sequence[Form], answers: Sequence[Form]) -> bool | None:
     return None
 
 
-def _unordered(form: Form) -> tuple[Form, ...] | None:
-    if isinstance(form, Collection) and form.kind in ("set", "list"):
-        return form.items
-    return None
-
-
 def _collections(gold: Collection, answer: Collection) -> bool | None:
     if gold.kind == "tuple" and answer.kind == "tuple":
         if len(gold.items) == len(answer.items) == 2 and gold.brackets != answer.brackets:
@@ -233,11 +227,6 @@ def compare_forms(gold: Form, answer: Form) -> bool | None:
     if isinstance(gold, Text) and isinstance(answer, Text):
         return gold.words == answer.words
     return None
-
-
-def quick_verdict(answer: str, gold: str) -> bool | None:
-    """The exact verdict on two answers when the rules above decide it, else None."""
-    return compare_forms(read_answer(gold), read_answer(answer))
 
 
 # ----------------------------------------------------------------------------------- math-verify
@@ -300,8 +289,9 @@ def free_form_match(text: str, golds: Sequence[str]) -> bool:
 
 
 @lru_cache(maxsize=65536)
-def decided_verdict(answer: str, gold: str) -> bool | None:
-    """The exact rules' verdict on two answers (an empty answer is wrong), or None (cached)."""
+def quick_verdict(answer: str, gold: str) -> bool | None:
+    """The exact rules' verdict on two answers (an empty answer is wrong), or None when they
+    cannot decide (cached per process)."""
     form = read_answer(answer)
     if isinstance(form, Unknown) and not form.text:
         return False
@@ -311,7 +301,7 @@ def decided_verdict(answer: str, gold: str) -> bool | None:
 @lru_cache(maxsize=65536)
 def verdict(answer: str, gold: str) -> bool:
     """Whether ``answer`` equals ``gold``: the exact rules, else math-verify (cached)."""
-    decided = decided_verdict(answer, gold)
+    decided = quick_verdict(answer, gold)
     return math_verify_match(answer, gold) if decided is None else decided
 
 
@@ -341,7 +331,7 @@ def decided_match(answer: str, golds: Sequence[str]) -> bool | None:
         return False
     undecided = False
     for gold in pair[1]:
-        decided = decided_verdict(pair[0], gold)
+        decided = quick_verdict(pair[0], gold)
         if decided:
             return True
         undecided = undecided or decided is None
@@ -351,6 +341,6 @@ def decided_match(answer: str, golds: Sequence[str]) -> bool | None:
 def clear_caches() -> None:
     """Forget parsed answers and verdicts (benchmarks time a cold grader with this)."""
     verdict.cache_clear()
-    decided_verdict.cache_clear()
+    quick_verdict.cache_clear()
     clear_forms()
     _parsed.cache_clear()
