@@ -37,10 +37,14 @@ def _math(response: str, label: Any, extract: str, *, exact: bool) -> float | Un
         tail = response[-_FALLBACK_TAIL:]
         stated = stated_answer(tail)
         if stated is not None and (run is None or len(response) - len(tail) + stated[1] > run[1]):
-            # what the statement says, where the exact rules decide; else math-verify reads
-            # the statement as it reads free text ("Answer: Jane started 3 hours ago.")
+            # what the statement says, where the exact rules read it; a statement they cannot
+            # read ("I hope the answer is right") leaves an earlier box the answer, and without
+            # one math-verify reads the statement as free text ("Answer: Jane left 3 hours ago.")
             matched = decided_match(stated[0], golds)
-            return read_freely(tail[stated[1] :]) if matched is None else float(matched)
+            if matched is not None:
+                return float(matched)
+            if run is None:
+                return read_freely(tail[stated[1] :])
         if run is None:
             return read_freely(tail)
     return 0.0 if run is None else judged(joined(run[0]))

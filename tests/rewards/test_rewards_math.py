@@ -101,6 +101,41 @@ def test_any_extraction_reads_unboxed_answers() -> None:
     assert math_answer("So \\boxed{\\frac{1}{2", "0.5", {}, extract="any") == 0.0
 
 
+ANY = [
+    # an answer stated after the last box wins over it (the default reads the box)
+    pytest.param(
+        "So \\boxed{200} is the interest. The final answer is $10,455$.",
+        "10455",
+        1.0,
+        0.0,
+        id="statement_after_box",
+    ),
+    pytest.param(
+        "So \\boxed{10455}. The final answer is $10,456$.",
+        "10455",
+        0.0,
+        1.0,
+        id="statement_after_box_wrong",
+    ),
+    # a statement that is no answer leaves the box the answer
+    pytest.param(
+        "\\boxed{5}. I hope the answer is correct.", "5", 1.0, 1.0, id="statement_no_answer"
+    ),
+    pytest.param(
+        "\\boxed{6}. I hope the answer is correct.", "5", 0.0, 0.0, id="statement_no_answer_wrong"
+    ),
+    # free text: math-verify's extraction, compared by the exact rules (a decimal comma)
+    pytest.param("So it is 1,22 in the end", "1.22", 1.0, 0.0, id="free_text"),
+    pytest.param("So it is 1,23 in the end", "1.22", 0.0, 0.0, id="free_text_wrong"),
+]
+
+
+@pytest.mark.parametrize(("response", "label", "any_reward", "boxed_reward"), ANY)
+def test_any_extraction(response: str, label: str, any_reward: float, boxed_reward: float) -> None:
+    assert math_answer(response, label, {}, extract="any") == any_reward
+    assert math_answer(response, label, {}) == boxed_reward
+
+
 def test_works_off_the_main_thread() -> None:
     # math-verify's SIGALRM timeouts would raise in a thread; they are off
     responses = ["\\boxed{5 \\text{ cm}}", "\\boxed{\\{1,2\\}}", "\\boxed{x=3}", "\\boxed{0.5}"]

@@ -41,7 +41,7 @@ QUICK = [
         EQUATION[1],
         UNDECIDED,
         id="deepscaler_undecided",
-    ),  # fmt: skip
+    ),
 ]
 
 
