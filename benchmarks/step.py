@@ -117,7 +117,24 @@ def _ours(config: Path, prompts: int, seed: int) -> dict[str, float]:
             if s.metadata["dataset"] != "squad"
         )
         timings[f"{name}_agree"] = right / sum(s.metadata["dataset"] != "squad" for s in batch)
+    timings["graders"] = _graders_alone(answer_mix.step_batch(prompts, GROUP, seed + 3))
     return timings
+
+
+def _graders_alone(batch: list[answer_mix.Sample]) -> float:
+    """Seconds the built-in graders take on ``batch`` called directly, caches cleared first:
+    the grading part of a cold step, without the router and the hooks."""
+    from rewardrouter.rewards import BUILTINS
+    from rewardrouter.rewards.equivalence import clear_caches
+
+    kinds = {"math": "math", "gpqa": "gpqa", "squad": "f1"}
+    clear_caches()
+    start = time.perf_counter()
+    for sample in batch:
+        BUILTINS[kinds[sample.metadata["dataset"]]].grade(
+            sample.response, sample.label, sample.metadata
+        )
+    return time.perf_counter() - start
 
 
 def _baseline(prompts: int, seed: int) -> dict[str, float]:
@@ -234,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     row("cold step: slime hooks", [r["cold"] for r in ours], [r["cold_cpu"] for r in ours])
     row("  of which scoring", [r["cold_score"] for r in ours])
     row("warm step: slime hooks", [r["warm"] for r in ours], [r["warm_cpu"] for r in ours])
+    row("  the graders alone, cold caches", [r["graders"] for r in ours])
     row("cold step: per-sample baseline", [r["cold"] for r in base], [r["cold_cpu"] for r in base])
     row("warm step: per-sample baseline", [r["warm"] for r in base], [r["warm_cpu"] for r in base])
     print(f"(CPU s: the median process CPU time of the step, threads and the main thread; "
