@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from rewardrouter.rewards.registry import last_boxed
+from rewardrouter.rewards.registry import boxed_at, last_box_start
 
 # What may stand between two boxes of one multi-part answer: connectors, and at most two words
 # besides them (units, "for part (a)") when "and", "or", a comma or a semicolon joins the parts.
@@ -45,35 +45,22 @@ def _joins(gap: str, loose: bool) -> bool:
     return len(words) == len(rest) <= _MAX_WORDS and _JOINER.search(gap) is not None
 
 
-def _box_at(text: str, start: int) -> tuple[str, int] | None:
-    """Content and end (after the closing brace) of the box starting at ``start``."""
-    content = last_boxed(text[start:])  # the caller passes text that ends before the next box
-    brace = text.find("{", start)
-    if content is None or brace == -1:
-        return None
-    return content, brace + len(content) + 2
-
-
 def final_run(text: str, *, loose: bool = False) -> tuple[list[str], int] | None:
     """Contents of the final run of boxes, first to last, and where the run starts; None when the
     last box is missing or cut off before its closing brace. ``loose`` (for labels, which do not
     hedge): boxes separated by symbols only are one run too."""
-    last = last_boxed(text)
+    start = last_box_start(text, len(text))
+    last = boxed_at(text, start)
     if last is None:
         return None
-    parts = [last]
-    start = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
+    parts = [last[0]]
     while len(parts) < _MAX_PARTS:
-        before = max(text.rfind("\\boxed", 0, start), text.rfind("\\fbox", 0, start))
-        if before == -1:
+        before = last_box_start(text, start)
+        box = boxed_at(text, before)
+        # the box must close before the next one starts, and only connectors lie between them
+        if box is None or box[1] > start or not _joins(text[box[1] : start], loose):
             break
-        found = _box_at(text[:start], before)
-        if found is None:
-            break
-        content, end = found
-        if not _joins(text[end:start], loose):
-            break
-        parts.append(content)
+        parts.append(box[0])
         start = before
     parts.reverse()
     return parts, start

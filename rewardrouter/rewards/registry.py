@@ -105,16 +105,27 @@ def last_boxed(text: str) -> str | None:
     ``None`` when there is none, or when the last one is cut off before its closing brace (a
     truncated answer is not silently replaced by an earlier one).
     """
-    start = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
-    if start == -1:
+    box = boxed_at(text, last_box_start(text, len(text)))
+    return box[0] if box is not None else None
+
+
+def last_box_start(text: str, end: int) -> int:
+    """Where the last ``\\boxed`` or ``\\fbox`` starting before ``end`` starts; -1 if none."""
+    return max(text.rfind("\\boxed", 0, end), text.rfind("\\fbox", 0, end))
+
+
+def boxed_at(text: str, start: int) -> tuple[str, int] | None:
+    """The content of the box starting at ``start`` and the index after its closing brace; None
+    when there is no box there or its braces do not close."""
+    if start < 0:
         return None
-    marker = "\\boxed" if text.startswith("\\boxed", start) else "\\fbox"
+    marker = 6 if text.startswith("\\boxed", start) else 5
     i = text.find("{", start)
-    if i == -1 or text[start + len(marker) : i].strip():
+    if i == -1 or text[start + marker : i].strip():
         return None
     close = text.find("}", i)
     if close != -1 and text.find("{", i + 1, close) == -1:
-        return text[i + 1 : close]  # no nested braces: the first closing brace ends it
+        return text[i + 1 : close], close + 1  # no nested braces: the first closing one ends it
     depth = 0
     for j in range(i, len(text)):
         char = text[j]
@@ -123,7 +134,7 @@ def last_boxed(text: str) -> str | None:
         elif char == "}":
             depth -= 1
             if depth == 0:
-                return text[i + 1 : j]
+                return text[i + 1 : j], j + 1
     return None
 
 
