@@ -19,6 +19,24 @@ CallStatus = Literal["ok", "error", "timeout", "invalid"]
 CONTROL_FLOW = (KeyboardInterrupt, GeneratorExit, asyncio.CancelledError)
 
 
+class Undecided:
+    """What a reward callable's quick path returns for a sample it cannot decide.
+
+    A callable with ``has_quick`` true offers ``quick(args, sample, **kwargs)``: a bounded path
+    (no deadline needed) that returns the reward, or :data:`UNDECIDED` when only the full call
+    can tell. Executors that ship functions to other processes run it first in the router's
+    process (:meth:`~rewardrouter.execute.registry.Executors.run`).
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNDECIDED"
+
+
+UNDECIDED = Undecided()
+
+
 class Outcome(NamedTuple):
     value: Any
     status: CallStatus = "ok"

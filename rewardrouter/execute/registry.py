@@ -16,10 +16,9 @@ from collections.abc import Sequence
 from rewardrouter.execute.executor import Call, Executor, Setup, closed
 from rewardrouter.execute.inprocess.inline import InlineExecutor
 from rewardrouter.execute.inprocess.threads import ThreadExecutor
-from rewardrouter.execute.outcome import Outcome, group_outcomes
+from rewardrouter.execute.outcome import UNDECIDED, Outcome, group_outcomes
 from rewardrouter.execute.process.pool import ProcessExecutor
 from rewardrouter.execute.ray.pool import RayExecutor
-from rewardrouter.rewards.registry import UNDECIDED, BuiltinReward
 from rewardrouter.sample import SampleLike
 
 EXECUTORS: dict[str, type[Executor]] = {
@@ -40,22 +39,23 @@ def register_executor(name: str, executor: type[Executor]) -> None:
 
 
 def decide_here(call: Call, samples: Sequence[SampleLike]) -> tuple[list[Outcome], list[int]]:
-    """Run a built-in's bounded quick path on ``samples`` in this process.
+    """Run the callee's bounded quick path on ``samples`` in this process (see
+    :class:`~rewardrouter.execute.outcome.Undecided`; ``math`` has one: its exact checks).
 
     Returns an outcome per sample (placeholders where undecided) and the indices of the samples
-    it left :data:`~rewardrouter.rewards.registry.UNDECIDED`, or that raised (the executor then
+    it left :data:`~rewardrouter.execute.outcome.UNDECIDED`, or that raised (the executor then
     reports those failures as it reports any other). No quick path, or group mode: no outcomes
-    and every index. The quick path is bounded by construction (the exact checks' size limits),
-    so it runs without a deadline.
+    and every index. A quick path is bounded by construction, so it runs without a deadline.
     """
     fn = call.callee.fn
-    if call.group or not isinstance(fn, BuiltinReward) or not fn.has_quick:
+    quick = getattr(fn, "quick", None)
+    if call.group or quick is None or not getattr(fn, "has_quick", False):
         return [], list(range(len(samples)))
     outcomes: list[Outcome] = []
     rest: list[int] = []
     for i, sample in enumerate(samples):
         try:
-            value = fn.quick(call.args, sample, **call.kwargs)
+            value = quick(call.args, sample, **call.kwargs)
         except Exception:
             value = UNDECIDED
         if value is UNDECIDED:

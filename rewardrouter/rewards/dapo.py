@@ -6,9 +6,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from rewardrouter.execute.outcome import UNDECIDED, Undecided
 from rewardrouter.rewards.equivalence import answers_match, decided_match
 from rewardrouter.rewards.labels import label_texts
-from rewardrouter.rewards.registry import UNDECIDED, BoxedAnswer, Undecided, builtin, last_boxed
+from rewardrouter.rewards.registry import BoxedAnswer, builtin, last_boxed
 
 # DAPO reads only the end of a response: a final answer line is short.
 TAIL_CHARS = 300

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rewardrouter.execute.outcome import UNDECIDED, Undecided
 from rewardrouter.rewards.boxes import final_answer
 from rewardrouter.rewards.equivalence import answers_match, decided_match
 from rewardrouter.rewards.labels import THINK_END, label_texts
-from rewardrouter.rewards.registry import UNDECIDED, BoxedAnswer, Undecided, builtin
+from rewardrouter.rewards.registry import BoxedAnswer, builtin
 
 RESPONSE_MARKER = "###Response"
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from rewardrouter.execute.outcome import UNDECIDED, Undecided
 from rewardrouter.rewards.boxes import final_run, joined
 from rewardrouter.rewards.equivalence import answers_match, decided_match, free_form_match
 from rewardrouter.rewards.labels import label_texts
-from rewardrouter.rewards.registry import UNDECIDED, BoxedAnswer, Undecided, builtin
+from rewardrouter.rewards.registry import BoxedAnswer, builtin
 from rewardrouter.rewards.statements import stated_answer
 
 # How much of the end of an unboxed response math-verify's own extraction reads.

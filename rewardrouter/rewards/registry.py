@@ -34,6 +34,8 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_checkable
 
+from rewardrouter.execute.outcome import UNDECIDED
+
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
@@ -42,18 +44,6 @@ if TYPE_CHECKING:
 Grade = Callable[..., Any]
 
 BOXED_PREFIX = "boxed_"
-
-
-class Undecided:
-    """The quick path could not decide this sample; the full grader must run."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "UNDECIDED"
-
-
-UNDECIDED = Undecided()
 
 
 @dataclass(frozen=True)
