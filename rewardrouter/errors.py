@@ -94,3 +94,10 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
     """``"did you mean 'x'?"`` for the closest choice, or None when nothing is close."""
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f"did you mean {close[0]!r}?" if close else None
+
+
+def listed(problems: Sequence[tuple[int, str]], what: str, shown: int = 10) -> str:
+    """``"2 sample(s) cannot be scored:\n  - sample 0: ..."``: the first ``shown`` problems."""
+    lines = "\n".join(f"  - sample {i}: {why}" for i, why in problems[:shown])
+    more = f"\n  … and {len(problems) - shown} more" if len(problems) > shown else ""
+    return f"{len(problems)} sample(s) {what}:\n{lines}{more}"

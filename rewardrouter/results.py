@@ -9,7 +9,7 @@ iteration build the full result on demand, and :attr:`ScoreBatch.rewards` reads 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, overload
 
@@ -59,6 +59,65 @@ class Origin(Protocol):
     @property
     def first_term(self) -> str:
         """The name of the route's (only) term."""
+WarningCode = Literal["not_applicable", "skipped", "failed"]
+
+_WARNING_TEXT: dict[str, str] = {
+    "not_applicable": "returned None (not applicable) while the route's other terms applied: "
+    "the reward is theirs alone (a grader does this for a missing or blank label)",
+    "skipped": "no term applied: reward None, left out of group statistics",
+    "failed": "calls failed and the term's `on_error` decided the reward",
+}
+
+
+@dataclass(frozen=True)
+class ScoreWarning:
+    """Samples that were scored, but not the way their route intends: counted, never raised.
+
+    ``code``: ``not_applicable`` (``term`` returned None while other terms of the route
+    applied, so the reward comes from those alone), ``skipped`` (no term applied) or
+    ``failed`` (a call failed and ``on_error`` gave a fallback value or skipped the sample;
+    ``status`` says how it failed).
+    ``samples`` holds the first ten sample indices. Trainers log these per batch, e.g.
+    ``for w in batch.warnings: log(f"reward/{w.code}/{w.route}", w.count)``.
+    """
+
+    code: WarningCode
+    route: str
+    count: int
+    samples: tuple[int, ...]
+    term: str | None = None
+    status: str | None = None
+
+    @property
+    def where(self) -> str:
+        """The YAML path the warning is about: ``routes.gsm8k.rewards.correct``."""
+        return f"routes.{self.route}" + (f".rewards.{self.term}" if self.term else "")
+
+    def __str__(self) -> str:
+        what = _WARNING_TEXT[self.code] + (f" (status {self.status})" if self.status else "")
+        return f"{self.where}: {self.count} sample(s): {what}"
+
+
+def count_warnings(results: Iterable[tuple[int, RewardResult]]) -> list[ScoreWarning]:
+    """The :class:`ScoreWarning` s of ``(sample index, result)`` pairs, one per code, route,
+    term and status, in order of first appearance."""
+    found: dict[tuple[str, str, str | None, str | None], list[int]] = {}
+    for i, result in results:
+        route = result.route
+        if route is None:
+            continue
+        if result.status == "skipped":
+            found.setdefault(("skipped", route, None, None), []).append(i)
+        elif result.failed:
+            found.setdefault(("failed", route, None, result.status), []).append(i)
+        elif result.status == "ok" and len(result.terms) > 1:
+            for term, value in result.terms.items():
+                if value is None:
+                    found.setdefault(("not_applicable", route, term, None), []).append(i)
+    return [
+        ScoreWarning(code, route, len(idx), tuple(idx[:10]), term, status)  # type: ignore[arg-type]
+        for (code, route, term, status), idx in found.items()
+    ]
 
 
 class ScoreBatch(Sequence[RewardResult]):
@@ -76,7 +135,7 @@ class ScoreBatch(Sequence[RewardResult]):
     ([0.5, None], {'correct': 1.0}, 'aborted')
     """
 
-    __slots__ = ("_full", "_origins", "_rewards", "_values")
+    __slots__ = ("_full", "_origins", "_rewards", "_values", "failures")
 
     def __init__(
         self,
@@ -84,11 +143,15 @@ class ScoreBatch(Sequence[RewardResult]):
         rewards: list[float | None],
         values: list[float | None],
         full: dict[int, RewardResult],
+        failures: tuple[int, ...] = (),
     ) -> None:
         self._origins = origins
         self._rewards = rewards
         self._values = values
         self._full = full
+        #: Samples whose failure an ``on_error: raise`` term would have raised, recorded
+        #: instead (``score(..., failures="record")``); their reward is None.
+        self.failures = failures
 
     def __len__(self) -> int:
         return len(self._rewards)
@@ -128,6 +191,14 @@ class ScoreBatch(Sequence[RewardResult]):
         for i, result in self._full.items():
             rewards[i] = result.reward
         return rewards
+
+    @property
+    def warnings(self) -> list[ScoreWarning]:
+        """What this batch counted but did not raise (see :class:`ScoreWarning`); ``[]`` for a
+        batch scored as its routes intend. Samples scored ok by a single term never warn, so
+        this reads only the results stored whole."""
+        failures = set(self.failures)
+        return count_warnings(sorted(i for i in self._full.items() if i[0] not in failures))
 
     def __repr__(self) -> str:
         return f"ScoreBatch({len(self)} results, {len(self._full)} stored whole)"

@@ -7,15 +7,16 @@ import asyncio
 import threading
 import weakref
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from math import inf
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from rewardrouter.compile.compiler import compile_routes, data_route_factory
 from rewardrouter.compile.executors import worker_modules
 from rewardrouter.compile.routes import CompiledRoute
 from rewardrouter.config.load import validate
 from rewardrouter.config.models import RouterConfig
-from rewardrouter.errors import ConfigError, RoutingError, SampleError
+from rewardrouter.errors import ConfigError, RoutingError, SampleError, listed
 from rewardrouter.execute.executor import Call, Setup
 from rewardrouter.execute.outcome import Outcome
 from rewardrouter.execute.registry import Executors
@@ -25,14 +26,25 @@ from rewardrouter.rewards import Resources
 from rewardrouter.route.assemble import Triage, assemble
 from rewardrouter.route.groups import RouteGroup, plan_groups
 from rewardrouter.route.precedence import Decision, Resolver, Unroutable, raise_unroutable
-from rewardrouter.sample import SampleInput, SampleLike, as_sample, status_of
+from rewardrouter.sample import (
+    SampleInput,
+    SampleLike,
+    as_sample,
+    group_index_problem,
+    status_of,
+)
 
 if TYPE_CHECKING:  # torch is imported only when post-processing is configured or asked for
+    from rewardrouter.shape.batch import Field
     from rewardrouter.shape.processor import PostProcessor, PostProcessResult
 
 T = TypeVar("T")
 
 ABORTED = "aborted sample: not scored"
+NO_RESPONSE = (
+    "`response` is missing or null; give every scored sample the model's answer as a string "
+    '(an empty answer is "")'
+)
 
 
 def compile_router(config: RouterConfig | Mapping[str, Any]) -> Router:
@@ -132,6 +144,7 @@ class Router:
         args: Any = None,
         evaluation: bool = False,
         route: str | None = None,
+        failures: Literal["raise", "record"] = "raise",
     ) -> ScoreBatch:
         """Score ``samples``; one :class:`RewardResult` per sample, in input order.
 
@@ -139,15 +152,22 @@ class Router:
         (status ``kept``) unless the config says ``rescore: true``. ``args`` is handed to every
         reward function as its first argument (a trainer's argument namespace, or None).
         ``evaluation`` picks each term's ``eval_key``. ``route`` sends every sample to that route,
-        bypassing precedence (for hand-scored examples). The returned :class:`ScoreBatch` is a
-        sequence of results; its ``rewards`` reads the training values alone.
+        bypassing precedence (for hand-scored examples). ``failures="record"`` records a failed
+        call of an ``on_error: raise`` term as its status (reward None) instead of raising, so
+        that a caller can keep what the rest of the batch scored. The returned
+        :class:`ScoreBatch` is a sequence of results; its ``rewards`` reads the training values
+        alone, its ``warnings`` what was counted but not raised, its ``failures`` the samples
+        recorded instead of raised.
+
+        Raises :class:`RoutingError` listing every sample that no route accepts or that has no
+        ``response``, before any reward function runs.
         """
         self.executors.check_open()
         views = [as_sample(s, i) for i, s in enumerate(samples)]
         triage = self._classify(views, evaluation, route)
         groups = plan_groups(list(triage.routed.values()))
         outcomes = await asyncio.gather(*(self._run(group, views, args) for group in groups))
-        return assemble(triage, groups, outcomes, evaluation)
+        return assemble(triage, groups, outcomes, evaluation, record=failures == "record")
 
     def _classify(self, views: Sequence[SampleLike], evaluation: bool, route: str | None) -> Triage:
         """Settle aborted samples and those that carry a reward; route every other one."""
@@ -164,6 +184,9 @@ class Router:
             preset = getattr(sample, "reward", None)
             if preset is not None and not rescore:
                 settled[i] = self._kept(i, preset, evaluation)
+                continue
+            if getattr(sample, "response", None) is None:
+                unroutable.append((i, NO_RESPONSE))
                 continue
             try:
                 decision = decisions[i] = decide(sample)
@@ -241,16 +264,13 @@ class Router:
             ]
             routes = [self._route_name(s) for s in views]
         chain = processor or self.post_processor
+        problems = input_problems(views, chain.required_inputs())
+        if problems:
+            raise SampleError(listed(problems, "cannot be post-processed"))
         groups = [getattr(s, "group_index", None) for s in views]
         lengths = [getattr(s, "response_length", None) for s in views]
-        estimator = chain.estimator
-        if estimator is not None and estimator.group_by == "index" and None in groups:
-            missing = groups.index(None)
-            raise SampleError(
-                f"sample {missing} has no group_index, but the advantage stage "
-                f"`{estimator.kind}` groups by it; give every sample its prompt group's "
-                f"group_index, or set `group_by: position` with `n_samples_per_prompt`"
-            )
+        if None not in groups and not all(type(g) is int for g in groups):
+            groups = [int(cast("float", g)) for g in groups]  # integral floats, checked above
         try:
             return chain(
                 rewards,
@@ -261,6 +281,47 @@ class Router:
             )
         except MissingInputError as exc:
             raise SampleError(str(exc)) from None
+
+    def check(
+        self, samples: Sequence[SampleInput], *, post_process: bool = True
+    ) -> list[tuple[int, str]]:
+        """What would stop :meth:`score` or :meth:`post_process` on ``samples``, found without
+        calling any reward function: a sample that no route accepts or that has no
+        ``response``, a reward it carries that cannot be read, and (unless ``post_process`` is
+        false) a field the post-processing reads (``group_index``, ``response_length``) that a
+        sample lacks or holds in a form it cannot use.
+
+        One ``(sample index, message)`` per problem, in sample order; ``[]`` when none. The
+        command line runs it on the whole input before the first paid call.
+        """
+        problems: list[tuple[int, str]] = []
+        views: list[tuple[int, SampleLike]] = []
+        for i, sample in enumerate(samples):
+            try:
+                views.append((i, as_sample(sample, i)))
+            except RoutingError as exc:  # a dict whose metadata is not a mapping
+                problems.append((i, str(exc).partition(": ")[2]))
+        for i, view in views:
+            preset = getattr(view, "reward", None)
+            if status_of(view) == "aborted":
+                continue
+            if preset is not None and not self.config.rescore:
+                try:
+                    self._kept(i, preset, False)
+                except SampleError as exc:
+                    problems.append((i, str(exc).removeprefix(f"sample {i} ")))
+            elif getattr(view, "response", None) is None:
+                problems.append((i, NO_RESPONSE))
+            else:
+                try:
+                    self.resolver.decide(view)
+                except Unroutable as exc:
+                    problems.append((i, str(exc)))
+        chain = self._post_processor if post_process else None
+        if chain is not None:
+            found = input_problems([v for _, v in views], chain.required_inputs())
+            problems += [(views[j][0], why) for j, why in found]
+        return sorted(problems, key=lambda p: p[0])
 
     def _route_name(self, sample: SampleLike) -> str | None:
         try:
@@ -283,9 +344,43 @@ class Router:
         args: Any = None,
         evaluation: bool = False,
         route: str | None = None,
+        failures: Literal["raise", "record"] = "raise",
     ) -> ScoreBatch:
         """:meth:`score` for synchronous callers (also inside a running event loop's thread)."""
-        return run_sync(self.score(samples, args=args, evaluation=evaluation, route=route))
+        return run_sync(
+            self.score(samples, args=args, evaluation=evaluation, route=route, failures=failures)
+        )
+
+
+def input_problems(
+    views: Sequence[SampleLike], needs: Mapping[Field, str]
+) -> list[tuple[int, str]]:
+    """Samples lacking a per-sample field that a post-processing stage reads (``needs``: field
+    → the stage), or holding one it cannot use: ``(position in views, message)`` pairs."""
+    problems: list[tuple[int, str]] = []
+    for name, stage in needs.items():
+        values = [getattr(s, name, None) for s in views]
+        if name == "group_index" and all(type(v) is int and -(2**63) <= v < 2**63 for v in values):
+            continue  # the common case, checked without a call per sample
+        for i, value in enumerate(values):
+            if value is None:
+                what = "groups by it" if name == "group_index" else "reads it"
+                fix = (
+                    "give every sample its prompt group's group_index, or set "
+                    "`group_by: position` with `n_samples_per_prompt`"
+                    if name == "group_index"
+                    else f"give every sample its {name}"
+                )
+                problems.append((i, f"no {name}, but {stage} {what}; {fix}"))
+            elif name == "group_index" and (why := group_index_problem(value)) is not None:
+                problems.append((i, f"group_index {why}; number each prompt group with an integer"))
+            elif name == "response_length" and not (
+                isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < inf
+            ):
+                problems.append(
+                    (i, f"response_length must be a non-negative number, found {value!r}")
+                )
+    return problems
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:

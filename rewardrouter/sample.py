@@ -11,11 +11,21 @@ are (attribute access, nothing copied). Plain dicts and the command line's JSONL
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol, cast
 
-from rewardrouter.errors import RoutingError
+from rewardrouter.errors import RoutingError, did_you_mean
+
+#: Sample statuses as slime, miles and vime spell them (``Sample.Status`` values).
+SAMPLE_STATUSES = ("pending", "completed", "truncated", "aborted", "failed")
+
+#: Columns that datasets use for what rewardrouter reads as ``label`` and ``response``.
+LABEL_COLUMNS = ("solution", "answer", "ground_truth", "reference", "gold", "target", "expected")
+RESPONSE_COLUMNS = ("completion", "output", "generation", "generated_text", "prediction", "text")
+
+_INT64 = 2**63
 
 
 class SampleLike(Protocol):
@@ -50,7 +60,7 @@ class Sample:
     """
 
     prompt: Any = ""
-    response: str = ""
+    response: str | None = ""
     label: Any = None
     metadata: dict[str, Any] = field(default_factory=dict)
     status: str = "completed"
@@ -75,8 +85,7 @@ class Sample:
                 f"{where}: `metadata` must be a mapping, found {type(metadata).__name__} "
                 f"{metadata!r}; write it as a JSON object"
             )
-        if values.get("response") is None:
-            values["response"] = ""
+        values.setdefault("response", None)  # a missing response is reported, never scored as ""
         return cls(**values, extra=extra)
 
 
@@ -114,3 +123,151 @@ def spec_field(spec: Any, name: str) -> Any:
     if isinstance(spec, Mapping):
         return spec.get(name)
     return getattr(spec, name, None)
+
+
+@dataclass(frozen=True)
+class FieldProblem:
+    """A field of a data row that the router cannot use: which, what was found, what to do."""
+
+    field: str
+    message: str
+    hint: str | None = None
+
+    def __str__(self) -> str:
+        return f"`{self.field}` {self.message}" + (f"; {self.hint}" if self.hint else "")
+
+
+def group_index_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be a prompt group id (``None`` when it can: an integer in int64).
+
+    An integral float (``3.0``, as some JSON writers spell integers) is accepted; ``0.7`` is not
+    silently truncated into group 0.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"must be an integer, found {type(value).__name__} {_short(value)}"
+    if isinstance(value, float) and not value.is_integer():
+        return f"must be an integer, found {value!r} (it would be truncated into another group)"
+    if not -_INT64 <= value < _INT64:
+        return f"{_short(value)} is outside the 64-bit integer range"
+    return None
+
+
+def response_problem(row: Mapping[str, Any]) -> FieldProblem | None:
+    """A row whose ``response`` is missing, null or not a string (aborted rows need none)."""
+    response = row.get("response")
+    if isinstance(response, str) or _is_aborted(row.get("status")):
+        return None
+    if response is None:
+        found = "is null" if "response" in row else "is missing"
+        alias = [c for c in RESPONSE_COLUMNS if c in row]
+        hint = (
+            f"found column {alias[0]!r}: rename it to `response`, or map it with "
+            f"data.columns.response={alias[0]}"
+            if alias
+            else "give every scored row the model's answer as a string"
+        )
+        return FieldProblem(
+            "response", f"{found} (keys: {', '.join(map(str, row)) or 'none'})", hint
+        )
+    return FieldProblem(
+        "response",
+        f"must be a string, found {type(response).__name__} {_short(response)}",
+        "write the model's answer as one JSON string",
+    )
+
+
+def row_problems(row: Mapping[str, Any]) -> list[FieldProblem]:
+    """Every field of a data row (a JSONL line, a dict) that would be misread; ``[]`` if none.
+
+    Checked before anything is scored: the response (missing, null, not a string), a label
+    under another column name, ``metadata`` that is not an object, ``group_index`` that is
+    not an integer, ``response_length`` that is not a non-negative number, an unknown
+    ``status``, and a ``reward`` that is not a finite number or an object.
+    """
+    problems: list[FieldProblem] = []
+    response = response_problem(row)
+    if response is not None:
+        problems.append(response)
+    if "label" not in row and (alias := [c for c in LABEL_COLUMNS if c in row]):
+        problems.append(
+            FieldProblem(
+                "label",
+                f"is missing, but the row has {alias[0]!r}",
+                f"rename the column to `label`, or map it with data.columns.label={alias[0]}",
+            )
+        )
+    metadata = row.get("metadata")
+    if metadata is not None and not isinstance(metadata, Mapping):
+        problems.append(
+            FieldProblem(
+                "metadata",
+                f"must be an object, found {type(metadata).__name__} {_short(metadata)}",
+                'write it as a JSON object, e.g. {"dataset": "gsm8k"}',
+            )
+        )
+    group = row.get("group_index")
+    if group is not None and (why := group_index_problem(group)) is not None:
+        problems.append(
+            FieldProblem("group_index", why, "number each prompt group with an integer")
+        )
+    length = row.get("response_length")
+    if length is not None and not (_is_number(length) and 0 <= length < math.inf):
+        problems.append(
+            FieldProblem(
+                "response_length",
+                f"must be a non-negative number of tokens, found {_short(length)}",
+            )
+        )
+    status = row.get("status")
+    if status is not None and str(status).lower() not in SAMPLE_STATUSES:
+        close = did_you_mean(str(status).lower(), SAMPLE_STATUSES)
+        problems.append(
+            FieldProblem(
+                "status",
+                f"{_short(status)} is not a sample status",
+                f"{close + ' ' if close else ''}expected one of: {', '.join(SAMPLE_STATUSES)}",
+            )
+        )
+    reward = row.get("reward")
+    if reward is not None:
+        entries = reward.values() if isinstance(reward, Mapping) else [reward]
+        for entry in entries:
+            if _is_number(entry) and not _finite(entry):
+                problems.append(
+                    FieldProblem(
+                        "reward",
+                        f"holds {_short(entry)}, which is not a finite float",
+                        "store rewards as finite numbers",
+                    )
+                )
+                break
+        if not (_is_number(reward) or isinstance(reward, Mapping)):
+            problems.append(
+                FieldProblem(
+                    "reward",
+                    f"must be a number or an object, found {type(reward).__name__} "
+                    f"{_short(reward)}",
+                    "drop the column to score the row, or store the reward as a number",
+                )
+            )
+    return problems
+
+
+def _is_aborted(status: Any) -> bool:
+    return str(getattr(status, "value", status)).lower() == "aborted"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _finite(value: int | float) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an integer beyond the float range
+        return False
+
+
+def _short(value: Any, width: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."

@@ -45,6 +45,12 @@ def slow(args: Any, sample: Any) -> float:
     return 1.0
 
 
+def sleeps(args: Any, sample: Any) -> float:
+    """Sleeps ``sample.metadata['seconds']``."""
+    time.sleep(float(sample.metadata["seconds"]))
+    return 1.0
+
+
 async def async_slow(args: Any, sample: Any) -> float:
     await asyncio.sleep(0.2)
     return 1.0

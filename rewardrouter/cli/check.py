@@ -91,7 +91,7 @@ def report(checked: list[CheckedExample], console: Console) -> None:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="rewardrouter check", description=__doc__.splitlines()[0])
     add_config_arguments(parser)
-    opts = parser.parse_args(argv)
+    opts = parser.parse_intermixed_args(argv)
     console = Console()
     checked = check_examples(router_config(opts.config, opts.overrides))
     if not checked:

@@ -1,20 +1,36 @@
-"""Compose the job config outside ``@hydra.main`` (for subcommands) and normalize overrides."""
+"""Compose the job config (for the main job and the subcommands) and normalize overrides.
+
+Every command reads its router the same way: ``--config FILE`` (a router YAML of your own) or
+the ``router=`` group of the shipped tree, then ``key=value`` overrides. ``--config FILE``
+registers the file as the ``router`` option :data:`FILE_OPTION`, so config groups
+(``datasets=[...]``, ``shaping=...``), overrides and sweeps work on it as on a shipped router.
+"""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
+from hydra.core.config_store import ConfigStore
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override, OverrideType
 from hydra.errors import HydraException
+from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
 from rewardrouter.cli.paths import conf_dir
 from rewardrouter.config.job import JobConfig
-from rewardrouter.config.load import load_config, to_container, validate
+from rewardrouter.config.load import read_yaml, to_container, validate
 from rewardrouter.config.models import RouterConfig
-from rewardrouter.errors import ConfigError, Problem
+from rewardrouter.config.overrides import created_names, existing_routes
+from rewardrouter.errors import ConfigError, Problem, did_you_mean
+
+#: The ``router`` option that ``--config FILE`` stands for.
+FILE_OPTION = "_config_file"
 
 
 def config_groups() -> set[str]:
@@ -27,48 +43,158 @@ def upsert_overrides(argv: Sequence[str], groups: set[str] | None = None) -> lis
 
     Router fields have defaults on the models, so a YAML need not spell them; Hydra's struct
     mode would refuse ``routes.gsm8k.rewards.format.weight=0.2`` then. Typos are still caught:
-    the composed config is validated with ``extra="forbid"`` and a "did you mean". Group choices
-    (``router=mixed``), ``hydra.*`` settings, flags and explicit ``+``/``++``/``~`` stay as given.
+    the composed config is validated with ``extra="forbid"`` and a "did you mean", and a plain
+    override naming a route or term that does not exist is refused (:func:`created_problems`).
+    Group choices (``router=mixed``), ``hydra.*`` settings, flags and explicit ``+``/``++``/``~``
+    stay as given.
     """
     groups = config_groups() if groups is None else groups
     out = []
     for arg in argv:
         key, eq, _ = arg.partition("=")
-        plain = eq and not arg.startswith(("-", "+", "~")) and key.split(".")[0] != "hydra"
+        plain = eq and not arg.startswith(("-", "+", "~")) and not _is_hydra(key)
         if plain and key.split("@")[0] not in groups and key.split("/")[0] not in groups:
             arg = "++" + arg
         out.append(arg)
     return out
 
 
-def compose_job(overrides: Sequence[str] = ()) -> JobConfig:
-    """The job config that ``rewardrouter [overrides]`` would run, validated."""
-    try:
-        with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-            cfg = compose("config", overrides=upsert_overrides(overrides))
-    except (HydraException, OmegaConfBaseException) as exc:
-        message = " ".join(str(exc).split())
-        raise ConfigError([Problem("<overrides>", message)], "the command line") from None
-    return validate(to_container(cfg, "composed config"), JobConfig, "composed config")
+def _parse(overrides: Sequence[str]) -> list[Override]:
+    """The overrides Hydra's grammar reads (flags and unparsable words are Hydra's to report)."""
+    parser = OverridesParser.create()
+    parsed = []
+    for text in overrides:
+        if text.startswith("-"):
+            continue
+        try:
+            parsed += parser.parse_overrides([text])
+        except HydraException:
+            continue
+    return parsed
+
+
+def plain_value_keys(overrides: Sequence[str]) -> set[str]:
+    """Keys of the plain ``key=value`` overrides of config values (not groups, not hydra)."""
+    groups = config_groups()
+    return {
+        o.key_or_group
+        for o in _parse(overrides)
+        if o.type == OverrideType.CHANGE
+        and not _is_hydra(o.key_or_group)
+        and o.key_or_group.split(".")[0] not in groups
+        and o.key_or_group.split("/")[0] not in groups
+    }
+
+
+def _is_hydra(key: str) -> bool:
+    """``hydra.run.dir``, ``hydra/sweeper``: Hydra's own settings and groups."""
+    return key.split(".")[0].split("/")[0] == "hydra"
+
+
+def register_config_file(path: Path) -> str:
+    """Make a router YAML the ``router`` option :data:`FILE_OPTION`; returns that override."""
+    ConfigStore.instance().store(
+        group="router", name=FILE_OPTION, node=read_yaml(path), package="_global_"
+    )
+    return f"router={FILE_OPTION}"
+
+
+_MISSING_OPTION = re.compile(r"Could not (?:find|load) '([^'/]+)/([^']+)'")
+
+
+def hydra_problem(exc: Exception, options: Callable[[str], list[str]]) -> Problem:
+    """Hydra's compose error as a :class:`Problem`, with a "did you mean" for a group option
+    that does not exist (``shaping=grpoo``); ``options(group)`` lists a group's options."""
+    text = str(exc)
+    found = _MISSING_OPTION.search(text)
+    if found:
+        group, option = found.groups()
+        known = options(group)
+        close = did_you_mean(option, known)
+        return Problem(
+            group,
+            f"no option {option!r} in config group {group!r}",
+            f"{close + ' ' if close else ''}options: {', '.join(known) or 'none'}",
+        )
+    return Problem("<overrides>", " ".join(text.split()))
+
+
+def _compose(overrides: Sequence[str]) -> DictConfig:
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+        try:
+            return compose("config", overrides=list(overrides))
+        except (HydraException, OmegaConfBaseException) as exc:
+            loader = GlobalHydra.instance().config_loader()
+            problem = hydra_problem(exc, loader.get_group_options)
+        raise ConfigError([problem], "the command line") from None
+
+
+def precheck(argv: Sequence[str]) -> None:
+    """Compose a single run's config once before Hydra runs it, so that a group option that
+    does not exist (``shaping=grpoo``) is a :class:`ConfigError` with a "did you mean", like
+    every other mistake. Sweeps (``-m``, ``a=1,2``) are left to Hydra."""
+    if any(a in ("-m", "--multirun") or a.startswith("-") for a in argv):
+        return
+    if any(o.is_sweep_override() for o in _parse(argv)):
+        return
+    _compose(upsert_overrides(argv))
+
+
+def created_problems(
+    overrides: Sequence[str],
+    plain: set[str],
+    compose_base: Callable[[list[str]], DictConfig] = _compose,
+) -> list[Problem]:
+    """Routes and terms that the plain overrides (keys in ``plain``) would create: the config
+    is composed without them, and each of their keys is looked up in it."""
+    keys = [k for k in plain if k.split(".")[0] == "routes"]
+    if not keys:
+        return []
+    base = [
+        o
+        for o in overrides
+        if o.lstrip("+").partition("=")[0] not in plain or not o.startswith("++")
+    ]
+    return created_names(existing_routes(compose_base(base)), sorted(keys))
+
+
+def compose_job(overrides: Sequence[str] = (), config_file: Path | None = None) -> JobConfig:
+    """The job config that ``rewardrouter [--config FILE] [overrides]`` would run, validated."""
+    overrides = list(overrides)
+    if config_file is not None:
+        overrides = [register_config_file(config_file), *overrides]
+    plain = plain_value_keys(overrides)
+    overrides = upsert_overrides(overrides)
+    created = created_problems(overrides, plain)
+    if created:
+        raise ConfigError(created, "the command line")
+    cfg = _compose(overrides)
+    source = source_name(config_file)
+    return validate(to_container(cfg, source), JobConfig, source)
+
+
+def source_name(config_file: Path | None) -> str:
+    """How errors name the composed config."""
+    return "composed config" + (f" (--config {config_file})" if config_file else "")
 
 
 def router_config(config_file: Path | None, overrides: Sequence[str]) -> RouterConfig:
-    """A router YAML file with dotlist overrides, or else the composed job's router."""
-    if config_file is not None:
-        return load_config(config_file, overrides)
-    return compose_job(overrides).router()
+    """The router of ``[--config FILE] [overrides]``, the same for every subcommand."""
+    return compose_job(overrides, config_file).router()
 
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--config FILE`` and trailing ``key=value`` overrides, shared by the subcommands."""
+    """``--config FILE`` and trailing ``key=value`` overrides, shared by every command."""
     parser.add_argument(
         "--config",
         type=Path,
         default=None,
-        help="a router YAML file; default: the composed job config (conf/config.yaml)",
+        metavar="FILE",
+        help="a router YAML file of your own (instead of router=NAME from the shipped conf/)",
     )
     parser.add_argument(
         "overrides",
         nargs="*",
-        help="overrides, e.g. router=mixed routes.gsm8k.rewards.correct.weight=0.5",
+        help="overrides, e.g. router=mixed routes.gsm8k.rewards.correct.weight=0.5; "
+        "+routes.new.rewards.x.kind=f1 adds a route or term",
     )

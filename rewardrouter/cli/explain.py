@@ -25,7 +25,6 @@ from rewardrouter.config.stages import PostProcessStage
 from rewardrouter.errors import RewardRouterError
 from rewardrouter.router import Router, compile_router
 from rewardrouter.sample import as_sample
-from rewardrouter.shape.processor import PostProcessor
 
 
 class ExplainError(RewardRouterError):
@@ -36,12 +35,18 @@ def _sample_rows(opts: argparse.Namespace) -> tuple[dict[str, Any], list[dict[st
     """The row to explain and the rows of its prompt group (just itself without a data file)."""
     if opts.data is not None:
         rows = read_rows(opts.data)
-        if not 1 <= opts.line <= len(rows):
-            raise ExplainError(f"--line {opts.line}: {opts.data} has {len(rows)} rows (1-based)")
-        row = rows[opts.line - 1]
+        if opts.line not in rows.lines:
+            raise ExplainError(
+                f"--line {opts.line}: {opts.data} has no row on line {opts.line} (rows are on "
+                f"lines {rows.lines[0]} to {rows.lines[-1]}; blank lines hold none)"
+            )
+        row = rows.rows[rows.lines.index(opts.line)]
         group = row.get("group_index")
-        members = [r for r in rows if group is not None and r.get("group_index") == group]
-        return row, members or [row]
+        members = [r for r in rows.rows if group is not None and r.get("group_index") == group]
+        if not members:
+            row = _alone(row)
+            members = [row]
+        return row, members
     if opts.response is None:
         raise ExplainError("give a sample: --data FILE --line N, or --response TEXT [--label ...]")
     try:
@@ -54,7 +59,13 @@ def _sample_rows(opts: argparse.Namespace) -> tuple[dict[str, Any], list[dict[st
         "label": opts.label,
         "metadata": metadata,
     }
+    row = _alone(row)
     return row, [row]
+
+
+def _alone(row: dict[str, Any]) -> dict[str, Any]:
+    """A row explained without its prompt group: a group of its own."""
+    return row if row.get("group_index") is not None else {**row, "group_index": 0}
 
 
 def explain(
@@ -68,12 +79,15 @@ def explain(
         escape(f"{decision.route.name}  (precedence level: {decision.level}; {decision.reason})"),
     )
     [result] = router.score_sync([sample])
+    if result.route is None:  # aborted, or it carries a reward already: no term ran
+        why = f": {result.error_message}" if result.error_message else ""
+        console.print("[bold]reward[/]", escape(f"{result.reward}  status {result.status}{why}"))
+        return
     table = Table(title="terms")
     for column in ("term", "function", "mode", "kwargs", "raw return", "value", "weight"):
         table.add_column(column)
-    raws = (
-        result.raw if len(decision.route.terms) > 1 else {decision.route.terms[0].name: result.raw}
-    )
+    several = len(decision.route.terms) > 1 and isinstance(result.raw, dict)
+    raws = result.raw if several else {decision.route.terms[0].name: result.raw}
     for term in decision.route.terms:
         cells = (
             term.name,
@@ -96,6 +110,8 @@ def _explain_post_process(
     router: Router, row: dict[str, Any], group: list[dict[str, Any]], console: Console
 ) -> None:
     """Each shaping stage's output for ``row``, then its advantage within ``group``."""
+    from rewardrouter.shape.processor import PostProcessor  # torch, for this step only
+
     position = next(i for i, member in enumerate(group) if member is row)
     results = router.score_sync(group)
     route = results[position].route
@@ -139,7 +155,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--label", default=None)
     parser.add_argument("--prompt", default="")
     parser.add_argument("--metadata", default="{}", help="a JSON object")
-    opts = parser.parse_args(argv)
+    opts = parser.parse_intermixed_args(argv)
     row, group = _sample_rows(opts)
     with compile_router(router_config(opts.config, opts.overrides)) as router:
         explain(router, row, group, Console())

@@ -1,49 +1,170 @@
-"""Read and write the job's JSONL rows, with errors that name the file and line."""
+"""Read and write the job's JSONL rows, with errors that name the file, line and column.
+
+Every line is checked before anything is scored, and every problem of the file is reported at
+once (the first :data:`SHOWN`, and how many more): bytes that are not UTF-8, JSON that does not
+parse (``NaN`` and ``Infinity`` included: they are not JSON), nesting too deep to read, lone
+surrogates, and the row fields that :func:`~rewardrouter.sample.row_problems` checks.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from rewardrouter.errors import RewardRouterError
+from rewardrouter.sample import row_problems
+
+#: Problems listed in one error; the rest are counted.
+SHOWN = 20
+
+# A \uD800-\uDFFF escape: the only way a JSON line can carry a lone surrogate.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 
 
 class DataError(RewardRouterError):
-    """An input file that cannot be read as JSONL rows."""
+    """An input file that cannot be read as JSONL rows, or rows that cannot be scored."""
 
 
-def read_rows(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
-    """Every JSON object line of ``path`` (blank lines skipped), up to ``limit`` rows."""
+@dataclass(frozen=True)
+class Rows:
+    """The rows of a JSONL file and the 1-based line each came from."""
+
+    path: Path
+    rows: list[dict[str, Any]]
+    lines: list[int]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def at(self, i: int) -> str:
+        """``"data.jsonl:12"``: where row ``i`` is."""
+        return f"{self.path}:{self.lines[i]}"
+
+
+def _reject(path: Path, problems: Sequence[str], what: str) -> NoReturn:
+    shown = "\n".join(f"  - {p}" for p in problems[:SHOWN])
+    more = f"\n  … and {len(problems) - SHOWN} more" if len(problems) > SHOWN else ""
+    raise DataError(f"{path}: {len(problems)} problem(s) {what}:\n{shown}{more}")
+
+
+def located(rows: Rows, problems: Iterable[tuple[int, str]], what: str) -> NoReturn:
+    """Raise one :class:`DataError` listing ``(row index, message)`` problems as ``file:line``."""
+    _reject(rows.path, [f"{rows.at(i)}: {why}" for i, why in problems], what)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (write a number, or null)")
+
+
+def _parse(text: str) -> Any:
+    return json.loads(text, parse_constant=_no_constant)
+
+
+def _surrogate(value: Any) -> str | None:
+    """The first string in ``value`` holding a lone surrogate, shortened; None when none does."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return repr(value[max(exc.start - 10, 0) : exc.end + 10])
+        return None
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
+    for key, item in items:
+        found = _surrogate(key) or _surrogate(item)
+        if found:
+            return found
+    return None
+
+
+def _read_line(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """One line as a row, or the problem that stops it being one (``None, None``: blank).
+
+    A problem at a known column starts with ``"<column>: "``, so that with the file and line
+    it reads ``data.jsonl:12:7: ...``.
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        byte = raw[exc.start : exc.start + 1].hex()
+        return None, f"{exc.start + 1}: byte 0x{byte} is not UTF-8; save the file as UTF-8"
+    if not text.strip():
+        return None, None
+    try:
+        row = _parse(text.rstrip("\r\n"))
+    except json.JSONDecodeError as exc:
+        return None, f"{exc.colno}: invalid JSON ({exc.msg}); expected one JSON object per line"
+    except RecursionError:
+        return None, "JSON nested too deeply to read; flatten the row"
+    except ValueError as exc:  # NaN / Infinity, or an integer of more than 4,300 digits
+        return None, f"invalid JSON: {exc}"
+    if not isinstance(row, dict):
+        return None, (
+            f"found a JSON {type(row).__name__}; expected an object with prompt, response, "
+            f"label and metadata"
+        )
+    if _SURROGATE_ESCAPE.search(text) and (bad := _surrogate(row)) is not None:
+        return None, f"a lone UTF-16 surrogate in {bad}, which is not Unicode text; fix the writer"
+    return row, None
+
+
+def read_rows(
+    path: Path, limit: int | None = None, columns: Mapping[Any, str] | None = None
+) -> Rows:
+    """Every JSON object line of ``path`` (blank lines skipped), up to ``limit`` rows.
+
+    ``columns`` maps a field rewardrouter reads to the file's column holding it (``{"label":
+    "solution"}``); the column's value is copied under the field's name. Raises
+    :class:`DataError` listing every problem of the file, each as ``file:line:`` or ``file:line:column:``.
+    """
     if not path.is_file():
         raise DataError(f"data.path: file not found: {path}; pass data.path=<a JSONL file>")
     rows: list[dict[str, Any]] = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(
-                    f"{path}:{number}: invalid JSON ({exc.msg} at column {exc.colno}); "
-                    f"expected one JSON object per line"
-                ) from None
-            if not isinstance(row, dict):
-                raise DataError(
-                    f"{path}:{number}: found a JSON {type(row).__name__}; expected an object with "
-                    f"prompt, response, label and metadata"
-                )
-            rows.append(row)
-            if limit is not None and len(rows) >= limit:
-                break
-    return rows
+    lines: list[int] = []
+    problems: list[str] = []
+    try:
+        with path.open("rb") as handle:
+            for number, raw in enumerate(handle, 1):
+                row, problem = _read_line(raw)
+                if row is not None:
+                    for field, column in (columns or {}).items():
+                        if column in row:
+                            row[field] = row[column]
+                    problem = "; ".join(map(str, row_problems(row))) or None
+                if problem is not None:
+                    sep = ":" if problem[:1].isdigit() else ": "
+                    problems.append(f"{path}:{number}{sep}{problem}")
+                elif row is not None:
+                    rows.append(row)
+                    lines.append(number)
+                    if limit is not None and len(rows) >= limit:
+                        break
+    except OSError as exc:
+        raise DataError(f"data.path: cannot read {path}: {exc.strerror or exc}") from None
+    if problems:
+        _reject(path, problems, "in its rows; nothing was scored")
+    if not rows:
+        raise DataError(
+            f"{path}: no rows to score (the file is empty or blank); expected one JSON object "
+            f"per line"
+        )
+    return Rows(path, rows, lines)
 
 
 def write_rows(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
+    """One JSON object per line. Text that is not valid Unicode (a lone surrogate returned by
+    a reward function) is written as its ``\\u`` escape, so the file stays valid JSONL."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as handle:
+    with path.open("w", encoding="utf-8", errors="backslashreplace") as handle:
         for row in rows:
             handle.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
 

@@ -1,70 +1,183 @@
 """The ``rewardrouter`` command.
 
-``rewardrouter [overrides...]`` runs the main job (a Hydra app over the shipped ``conf/`` tree):
-``rewardrouter router=mixed routes.gsm8k.rewards.correct.weight=0.5 data.path=my.jsonl``.
-``rewardrouter check|explain|validate|serve ...`` run the subcommands (``--help`` on each).
-User mistakes (config problems, unroutable samples, unreadable data) print without a traceback
-and exit with status 2.
+``rewardrouter [--config FILE] [overrides...]`` runs the main job (a Hydra app over the shipped
+``conf/`` tree): ``rewardrouter router=mixed routes.gsm8k.rewards.correct.weight=0.5
+data.path=my.jsonl``. ``rewardrouter check|explain|validate|serve ...`` run the subcommands
+(``--help`` on each). User mistakes (config problems, unroutable samples, unreadable data) print
+without a traceback and exit with status 2; reward calls that failed under ``on_error: raise``
+exit with status 1 after everything scored is written.
 """
 
 from __future__ import annotations
 
+import importlib
+import os
 import sys
-from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import NoReturn
 
 import hydra
+from hydra import compose
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 from rich.console import Console
 from rich.markup import escape
 
-from rewardrouter.cli import check, explain, score, validate
-from rewardrouter.cli.compose import upsert_overrides
+from rewardrouter.cli.compose import (
+    created_problems,
+    plain_value_keys,
+    precheck,
+    register_config_file,
+    source_name,
+    upsert_overrides,
+)
 from rewardrouter.cli.paths import conf_dir
-from rewardrouter.errors import RewardRouterError
+from rewardrouter.errors import ConfigError, Problem, RewardRouterError
 
 USAGE_ERROR = 2
 
+USAGE = """\
+usage: rewardrouter [--config FILE] [KEY=VALUE ...]       score a JSONL file (the main job)
+       rewardrouter check    [--config FILE] [KEY=VALUE ...]   run the routes' hand-scored examples
+       rewardrouter explain  [--config FILE] [KEY=VALUE ...] (--data FILE --line N | --response TEXT ...)
+       rewardrouter validate [--config FILE] [FILE.yaml ...] [KEY=VALUE ...]
+       rewardrouter serve    [--config FILE] [KEY=VALUE ...] [--host H] [--port P]
 
-def _serve(argv: list[str]) -> int:
-    from rewardrouter.serve import serve_main  # aiohttp is imported for this command only
+Every command reads its router the same way: --config FILE (a router YAML of your own) or
+router=NAME from the shipped configs, then overrides:
 
-    return serve_main(argv)
+  rewardrouter router=mixed data.path=my.jsonl routes.gsm8k.rewards.format.weight=0.2
+  rewardrouter --config my_router.yaml datasets=[gsm8k] shaping=grpo data.path=my.jsonl
+  rewardrouter router=mixed +routes.extra.rewards.correct.kind=f1    # '+' adds a route or term
+
+Config groups: router, datasets, shaping, sweep (rewardrouter --hydra-help lists their options).
+Job settings: data.path, data.limit, data.batch_size, data.columns.<field>, output.path,
+output.progress, output.evaluation, output.heartbeat, objective.name.
+
+  rewardrouter COMMAND --help   a subcommand's options
+  rewardrouter --hydra-help     Hydra's own flags (-m for sweeps, --cfg job, ...)
+  rewardrouter --version        the installed version
+
+Exit status: 0 done; 1 reward calls failed (what was scored is written) or a check failed;
+2 a mistake in the config, the data or the command line (nothing is scored).
+"""
 
 
-#: ``rewardrouter NAME ...`` runs ``SUBCOMMANDS[NAME](argv)``, which returns the exit status.
-SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {
-    "check": check.main,
-    "explain": explain.main,
-    "validate": validate.main,
-    "serve": _serve,
+#: ``rewardrouter NAME ...`` runs the function ``SUBCOMMANDS[NAME]`` (``module:function``,
+#: imported then, so that ``--help`` and the other commands do not pay for torch or aiohttp)
+#: with the remaining arguments; it returns the exit status.
+SUBCOMMANDS: dict[str, str] = {
+    "check": "rewardrouter.cli.check:main",
+    "explain": "rewardrouter.cli.explain:main",
+    "validate": "rewardrouter.cli.validate:main",
+    "serve": "rewardrouter.serve.main:serve_main",
 }
 
 
+def run_subcommand(name: str, argv: list[str]) -> int:
+    module, _, function = SUBCOMMANDS[name].partition(":")
+    status: int = getattr(importlib.import_module(module), function)(argv)
+    return status
+
+
+#: The user's plain value overrides and --config file, for the job's own checks.
+_plain: set[str] = set()
+_config_file: list[Path] = []
+
+
 def fail(error: RewardRouterError) -> NoReturn:
-    """Print a user-facing error without a traceback and exit with status 2."""
+    """Print a user-facing error without a traceback and exit: status 2 for a mistake in the
+    config, data or command line; an error may carry its own (``exit_status``: 1 when reward
+    calls failed)."""
     Console(stderr=True, highlight=False).print("[bold red]error:[/]", escape(str(error)))
-    sys.exit(USAGE_ERROR)
+    sys.exit(getattr(error, "exit_status", USAGE_ERROR))
+
+
+def installed_version() -> str:
+    try:
+        return version("rewardrouter")
+    except PackageNotFoundError:  # a source tree that was never installed
+        from rewardrouter import __version__
+
+        return __version__
+
+
+def _created_in_job() -> None:
+    """The plain overrides of this job (a sweep's job included) that would create a route or
+    a term, composed inside the running app."""
+    overrides = HydraConfig.get().overrides
+    searchpath = [o for o in overrides.hydra if o.startswith("hydra.searchpath")]
+
+    def base(task: list[str]) -> DictConfig:
+        return compose("config", overrides=[*task, *searchpath])
+
+    problems = created_problems(list(overrides.task), _plain, base)
+    if problems:
+        raise ConfigError(problems, "the command line")
 
 
 @hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")
 def _job(cfg: DictConfig) -> float:
     try:
-        return score.run(cfg, Path(HydraConfig.get().runtime.output_dir), Console())
+        _created_in_job()
+        from rewardrouter.cli import score
+
+        source = source_name(_config_file[0] if _config_file else None)
+        return score.run(cfg, Path(HydraConfig.get().runtime.output_dir), Console(), source)
     except RewardRouterError as exc:
         fail(exc)
 
 
+def job_arguments(argv: list[str]) -> list[str]:
+    """The main job's arguments with ``--config FILE`` read: the file becomes the ``router``
+    option, and naming both a file and ``router=`` is refused."""
+    out: list[str] = []
+    args = iter(argv)
+    for arg in args:
+        if arg == "--config" or arg.startswith("--config="):
+            value = arg.partition("=")[2] if "=" in arg else next(args, "")
+            if not value:
+                raise ConfigError([Problem("--config", "needs a file: --config my_router.yaml")])
+            if _config_file:
+                raise ConfigError([Problem("--config", "given twice; name one router file")])
+            _config_file.append(Path(value))
+        else:
+            out.append(arg)
+    if _config_file:  # last: Hydra reads its flags (-m, --cfg job) before the overrides
+        out.append(register_config_file(_config_file[0]))
+    if _config_file and any(a.startswith(("router=", "+router=", "++router=")) for a in argv):
+        raise ConfigError(
+            [Problem("router", "both --config FILE and router=NAME name the router; keep one")]
+        )
+    return out
+
+
 def main() -> None:
     """Entry point of the console script."""
+    # Reward modules next to the user's config import as they do under `python -m`: the
+    # current folder comes first on the import path (worker processes inherit it).
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     argv = sys.argv[1:]
-    if argv and argv[0] in SUBCOMMANDS:
-        try:
-            sys.exit(SUBCOMMANDS[argv[0]](argv[1:]))
-        except RewardRouterError as exc:
-            fail(exc)
+    _plain.clear()
+    _config_file.clear()
+    if argv[:1] in (["--help"], ["-h"], ["help"]):
+        print(USAGE, end="")
+        sys.exit(0)
+    if argv[:1] in (["--version"], ["-V"]):
+        print(f"rewardrouter {installed_version()}")
+        sys.exit(0)
+    if argv[:1] == ["--hydra-help"]:
+        argv = ["--help", *argv[1:]]
+    try:
+        if argv and argv[0] in SUBCOMMANDS:
+            sys.exit(run_subcommand(argv[0], argv[1:]))
+        argv = job_arguments(argv)
+        precheck(argv)
+    except RewardRouterError as exc:
+        fail(exc)
+    _plain.update(plain_value_keys(argv))
     sys.argv[1:] = upsert_overrides(argv)
     _job()
 

@@ -1,31 +1,70 @@
-"""The main job: score a JSONL file with a composed router, write results, print the summary."""
+"""The main job: score a JSONL file with a composed router, write results, print the summary.
+
+Nothing is scored until the whole file reads as rows and every row can be routed and
+post-processed (:meth:`Router.check`). A reward call that fails under ``on_error: raise`` stops
+the job after its batch: every row scored so far is written, with the failures listed in the
+terminal and in ``summary.json``, and the exit status is 1.
+"""
 
 from __future__ import annotations
 
-import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress
 
 from rewardrouter.cli.figure import write_figure
-from rewardrouter.cli.jsonl import chunks, read_rows, write_rows
-from rewardrouter.cli.objective import objective
+from rewardrouter.cli.jsonl import Rows, located, read_rows, write_rows
+from rewardrouter.cli.objective import column_problems, objective
 from rewardrouter.cli.paths import example_data
-from rewardrouter.cli.summary import print_summary, route_stats
+from rewardrouter.cli.summary import print_summary, route_stats, write_summary
 from rewardrouter.config.job import JobConfig
 from rewardrouter.config.load import to_container, validate
 from rewardrouter.errors import RewardRouterError
-from rewardrouter.results import RewardResult
+from rewardrouter.results import RewardResult, ScoreWarning, count_warnings
 from rewardrouter.router import Router, compile_router
+
+if TYPE_CHECKING:
+    from rewardrouter.shape.processor import PostProcessResult
 
 PROGRESS_FROM = 1000
 
+#: Failures listed in the terminal (all of them go to ``summary.json``, up to ``KEPT``).
+SHOWN, KEPT = 10, 1000
+
+
+class JobFailed(RewardRouterError):
+    """Reward calls failed under ``on_error: raise`` (or the job was interrupted); what was
+    scored is written. Exit status 1 (130 when interrupted)."""
+
+    def __init__(self, message: str, exit_status: int = 1) -> None:
+        super().__init__(message)
+        self.exit_status = exit_status
+
+
+@dataclass
+class Scored:
+    """What the scoring loop produced: one result per scored row (a prefix of the input)."""
+
+    results: list[RewardResult] = field(default_factory=list)
+    failures: list[int] = field(default_factory=list)  # row indices
+    interrupted: bool = False
+
+    @property
+    def complete(self) -> bool:
+        return not self.failures and not self.interrupted
+
 
 def output_row(
-    row: dict[str, Any], result: RewardResult, shaped: float | None, advantage: float
+    row: dict[str, Any], result: RewardResult, shaped: float | None, advantage: float | None
 ) -> dict[str, Any]:
     """The input row with the result's fields added (they replace same-named input columns)."""
     out = dict(row)
@@ -45,64 +84,147 @@ def output_row(
     return out
 
 
+@contextmanager
+def heartbeat(
+    console: Console, every: float | None, router: Router, done: list[int], total: int
+) -> Iterator[None]:
+    """Print a 'still scoring' line every ``every`` seconds until the block ends, so that a
+    slow call is never minutes of silence."""
+    if every is None:
+        yield
+        return
+    timeouts = [t.timeout for r in router.routes.values() for t in r.terms] or [
+        router.config.timeout
+    ]
+    stop = threading.Event()
+    start = time.monotonic()
+
+    def beat() -> None:
+        while not stop.wait(every):
+            console.print(
+                f"still scoring after {time.monotonic() - start:.0f} s: {done[0]} of {total} "
+                f"rows done; a call gives up after {max(timeouts):g} s (`timeout`)",
+                highlight=False,
+            )
+
+    thread = threading.Thread(target=beat, name="rewardrouter-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 def score_rows(
     router: Router, job: JobConfig, rows: list[dict[str, Any]], console: Console
-) -> list[RewardResult]:
-    """Score ``rows`` in batches of ``data.batch_size``, with a progress bar on long inputs."""
+) -> Scored:
+    """Score ``rows`` in batches of ``data.batch_size``, with a progress bar on long inputs.
+
+    Stops after a batch in which a call failed under ``on_error: raise`` (those failures are
+    recorded, not raised), or at Ctrl-C; the results cover the rows scored until then.
+    """
     show = job.output.progress if job.output.progress is not None else len(rows) >= PROGRESS_FROM
-    results: list[RewardResult] = []
-    with Progress(console=console, disable=not show, transient=True) as progress:
+    scored = Scored()
+    done = [0]
+    size = job.data.batch_size
+    with (
+        heartbeat(console, job.output.heartbeat, router, done, len(rows)),
+        Progress(console=console, disable=not show, transient=True) as progress,
+    ):
         task = progress.add_task("scoring", total=len(rows))
-        for batch in chunks(rows, job.data.batch_size):
-            results += router.score_sync(batch, evaluation=job.output.evaluation)
+        for start in range(0, len(rows), size):
+            batch = rows[start : start + size]
+            try:
+                results = router.score_sync(
+                    batch, evaluation=job.output.evaluation, failures="record"
+                )
+            except KeyboardInterrupt:
+                scored.interrupted = True
+                break
+            scored.results += results
+            scored.failures += [start + i for i in results.failures]
+            done[0] += len(batch)
             progress.advance(task, len(batch))
-    return results
+            if results.failures:
+                break
+    return scored
 
 
-def run(cfg: DictConfig, output_dir: Path, console: Console) -> float:
-    """Validate the composed config, score the data, post-process, write outputs, summarize.
+def run(
+    cfg: DictConfig, output_dir: Path, console: Console, source: str = "composed config"
+) -> float:
+    """Validate the composed config and run the job (:func:`run_job`)."""
+    return run_job(validate(to_container(cfg, source), JobConfig, source), output_dir, console)
+
+
+def run_job(job: JobConfig, output_dir: Path, console: Console) -> float:
+    """Check the data, score it, post-process, write the outputs and summarize.
 
     Writes ``rewards.jsonl`` (or ``output.path``; each row gains reward, route, status, terms,
     shaped reward and advantage), ``summary.json`` and ``report.png`` to the job's output
-    folder, and returns the objective (for Hydra sweepers). Raises :class:`AdvantageCheckError`
-    if a constant prompt group got a non-zero advantage.
+    folder, and returns the objective (for Hydra sweepers). Raises :class:`DataError` before
+    scoring for rows that cannot be scored, :class:`JobFailed` after writing for failed calls,
+    and :class:`AdvantageCheckError` if a constant prompt group got a non-zero advantage.
     """
-    job = validate(to_container(cfg, "composed config"), JobConfig, "composed config")
     data = Path(job.data.path) if job.data.path is not None else example_data()
-    rows = read_rows(data, job.data.limit)
+    rows = read_rows(data, job.data.limit, job.data.columns)
     with compile_router(job.router()) as router:
-        results = score_rows(router, job, rows, console)
-        processed = router.post_process(rows, results)
-        estimator = router.post_processor.estimator
+        problems = router.check(rows.rows) + column_problems(job.objective, rows.rows)
+        if problems:
+            located(rows, sorted(problems), "in rows that cannot be scored; nothing was scored")
+        scored = score_rows(router, job, rows.rows, console)
+        processed = router.post_process(rows.rows, scored.results) if scored.complete else None
+        chain = router.post_processor if processed is not None else None
+        estimator = chain.estimator if chain is not None else None
+    n = len(scored.results)
     out = Path(job.output.path) if job.output.path is not None else output_dir / "rewards.jsonl"
+    shaped = processed.shaped if processed else [r.reward for r in scored.results]
     write_rows(
         out,
-        map(output_row, rows, results, processed.shaped, processed.advantages),
+        map(
+            output_row,
+            rows.rows,
+            scored.results,
+            processed.shaped if processed else [None] * n,
+            processed.advantages if processed else [None] * n,
+        ),
     )
-    stats = route_stats(rows, results)
-    value = objective(job.objective, rows, results)
-    check = processed.constant_groups
-    summary = {
-        "data": str(data),
-        "rows": len(rows),
-        "objective": {"name": job.objective.name, "value": value},
-        "advantage": {
-            "stage": estimator.kind if estimator else None,
-            "constant_groups": check.groups if check else None,
-            "max_abs_advantage_in_constant_groups": check.max_abs_advantage if check else None,
+    stats = route_stats(rows.rows, scored.results, shaped)
+    value = objective(job.objective, rows.rows, scored.results, shaped)
+    failed = set(scored.failures)
+    warnings = count_warnings((i, r) for i, r in enumerate(scored.results) if i not in failed)
+    check = processed.constant_groups if processed else None
+    write_summary(
+        output_dir / "summary.json",
+        {
+            "data": str(data),
+            "rows": len(rows),
+            "scored": n,
+            "complete": scored.complete,
+            "objective": {"name": job.objective.name, "value": value},
+            "advantage": {
+                "stage": estimator.kind if estimator else None,
+                "constant_groups": check.groups if check else None,
+                "max_abs_advantage_in_constant_groups": check.max_abs_advantage if check else None,
+            },
+            "routes": [s.as_dict() for s in stats],
+            "warnings": [_warning_dict(w, rows) for w in warnings],
+            "failures": [_failure_dict(i, scored.results[i], rows) for i in scored.failures[:KEPT]],
         },
-        "routes": [s.as_dict() for s in stats],
-    }
-    (output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    advantages = [
-        a for a, r in zip(processed.advantages, processed.raw, strict=True) if r is not None
-    ]
+    )
     write_figure(
         output_dir / "report.png",
-        {s.route: s.rewards for s in stats if s.rewards},
-        advantages if estimator is not None else None,
+        {s.route: s.shaped for s in stats if s.shaped},
+        _advantages(processed) if estimator is not None else None,
+        "shaped reward" if chain is not None and (chain.stages or chain.route_stages) else "reward",
     )
     print_summary(stats, console)
+    for warning in warnings:
+        lines = ", ".join(str(rows.lines[i]) for i in warning.samples)
+        more = ", …" if warning.count > len(warning.samples) else ""
+        at = f"line{'s' if warning.count > 1 else ''} {lines}{more}"
+        console.print(f"[yellow]warning:[/] {escape(str(warning))} ({at})", highlight=False)
     if check is not None:
         verdict = (
             "all exactly 0" if check.all_zero else f"max |advantage| {check.max_abs_advantage}"
@@ -118,10 +240,58 @@ def run(cfg: DictConfig, output_dir: Path, console: Console) -> float:
             )
     console.print(f"objective {job.objective.name} = {value:.4f}")
     console.print(
-        f"scored {len(rows)} rows from {data}; wrote {out}, {output_dir}/summary.json and "
+        f"scored {n} of {len(rows)} rows from {data}; wrote {out}, {output_dir}/summary.json and "
         f"{output_dir}/report.png (reward and advantage histograms)"
     )
+    if not scored.complete:
+        raise _failed(scored, rows)
     return value
+
+
+def _advantages(processed: PostProcessResult | None) -> list[float]:
+    if processed is None:
+        return []
+    return [a for a, r in zip(processed.advantages, processed.raw, strict=True) if r is not None]
+
+
+def _warning_dict(warning: ScoreWarning, rows: Rows) -> dict[str, Any]:
+    return {
+        "code": warning.code,
+        "where": warning.where,
+        "count": warning.count,
+        "status": warning.status,
+        "lines": [rows.lines[i] for i in warning.samples],
+        "message": str(warning),
+    }
+
+
+def _failure_dict(i: int, result: RewardResult, rows: Rows) -> dict[str, Any]:
+    return {
+        "line": rows.lines[i],
+        "route": result.route,
+        "status": result.status,
+        "error": result.error_message,
+    }
+
+
+def _failed(scored: Scored, rows: Rows) -> JobFailed:
+    left = len(rows) - len(scored.results)
+    tail = f"; {left} row(s) after it were not scored" if left else ""
+    if scored.interrupted:
+        return JobFailed(
+            f"interrupted: the {len(scored.results)} row(s) scored are written{tail}", 130
+        )
+    listed = "\n".join(
+        f"  - {rows.at(i)}: route {scored.results[i].route!r}: {scored.results[i].status}: "
+        f"{scored.results[i].error_message}"
+        for i in scored.failures[:SHOWN]
+    )
+    more = f"\n  … and {len(scored.failures) - SHOWN} more" if len(scored.failures) > SHOWN else ""
+    return JobFailed(
+        f"{len(scored.failures)} reward call(s) failed under `on_error: raise`; the job stopped "
+        f"after their batch{tail}. Every scored row is written (status and error per row):\n"
+        f"{listed}{more}"
+    )
 
 
 class AdvantageCheckError(RewardRouterError):

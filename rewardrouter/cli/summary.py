@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -23,11 +25,19 @@ STATUSES = ("ok", "skipped", "kept", "aborted", "error", "timeout", "invalid")
 
 @dataclass
 class RouteStats:
-    """Rewards, status counts and constant prompt groups of one route."""
+    """Rewards, status counts and constant prompt groups of one route.
+
+    ``rewards`` are the rewards as scored; ``shaped`` what the advantage stage received (the
+    same when no shaping ran). ``not_applied`` counts samples scored ``ok`` with at least one
+    term that returned None; ``constant_groups`` counts prompt groups whose shaped rewards are
+    all equal, as the advantage check does.
+    """
 
     route: str
     rewards: list[float] = field(default_factory=list)
+    shaped: list[float] = field(default_factory=list)
     statuses: Counter[str] = field(default_factory=Counter)
+    not_applied: int = 0
     groups: int = 0
     constant_groups: int = 0
 
@@ -37,14 +47,11 @@ class RouteStats:
 
     @property
     def mean(self) -> float | None:
-        return sum(self.rewards) / len(self.rewards) if self.rewards else None
+        return mean_std(self.rewards)[0]
 
     @property
     def std(self) -> float | None:
-        mean = self.mean
-        if mean is None:
-            return None
-        return math.sqrt(sum((r - mean) ** 2 for r in self.rewards) / len(self.rewards))
+        return mean_std(self.rewards)[1]
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -53,33 +60,72 @@ class RouteStats:
             "mean": self.mean,
             "std": self.std,
             "statuses": dict(self.statuses),
+            "terms_not_applied": self.not_applied,
             "groups": self.groups,
             "constant_groups": self.constant_groups,
         }
 
 
+def mean_std(values: Sequence[float]) -> tuple[float | None, float | None]:
+    """Mean and population std, finite for any finite inputs (1e308 included: computed on
+    values scaled by the largest magnitude); ``(None, None)`` for no values."""
+    if not values:
+        return None, None
+    scale = max(abs(v) for v in values) or 1.0
+    scaled = [v / scale for v in values]
+    mean = math.fsum(scaled) / len(scaled)
+    var = math.fsum((v - mean) ** 2 for v in scaled) / len(scaled)
+    return mean * scale, math.sqrt(var) * scale
+
+
 def route_stats(
-    rows: Sequence[dict[str, Any]], results: Sequence[RewardResult]
+    rows: Sequence[dict[str, Any]],
+    results: Sequence[RewardResult],
+    shaped: Sequence[float | None] | None = None,
 ) -> list[RouteStats]:
     """One :class:`RouteStats` per route (:data:`NOT_SCORED` for samples never routed), by name.
 
-    A prompt group (rows sharing ``group_index``) counts for the route of its first routed row.
+    ``results`` may cover a prefix of ``rows`` (a job that stopped early); ``shaped`` holds the
+    rewards after shaping (default: the rewards). A prompt group (rows sharing
+    ``group_index``) counts for the route of its first routed row.
     """
+    shaped = [r.reward for r in results] if shaped is None else shaped
     stats: dict[str, RouteStats] = defaultdict(lambda: RouteStats(""))
-    for result in results:
+    for result, value in zip(results, shaped, strict=True):
         entry = stats[result.route or NOT_SCORED]
         entry.route = result.route or NOT_SCORED
         entry.statuses[result.status] += 1
         if result.reward is not None:
             entry.rewards.append(result.reward)
-    for members in prompt_groups(rows).values():
+        if value is not None:
+            entry.shaped.append(value)
+        if result.status == "ok" and None in result.terms.values():
+            entry.not_applied += 1
+    for members in prompt_groups(rows[: len(results)]).values():
         routed = [route for i in members if (route := results[i].route) is not None]
         if len(members) < 2 or not routed:
             continue
         entry = stats[routed[0]]
         entry.groups += 1
-        entry.constant_groups += is_constant([results[i].reward for i in members])
+        entry.constant_groups += is_constant([shaped[i] for i in members])
     return [stats[name] for name in sorted(stats)]
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by None: strict JSON has no NaN."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def write_summary(path: Path, summary: dict[str, Any]) -> None:
+    """``summary.json``: strict JSON (no NaN or Infinity), indented."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(json_safe(summary), indent=2, allow_nan=False) + "\n")
 
 
 def _fmt(value: float | None) -> str:
@@ -90,13 +136,21 @@ def summary_table(stats: Sequence[RouteStats], title: str = "rewards per route")
     table = Table(
         title=title,
         caption="groups: prompt groups (group_index) seen; constant: those whose answers all got "
-        "the same reward, so GRPO learns nothing from them",
+        "the same (shaped) reward, so GRPO learns nothing from them"
+        + (
+            "; term n/a: rows where a term returned None, so the other terms alone gave the reward"
+            if any(st.not_applied for st in stats)
+            else ""
+        ),
     )
     for column in ("route", "n", "mean", "std"):
         table.add_column(column, justify="left" if column == "route" else "right")
     shown = [s for s in STATUSES if any(st.statuses[s] for st in stats)]
     for status in shown:
         table.add_column(status, justify="right")
+    not_applied = any(st.not_applied for st in stats)
+    if not_applied:
+        table.add_column("term n/a", justify="right", style="yellow")
     table.add_column("groups", justify="right")
     table.add_column("constant", justify="right")
     for st in stats:
@@ -106,6 +160,7 @@ def summary_table(stats: Sequence[RouteStats], title: str = "rewards per route")
             _fmt(st.mean),
             _fmt(st.std),
             *(str(st.statuses[s]) for s in shown),
+            *([str(st.not_applied)] if not_applied else []),
             str(st.groups),
             str(st.constant_groups),
         )

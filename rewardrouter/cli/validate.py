@@ -5,6 +5,7 @@ none), then against the models, then compiled (import paths, signatures, referen
 
     rewardrouter validate conf/router/mixed.yaml my_router.yaml
     rewardrouter validate router=mixed datasets=[gsm8k]
+    rewardrouter validate --config my_router.yaml shaping=grpo
 
 Exit status: 0 when everything is valid, 1 otherwise.
 """
@@ -21,7 +22,7 @@ import yaml
 from rich.console import Console
 from rich.markup import escape
 
-from rewardrouter.cli.compose import compose_job
+from rewardrouter.cli.compose import compose_job, source_name
 from rewardrouter.config.job import JobConfig
 from rewardrouter.config.load import load_config
 from rewardrouter.config.models import RouterConfig
@@ -67,9 +68,12 @@ def main(argv: list[str]) -> int:
         prog="rewardrouter validate", description=__doc__.splitlines()[0]
     )
     parser.add_argument(
+        "--config", type=Path, default=None, metavar="FILE", help="a router YAML of your own"
+    )
+    parser.add_argument(
         "targets", nargs="*", help="YAML files, or overrides for the composed config"
     )
-    opts = parser.parse_args(argv)
+    opts = parser.parse_intermixed_args(argv)
     console = Console(highlight=False)
     files = [Path(t) for t in opts.targets if t.endswith((".yaml", ".yml")) and "=" not in t]
     overrides = [t for t in opts.targets if Path(t) not in files]
@@ -80,10 +84,10 @@ def main(argv: list[str]) -> int:
         console.print("[red]invalid[/]" if problems else "[green]valid[/]", escape(str(path)))
         for problem in problems:
             console.print(escape(f"  - {problem}"))
-    if overrides or not files:
-        label = f"composed config ({' '.join(overrides) or 'defaults'})"
+    if overrides or opts.config is not None or not files:
+        label = f"{source_name(opts.config)} ({' '.join(overrides) or 'defaults'})"
         try:
-            compile_router(compose_job(overrides).router()).close()
+            compile_router(compose_job(overrides, opts.config).router()).close()
             console.print("[green]valid[/]", escape(label))
         except RewardRouterError as exc:
             failed += 1

@@ -15,6 +15,7 @@ from omegaconf.errors import OmegaConfBaseException
 from pydantic import BaseModel, ValidationError
 
 from rewardrouter.config.models import RouterConfig
+from rewardrouter.config.overrides import created_names, existing_routes, split_dotlist
 from rewardrouter.config.problems import problems_from_validation, yaml_path
 from rewardrouter.errors import ConfigError, Problem
 
@@ -74,17 +75,11 @@ def validate(data: Mapping[str, Any], model: type[M], source: str | None = None)
         raise ConfigError(problems_from_validation(exc, data, model), source) from None
 
 
-def load_config(
-    path: str | Path,
-    overrides: Sequence[str] = (),
-    model: type[M] = RouterConfig,  # type: ignore[assignment]  # (a default for a TypeVar)
-) -> M:
-    """Load a router YAML, apply dotlist ``overrides`` and validate it.
+def read_yaml(path: str | Path) -> DictConfig:
+    """A router YAML as an OmegaConf mapping, unvalidated, without Hydra's own keys
+    (``defaults``, ``hydra``: they mean nothing outside a compose).
 
-    >>> cfg = load_config("conf/router/mixed.yaml", ["routes.gsm8k.rewards.format.weight=0.2"])
-
-    Raises :class:`ConfigError` listing every problem: unreadable file, bad override syntax,
-    ``???`` left unset, interpolations that do not resolve, and schema violations.
+    Raises :class:`ConfigError` for a file that is missing, not YAML, or not a mapping.
     """
     file = Path(path)
     source = str(file)
@@ -102,18 +97,46 @@ def load_config(
     try:
         cfg = OmegaConf.load(file)
     except Exception as exc:  # yaml.YAMLError and OmegaConf's own errors
-        raise ConfigError([Problem("", f"cannot parse YAML: {exc}")], source) from None
+        message = " ".join(str(exc).split())
+        raise ConfigError([Problem("", f"cannot parse YAML: {message}")], source) from None
     if not isinstance(cfg, DictConfig):
         raise ConfigError([Problem("", "the top level must be a mapping of router fields")], source)
-    for hydra_key in ("defaults", "hydra"):  # Hydra's own keys mean nothing outside a compose
+    for hydra_key in ("defaults", "hydra"):
         cfg.pop(hydra_key, None)
+    return cfg
+
+
+def load_config(
+    path: str | Path,
+    overrides: Sequence[str] = (),
+    model: type[M] = RouterConfig,  # type: ignore[assignment]  # (a default for a TypeVar)
+) -> M:
+    """Load a router YAML, apply dotlist ``overrides`` and validate it.
+
+    >>> cfg = load_config("conf/router/mixed.yaml", ["routes.gsm8k.rewards.format.weight=0.2"])
+
+    An override may set any field of an existing route or term; one that would create a route
+    or a term must say so with ``+`` (``+routes.new.rewards.correct.kind=math``), so that a
+    typo'd name is reported with a "did you mean" instead of silently adding one.
+
+    Raises :class:`ConfigError` listing every problem: unreadable file, bad override syntax,
+    an override creating a name without ``+``, ``???`` left unset, interpolations that do not
+    resolve, and schema violations.
+    """
+    source = str(path)
+    cfg = read_yaml(path)
     if overrides:
+        dotlist, plain = split_dotlist(overrides)
+        created = created_names(existing_routes(cfg), plain)
+        if created:
+            raise ConfigError(created, f"{source} with overrides")
         try:
-            cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(overrides)))
+            merged = OmegaConf.merge(cfg, OmegaConf.from_dotlist(dotlist))
         except OmegaConfBaseException as exc:
             raise ConfigError(
                 [Problem("", f"bad override in {list(overrides)}: {exc}", "use key.path=value")],
                 source,
             ) from None
-    assert isinstance(cfg, DictConfig)
+        assert isinstance(merged, DictConfig)
+        cfg = merged
     return validate(to_container(cfg, source), model, source)

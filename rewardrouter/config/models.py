@@ -33,7 +33,7 @@ _IDENT = re.compile(r"^[A-Za-z_][\w-]*$")
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class FallbackValue(_Model):
@@ -44,8 +44,10 @@ class FallbackValue(_Model):
 
 OnError = Literal["raise", "skip"] | FallbackValue
 
-#: Seconds one reward call may take when neither the term nor the router says otherwise.
-DEFAULT_TIMEOUT = 300.0
+#: Seconds one reward call may take when neither the term nor the router says otherwise: long
+#: enough for any grader and a remote call's retries (a remote term's default `deadline` is
+#: 50 s), short enough that a hung call does not idle a trainer's GPUs for minutes.
+DEFAULT_TIMEOUT = 60.0
 
 
 class RewardTerm(_Model):

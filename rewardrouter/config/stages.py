@@ -20,11 +20,15 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Annotated, Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+#: The finest quantize grid: below it ``reward / step`` overflows for ordinary rewards
+#: (1e-320 turns every reward above 2e-12 into inf).
+MIN_QUANTIZE_STEP = 1e-12
 
 
 class _Stage(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class ClipStage(_Stage):
@@ -104,7 +108,21 @@ class QuantizeStage(_Stage):
     """Round rewards to the nearest multiple of ``step`` (halves round to even multiples)."""
 
     kind: Literal["quantize"] = "quantize"
-    step: float = Field(gt=0, description="Grid spacing, e.g. 0.1 or 1.")
+    step: float = Field(
+        gt=0,
+        description="Grid spacing, e.g. 0.1 or 1; at least 1e-12 (a finer grid changes no "
+        "reward a trainer sees, and reward / step would overflow).",
+    )
+
+    @field_validator("step")
+    @classmethod
+    def _not_too_fine(cls, step: float) -> float:
+        if step < MIN_QUANTIZE_STEP:
+            raise ValueError(
+                f"step {step!r} is finer than 1e-12: reward / step overflows (1e-320 turns every "
+                f"reward above 2e-12 into inf); use a step of 1e-12 or more"
+            )
+        return step
 
 
 class CustomStage(_Stage):

@@ -6,9 +6,16 @@ import math
 from numbers import Real
 from typing import Any
 
+from rewardrouter.errors import did_you_mean
+
 
 class InvalidReturn(Exception):
-    """A return value the router cannot use; the message says what was found and expected."""
+    """A return value the router cannot use; the message says what was found and expected,
+    ``hint`` (when known) what to change."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
 
 
 def _short(value: Any) -> str:
@@ -32,8 +39,12 @@ def to_value(raw: Any, key: str | None) -> float | None:
                 f"to name the training value"
             )
         if key not in raw:
+            keys = sorted(map(str, raw))
+            close = did_you_mean(key, keys)
             raise InvalidReturn(
-                f"returned a dict without key {key!r} (keys: {sorted(map(str, raw))})"
+                f"returned a dict without key {key!r} (keys: {keys})",
+                f"{close + ' ' if close else ''}set the term's `key:` to the entry that is the "
+                f"training value",
             )
         entry = raw[key]
         if isinstance(entry, dict):

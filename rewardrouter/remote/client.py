@@ -7,7 +7,7 @@ Request body, as slime's ``remote_rm`` sends it (``metadata`` only with ``send_m
 The JSON reply is the reward: a number, a dict (the term's ``key`` names the training value) or
 ``null`` ("not applicable"); the router reads it like any reward function's return value. In
 batch mode the body is a JSON list of such objects and the reply must be a list of the same
-length, in order.
+length, in order; an entry ``{"error": message}`` fails that sample alone.
 
 Every request: at most ``concurrency`` in flight per term, ``timeout`` seconds each, retried with
 jittered exponential backoff after connection errors, timeouts, 5xx and 429 (waiting what
@@ -237,7 +237,14 @@ class RemoteReward(JsonEndpoint):
             )
         if len(reply) != len(chunk):
             raise RemoteInvalid(f"batch reply has {len(reply)} rewards for {len(chunk)} samples")
-        return reply
+        # An entry {"error": ..., "status": ...} (as `rewardrouter serve` answers for a sample it
+        # could not score) fails that sample alone.
+        return [
+            RemoteRejected(f"the server could not score this sample: {item['error']}")
+            if isinstance(item, dict) and "error" in item and set(item) <= {"error", "status"}
+            else item
+            for item in reply
+        ]
 
     def _body(self, sample: SampleLike) -> dict[str, Any]:
         body = {

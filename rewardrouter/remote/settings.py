@@ -9,7 +9,7 @@ Example (a judge behind a bearer token, scored in batches of 32)::
       kwargs:
         url: http://127.0.0.1:8000/reward
         timeout: 30                    # seconds per request
-        deadline: 120                  # seconds per sample (or batch), all attempts together
+        deadline: 50                   # seconds per sample (or batch), all attempts together
         retries: 3
         concurrency: 32
         auth_env: JUDGE_TOKEN          # sent as "Authorization: Bearer $JUDGE_TOKEN"
@@ -26,15 +26,16 @@ class EndpointSettings(BaseModel):
     """How to reach one HTTP endpoint: every kind that posts JSON somewhere (``remote``, ``judge``,
     ``code`` on SandboxFusion) reads these fields. Every field has a default but ``url``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     url: str = Field(description="http(s) endpoint the requests go to.")
     timeout: float = Field(default=30.0, gt=0, description="Seconds one request may take.")
     deadline: float = Field(
-        default=120.0,
+        default=50.0,
         gt=0,
         description="Seconds for one sample (one batch in batch mode), every attempt and wait "
-        "included, counted from its first attempt.",
+        "included, counted from its first attempt; keep it below the term's `timeout` (the "
+        "router's default is 60 s), which cuts the call otherwise.",
     )
     retries: int = Field(
         default=3, ge=0, description="Extra attempts after connection errors, timeouts, 5xx, 429."

@@ -101,7 +101,7 @@ def instruction_ids() -> list[str]:
 class IfevalSettings(BaseModel):
     """How an ``ifeval`` term scores a response."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     mode: Literal["strict", "loose"] = Field(
         default="strict", description="IFEval's strict test, or its loose one (see the docs)."

@@ -46,10 +46,13 @@ def assemble(
     groups: Sequence[RouteGroup],
     outcomes: Sequence[Sequence[Outcome]],
     evaluation: bool,
+    record: bool = False,
 ) -> ScoreBatch:
     """The results of every sample of ``triage``, in input order, from each group's outcomes.
 
-    Raises :class:`RewardError` for the first failure whose term says ``on_error: raise``.
+    Raises :class:`RewardError` for the first failure whose term says ``on_error: raise``,
+    unless ``record``: then such a failure is recorded like ``on_error: skip`` and the sample
+    listed in the batch's ``failures``.
     """
     n = len(triage.decisions)
     rewards: list[float | None] = [None] * n
@@ -69,11 +72,12 @@ def assemble(
             else:
                 pending.setdefault(i, []).append((term, outcome or Outcome(value)))
     full = dict(triage.settled)
+    recorded: list[int] | None = [] if record else None
     for i, calls in pending.items():
         decision = triage.decisions[i]
         assert decision is not None  # only routed samples have calls
-        full[i] = combine(i, decision, calls, evaluation)
-    return ScoreBatch(triage.decisions, rewards, values, full)
+        full[i] = combine(i, decision, calls, evaluation, recorded)
+    return ScoreBatch(triage.decisions, rewards, values, full, tuple(sorted(recorded or ())))
 
 
 def _returns(
@@ -86,11 +90,18 @@ def _returns(
     return ((member, o.value, o) for member, o in zip(group.members(), outcomes, strict=True))
 
 
-def combine(index: int, decision: Decision, calls: Calls, evaluation: bool) -> RewardResult:
+def combine(
+    index: int,
+    decision: Decision,
+    calls: Calls,
+    evaluation: bool,
+    recorded: list[int] | None = None,
+) -> RewardResult:
     """The result of sample ``index`` from its ``(term, outcome)`` pairs (any order).
 
     Raises :class:`RewardError` for the first failure, in term order, whose term says
-    ``on_error: raise``.
+    ``on_error: raise`` — unless ``recorded`` is a list: then the failure is recorded like
+    ``on_error: skip`` (its message carrying the fix) and ``index`` appended to ``recorded``.
     """
     route = decision.route
     if len(calls) > 1:
@@ -100,15 +111,23 @@ def combine(index: int, decision: Decision, calls: Calls, evaluation: bool) -> R
     total, applied, skip = 0.0, False, False
     status: Status = "ok"
     errors: list[str] = []
-    for term, (call_status, value, message) in _read_each(calls, evaluation):
+    for term, (call_status, value, message, hint) in _read_each(calls, evaluation):
         if value is not None and not math.isfinite(total + term.weight * value):
             message = _beyond_range(term, value, total)
             call_status, value = "invalid", None
         if call_status != "ok":
-            value, skipped = _on_error(index, route.name, term, call_status, message)
+            fix = hint or failure_fix(term, call_status, message or "")
+            value, skipped = _on_error(
+                index, route.name, term, call_status, message, fix, recorded is not None
+            )
             skip |= skipped
             status = call_status if status == "ok" else status
-            errors.append(f"{term.name}: {message}")
+            if term.on_error == "raise":  # recorded instead of raised
+                errors.append(f"{term.name}: {message} ({fix})")
+                if recorded is not None and index not in recorded[-1:]:
+                    recorded.append(index)
+            else:
+                errors.append(f"{term.name}: {message}")
         terms[term.name] = value
         if value is not None:
             total += term.weight * value
@@ -139,33 +158,72 @@ def _beyond_range(term: BoundTerm, value: float, total: float) -> str:
 
 def _read_each(
     calls: Calls, evaluation: bool
-) -> Iterator[tuple[BoundTerm, tuple[Status, float | None, str | None]]]:
-    """Each term with its call's status, training (or evaluation) value and error message."""
+) -> Iterator[tuple[BoundTerm, tuple[Status, float | None, str | None, str | None]]]:
+    """Each term with its call's status, training (or evaluation) value, error message and,
+    when the value's reader knows it, what to change."""
     for term, outcome in calls:
         if outcome.status != "ok":
-            yield term, (outcome.status, None, outcome.error)
+            yield term, (outcome.status, None, outcome.error, None)
             continue
         try:
-            yield term, ("ok", to_value(outcome.value, term.key_for(evaluation)), None)
+            yield term, ("ok", to_value(outcome.value, term.key_for(evaluation)), None, None)
         except InvalidReturn as exc:
-            yield term, ("invalid", None, str(exc))
+            yield term, ("invalid", None, str(exc), exc.hint)
 
 
 def _on_error(
-    index: int, route: str, term: BoundTerm, status: Status, message: str | None
+    index: int,
+    route: str,
+    term: BoundTerm,
+    status: Status,
+    message: str | None,
+    fix: str,
+    record: bool = False,
 ) -> tuple[float | None, bool]:
-    """What ``term``'s ``on_error`` makes of a failed call: ``(value, skipped)``, or a raise."""
+    """What ``term``'s ``on_error`` makes of a failed call: ``(value, skipped)``, or a raise
+    (a skip when the caller records failures)."""
     policy = term.on_error
-    if policy == "raise":
+    if policy == "raise" and not record:
         raise RewardError(
             f"sample {index}, route {route!r}, term {term.name!r} ({term.fn.name}): "
-            f"{status}: {message}. Set `on_error: skip` or `on_error: {{value: 0.0}}` "
-            f"on {term.where or 'the term'} to record such failures instead of raising",
+            f"{status}: {message}. {fix}",
             index=index,
             route=route,
             term=term.name,
             function=term.fn.name,
         )
-    if policy == "skip":
+    if policy in ("raise", "skip"):
         return None, True
+    assert not isinstance(policy, str)
     return policy.value, False
+
+
+#: How executors and the remote client begin the message of a failure that is not the reward
+#: function's own: the fix is in the infrastructure, not in the function or its config.
+_INFRASTRUCTURE = {
+    "the worker": "the worker processes failed, not the function",
+    "a worker": "the worker processes failed, not the function",
+    "worker processes": "the worker processes failed, not the function",
+    "the Ray actor pool": "the Ray actors failed, not the function",
+    "RemoteUnavailable": "the reward server is unreachable or failing",
+    "RemoteRejected": "the reward server refused the request",
+    "RemoteTimeout": "the reward server did not answer in time",
+}
+
+
+def failure_fix(term: BoundTerm, status: str, message: str) -> str:
+    """What to do about a failed call, by its cause: the function, its deadline, or the
+    infrastructure it ran on; ``on_error`` comes last, as the way to record such failures."""
+    where = term.where or "the term"
+    record = f"or set `on_error: skip` or `on_error: {{value: 0.0}}` on {where} to record them"
+    cause = next((v for k, v in _INFRASTRUCTURE.items() if message.startswith(k)), None)
+    if cause is not None:
+        return f"{cause}: fix the cause above (then run again), {record}"
+    if status == "timeout":
+        return (
+            f"raise `timeout` on {where} (now {term.timeout:g} s) if such calls may take "
+            f"longer, {record}"
+        )
+    if status == "invalid":
+        return f"make {term.fn.name} return a number, a dict with its `key`, or None, {record}"
+    return f"fix {term.fn.name} where the message says it raised, {record}"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
 from rewardrouter.compile.routes import CompiledRoute
-from rewardrouter.errors import RoutingError, did_you_mean
+from rewardrouter.errors import RoutingError, did_you_mean, listed
 from rewardrouter.introspect import ResolveError, module_allowed
 from rewardrouter.sample import SampleLike, metadata_of, spec_field
 
@@ -162,7 +162,6 @@ class Resolver:
 
 
 def raise_unroutable(failures: list[tuple[int, str]]) -> NoReturn:
-    """One :class:`RoutingError` listing (up to ten of) the samples that could not be routed."""
-    shown = "\n".join(f"  - sample {i}: {why}" for i, why in failures[:10])
-    more = f"\n  … and {len(failures) - 10} more" if len(failures) > 10 else ""
-    raise RoutingError(f"{len(failures)} sample(s) could not be routed:\n{shown}{more}")
+    """One :class:`RoutingError` listing (up to ten of) the samples that no route accepts or
+    that have no response."""
+    raise RoutingError(listed(failures, "cannot be scored"))

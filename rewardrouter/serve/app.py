@@ -16,12 +16,16 @@ the router and no code. slime sends no metadata: such samples go to the config's
 label carries the route). A ``remote`` term with ``batch: true`` posting to ``/batch`` gets one reward
 per sample, in order.
 
-A reply is the reward: a number, or ``null`` when no term applied or a failure was skipped by
-``on_error``. Anything else is a JSON object ``{"error": message}`` with the status:
+``/reward`` replies with the reward, a number (what slime's ``remote_rm`` reads), or with a
+JSON object ``{"error": message, "status": ...}`` and a 4xx status; ``/batch`` replies 200 with
+one entry per sample: the reward, ``null`` when no term applied (or ``on_error: skip`` skipped a
+failure), or ``{"error": message, "status": ...}`` for that sample alone. The statuses:
 
-- 400: the body is not JSON or not the shape above, or the sample cannot be routed;
+- 400: the body is not JSON or not the shape above, or the sample cannot be routed (in a batch:
+  that sample's entry, status ``unroutable``);
 - 422: a reward call failed under ``on_error: raise`` (the message names the sample, route and
-  term);
+  term), or ``/reward`` got no reward for the sample (no term applied, or ``on_error: skip``):
+  slime's client needs a number, so the fix is an ``on_error: {value: x}`` fallback;
 - 404 / 405: no such endpoint, or the wrong method;
 - 500: anything unexpected. No request ever stops the server.
 """
@@ -123,12 +127,61 @@ async def _score(router: Router, samples: list[Sample]) -> Sequence[RewardResult
     return results
 
 
+async def _score_each(
+    router: Router, samples: list[Sample]
+) -> list[RewardResult | dict[str, str]]:
+    """Each sample's result, or ``{"error", "status"}`` for one that could not be scored (no
+    route, no response, or a failed call of an ``on_error: raise`` term): one sample's problem
+    never fails the others."""
+    problems = dict(router.check(samples, post_process=False))
+    scorable = [s for i, s in enumerate(samples) if i not in problems]
+    scored = await router.score(scorable, failures="record")
+    raised = set(scored.failures)
+    results = iter(enumerate(scored))
+    out: list[RewardResult | dict[str, str]] = []
+    for i in range(len(samples)):
+        if i in problems:
+            out.append({"error": f"sample {i}: {problems[i]}", "status": "unroutable"})
+            continue
+        j, result = next(results)
+        if result.failed:
+            log.warning(
+                "sample %d, route %r: %s (%s); replied %s",
+                i,
+                result.route,
+                result.status,
+                result.error_message,
+                result.reward,
+            )
+        if j in raised:
+            message = f"sample {i}, route {result.route!r}: {result.error_message}"
+            out.append({"error": message, "status": result.status})
+        else:
+            out.append(result)
+    return out
+
+
 async def reward(request: web.Request) -> web.Response:
-    """slime's ``remote_rm``: one sample in, its reward out; or OpenRLHF's batch body."""
+    """slime's ``remote_rm``: one sample in, its reward (a number) out, anything else a 4xx; or
+    OpenRLHF's batch body."""
     data = await _json(request)
     if isinstance(data, dict) and "query" in data:
         return await _openrlhf(request.app[ROUTER], data)
-    [result] = await _score(request.app[ROUTER], _samples([data], batched=False))
+    [result] = await _score_each(request.app[ROUTER], _samples([data], batched=False))
+    if isinstance(result, dict):
+        status = 400 if result["status"] == "unroutable" else 422
+        return web.json_response(result, status=status)
+    if result.reward is None:
+        why = result.error_message or "no term applied"
+        return web.json_response(
+            {
+                "error": f"no reward for this sample (route {result.route!r}, status "
+                f"{result.status}: {why}); slime's remote_rm needs a number: give the term "
+                f"`on_error: {{value: x}}`, or a term that applies to such samples",
+                "status": result.status,
+            },
+            status=422,
+        )
     return web.json_response(result.reward)
 
 
@@ -153,12 +206,14 @@ async def _openrlhf(router: Router, data: dict[str, Any]) -> web.Response:
 
 
 async def batch(request: web.Request) -> web.Response:
-    """A JSON list of samples in, the list of their rewards out (same length and order)."""
+    """A JSON list of samples in, one entry per sample out (same length and order): the reward,
+    ``null`` when no term applied, or ``{"error", "status"}`` for a sample that could not be
+    scored."""
     data = await _json(request)
     if not isinstance(data, list):
         raise BadRequest(400, f"expected a JSON list of samples, found {type(data).__name__}")
-    results = await _score(request.app[ROUTER], _samples(data, batched=True))
-    return web.json_response([r.reward for r in results])
+    results = await _score_each(request.app[ROUTER], _samples(data, batched=True))
+    return web.json_response([r if isinstance(r, dict) else r.reward for r in results])
 
 
 async def health(request: web.Request) -> web.Response:

@@ -1,6 +1,10 @@
 """``rewardrouter serve``: load a router YAML, compile it, and serve it until SIGINT / SIGTERM.
 
-    rewardrouter serve --config conf/router/mixed.yaml --override default_route=gsm8k --port 8000
+    rewardrouter serve --config my_router.yaml --port 8000
+    rewardrouter serve router=mixed default_route=gsm8k --port 8000
+
+The router is read as by every other command: ``--config FILE`` or ``router=NAME``, then
+``key=value`` overrides.
 
 Prints ``rewardrouter serve: listening on http://HOST:PORT`` once the socket is bound
 (``--port 0`` takes any free port, and that line says which). A port that cannot be bound exits
@@ -17,7 +21,7 @@ import sys
 
 from aiohttp import web
 
-from rewardrouter.config.load import load_config
+from rewardrouter.cli.compose import add_config_arguments, router_config
 from rewardrouter.router import Router, compile_router
 from rewardrouter.serve.app import make_app
 
@@ -28,14 +32,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Serve a reward router over HTTP: POST /reward (slime's remote_rm body), "
         "POST /batch (a list of samples), GET /health.",
     )
-    parser.add_argument("--config", required=True, help="router YAML (e.g. conf/router/mixed.yaml)")
-    parser.add_argument(
-        "--override",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="dotlist override, repeatable: --override default_route=gsm8k",
-    )
+    add_config_arguments(parser)
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free)")
     return parser
@@ -64,11 +61,11 @@ def serve_main(argv: list[str]) -> int:
     Raises :class:`~rewardrouter.ConfigError` for a config that does not load or compile (the
     command line prints it without a traceback).
     """
-    args = _parser().parse_args(argv)
+    args = _parser().parse_intermixed_args(argv)
     logging.basicConfig(
         level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s: %(message)s"
     )
-    with compile_router(load_config(args.config, args.override)) as router:
+    with compile_router(router_config(args.config, args.overrides)) as router:
         try:
             asyncio.run(serve(router, args.host, args.port))
         except OSError as exc:

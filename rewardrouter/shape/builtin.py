@@ -34,7 +34,7 @@ from rewardrouter.config.stages import (
     TruncationPenaltyStage,
     require_functions,
 )
-from rewardrouter.shape.batch import ShapeBatch
+from rewardrouter.shape.batch import Field, ShapeBatch
 
 
 def clip(stage: ClipStage, rewards: Tensor, batch: ShapeBatch, where: str) -> Tensor:
@@ -80,6 +80,10 @@ def quantize(stage: QuantizeStage, rewards: Tensor, batch: ShapeBatch, where: st
 
 
 BuiltinStage = Callable[[Any, Tensor, ShapeBatch, str], Tensor]
+
+#: Per-sample fields a built-in stage reads besides the rewards, which every sample must then
+#: carry (``truncated`` is always known: it comes from the status).
+STAGE_INPUTS: dict[str, tuple[Field, ...]] = {"overlong_penalty": ("response_length",)}
 
 BUILTIN_STAGES: dict[str, BuiltinStage] = {
     "clip": clip,

@@ -45,7 +45,8 @@ from rewardrouter.config.stages import (
     ShapingStage,
 )
 from rewardrouter.errors import ConfigError, Problem
-from rewardrouter.shape.batch import ShapeBatch
+from rewardrouter.shape.batch import Field, ShapeBatch
+from rewardrouter.shape.builtin import STAGE_INPUTS
 from rewardrouter.shape.chain import CompiledStage, compile_stage, run_stages
 
 
@@ -109,6 +110,21 @@ class PostProcessor:
         if processor is None:
             raise ConfigError(problems)
         return processor
+
+    def required_inputs(self) -> dict[Field, str]:
+        """The per-sample fields this chain reads, each with the first stage that reads it.
+
+        Every sample of a batch must carry each of them; :meth:`Router.check
+        <rewardrouter.Router.check>` looks for them before anything is scored.
+        """
+        needs: dict[Field, str] = {}
+        stages = [s for route in self.route_stages.values() for s in route] + list(self.stages)
+        for stage in stages:
+            for name in STAGE_INPUTS.get(stage.config.kind, ()):
+                needs.setdefault(name, f"{stage.where} ({stage.config.kind})")
+        if self.estimator is not None and self.estimator.group_by == "index":
+            needs.setdefault("group_index", f"the advantage stage `{self.estimator.kind}`")
+        return needs
 
     @property
     def route_names(self) -> tuple[str, ...]:

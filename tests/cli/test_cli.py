@@ -114,12 +114,12 @@ def test_launch_command_overrides_reach_the_router(tmp_path: Path) -> None:
         pytest.param(["data.path=missing.jsonl"], "data.path: file not found", id="missing_data"),
         pytest.param(
             ["router=mixed", "data.path=ungrouped.jsonl"],
-            "sample 0 has no group_index, but the advantage stage `grpo` groups by it",
+            "ungrouped.jsonl:1: no group_index, but the advantage stage `grpo` groups by it",
             id="advantage_without_groups",
         ),
         pytest.param(
             ["router=mixed", "data.path=unroutable.jsonl"],
-            "sample 0: no route matched",
+            "unroutable.jsonl:1: no route matched",
             id="unroutable",
         ),
     ],
@@ -143,4 +143,33 @@ def test_bad_json_line_is_located(tmp_path: Path) -> None:
     (tmp_path / "bad.jsonl").write_text('{"response": "x"}\n{"response": \n')
     done = run(tmp_path, "data.path=bad.jsonl")
     assert done.returncode == 2
-    assert "bad.jsonl:2: invalid JSON" in " ".join(done.stderr.split())
+    assert "bad.jsonl:2:14: invalid JSON" in " ".join(done.stderr.split())
+
+
+def test_help_lists_the_subcommands_and_version_is_ours(tmp_path: Path) -> None:
+    done = run(tmp_path, "--help")
+    assert done.returncode == 0
+    for command in ("check", "explain", "validate", "serve", "--config FILE"):
+        assert command in done.stdout
+    assert "powered by Hydra" not in done.stdout
+    version = run(tmp_path, "--version")
+    assert version.stdout.strip() == "rewardrouter 0.1.0"
+
+
+def test_the_main_job_takes_a_router_file_and_imports_rewards_from_the_current_folder(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "my_rewards.py").write_text(
+        "def shout(args, sample):\n    return float(sample.response.isupper())\n"
+    )
+    (tmp_path / "router.yaml").write_text(
+        "allowed_modules: [my_rewards]\ndefault_route: loud\n"
+        "routes:\n  loud:\n    rewards:\n      shout: {path: my_rewards.shout}\n"
+    )
+    (tmp_path / "rows.jsonl").write_text('{"response": "HI"}\n{"response": "hi"}\n')
+    done = run(tmp_path, "--config", "router.yaml", "data.path=rows.jsonl", "output.path=out.jsonl")
+    assert done.returncode == 0, done.stderr
+    assert [r["reward"] for r in rows(tmp_path / "out.jsonl")] == [1.0, 0.0]
+    both = run(tmp_path, "--config", "router.yaml", "router=mixed")
+    assert both.returncode == 2
+    assert "both --config FILE and router=NAME" in " ".join(both.stderr.split())

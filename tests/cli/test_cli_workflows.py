@@ -177,6 +177,28 @@ def test_explain_a_row_of_a_data_file(capsys: pytest.CaptureFixture[str]) -> Non
     assert "gsm8k" in out and "reward 0.1" in out
 
 
+def test_explain_an_aborted_row(capsys: pytest.CaptureFixture[str]) -> None:
+    assert explain.main(["router=mixed", "--data", str(DATA), "--line", "12"]) == 0
+    assert "status aborted" in capsys.readouterr().out
+
+
+def test_explain_a_sample_given_on_the_command_line_under_an_advantage_stage(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # mixed ends in grpo, which groups by group_index: a sample alone is its own group
+    argv = ["router=mixed", "--response", "\\boxed{72}", "--label", "72"]
+    assert explain.main([*argv, "--metadata", '{"dataset": "gsm8k"}']) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "reward 1.1 status ok" in out and "computed for the sample alone" in out
+
+
+def test_explain_a_line_without_a_row(tmp_path: Path) -> None:
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"response": "x"}\n\n{"response": "y"}\n')
+    with pytest.raises(explain.ExplainError, match="has no row on line 2"):
+        explain.main(["--data", str(data), "--line", "2"])
+
+
 # -- validate -------------------------------------------------------------------------------
 
 

@@ -203,7 +203,7 @@ def test_a_remote_term_pointed_at_serve_scores_like_the_router_itself(
             "/reward",
             {"response": "x", "metadata": {"dataset": "failing"}},
             422,
-            "sample 0, route 'failing', term 't' (rr_testfns.raises): error: ValueError",
+            "sample 0, route 'failing': t: ValueError: cannot score 'x'",
             id="reward_failure_under_raise",
         ),
         pytest.param("/nowhere", {"response": "x"}, 404, "Not Found", id="unknown_endpoint"),
@@ -225,11 +225,48 @@ def test_wrong_method_is_a_json_405(served: tuple[str, Router]) -> None:
     assert get(f"{base}/reward") == (405, {"error": "Method Not Allowed"})
 
 
-def test_skipped_failure_replies_null(served: tuple[str, Router]) -> None:
+def test_a_sample_without_a_reward_is_never_a_null_for_slime(served: tuple[str, Router]) -> None:
+    """slime's remote_rm turns the reply into a float: no reward must be an error it sees."""
     base, _ = served
-    assert post(f"{base}/reward", {"response": "x", "metadata": {"dataset": "skipping"}}) == (
-        200,
-        None,
+    code, reply = post(f"{base}/reward", {"response": "x", "metadata": {"dataset": "skipping"}})
+    assert code == 422
+    assert reply["status"] == "error"
+    assert "no reward for this sample (route 'skipping'" in reply["error"]
+    assert "on_error: {value: x}" in reply["error"]
+
+
+def test_a_batch_entry_fails_alone(served: tuple[str, Router]) -> None:
+    base, router = served
+    samples = [
+        ROUTED_SAMPLES[2],
+        {"response": "x", "metadata": {"dataset": "skipping"}},  # on_error: skip → null
+        {"response": "x", "metadata": {"custom_rm_path": "os.system"}},  # unroutable
+        {"response": "x", "metadata": {"dataset": "failing"}},  # on_error: raise
+        ROUTED_SAMPLES[0],
+    ]
+    code, reply = post(f"{base}/batch", samples)
+    assert code == 200
+    expected = [r.reward for r in router.score_sync([samples[0], samples[4]])]
+    assert [reply[0], reply[1], reply[4]] == [expected[0], None, expected[1]]
+    assert reply[2]["status"] == "unroutable" and "outside allowed_modules" in reply[2]["error"]
+    assert reply[3]["status"] == "error" and "ValueError: cannot score 'x'" in reply[3]["error"]
+
+
+def test_a_remote_batch_term_fails_only_the_samples_serve_could_not_score(
+    served: tuple[str, Router],
+) -> None:
+    base, _ = served
+    kwargs = {"url": f"{base}/batch", "batch": True, "send_metadata": True}
+    term = {"kind": "remote", "kwargs": kwargs, "on_error": "skip"}
+    samples = [ROUTED_SAMPLES[2], {"response": "x", "metadata": {"dataset": "failing"}}]
+    with compile_router(
+        {"default_route": "r", "routes": {"r": {"rewards": {"j": term}}}}
+    ) as client:
+        ok, failed = client.score_sync(samples)
+    assert (ok.reward, ok.status) == (1.0, "ok")
+    assert (failed.reward, failed.status) == (None, "error")
+    assert "the server could not score this sample: sample 1, route 'failing'" in (
+        failed.error_message or ""
     )
 
 
@@ -275,7 +312,6 @@ def test_serve_command_end_to_end(tmp_path: Path) -> None:
         str(config),
         "--port",
         "0",
-        "--override",
         "default_route=squad",
     ]
     process = subprocess.Popen(

@@ -156,6 +156,12 @@ def test_stage_without_its_input_names_stage_and_field(stage: ShapingStage, fiel
         ),
         pytest.param({"kind": "truncation_penalty"}, "exactly one", id="truncation_neither"),
         pytest.param({"kind": "quantize", "step": 0}, "greater than 0", id="quantize_zero_step"),
+        # reward / 1e-320 overflows: every reward above 2e-12 would become inf
+        pytest.param(
+            {"kind": "quantize", "step": 1e-320}, "finer than 1e-12", id="quantize_subnormal_step"
+        ),
+        pytest.param({"kind": "clip", "min": float("nan")}, "finite number", id="clip_nan"),
+        pytest.param({"kind": "scale", "mul": float("inf")}, "finite number", id="scale_inf"),
         pytest.param({"kind": "clip", "mn": 0}, "Extra inputs", id="typo_key"),
     ],
 )

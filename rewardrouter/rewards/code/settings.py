@@ -30,7 +30,7 @@ class CodeLimits(BaseModel):
     """What one test case of a program may use. Enforced by the local sandbox; on SandboxFusion
     ``timeout`` and ``memory_mb`` become the request's ``run_timeout`` and ``memory_limit_MB``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     timeout: float = Field(
         default=6.0, gt=0, description="Wall-clock seconds per test case; the case is killed then."
@@ -81,7 +81,7 @@ class FusionServer(EndpointSettings):
 class CodeSettings(BaseModel):
     """How a ``code`` term finds, runs and grades the program in a response."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     backend: Literal["local", "sandbox_fusion"] = Field(
         default="local",

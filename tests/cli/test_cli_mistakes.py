@@ -1,0 +1,408 @@
+"""User mistakes in data and overrides: each ends in a located error or a counted warning.
+
+The job runs in-process as ``rewardrouter`` runs it (compose, check, score, write); the exit
+status is the one the command line gives (2 for a mistake, 1 for failed calls).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import rr_testfns
+from rich.console import Console
+
+from rewardrouter import ConfigError, load_config
+from rewardrouter.cli import validate
+from rewardrouter.cli.compose import compose_job
+from rewardrouter.cli.score import run_job
+from rewardrouter.errors import RewardRouterError
+
+MATH = {"metadata": {"dataset": "openai/gsm8k"}}
+
+
+@dataclass
+class Job:
+    status: int
+    output: str
+    folder: Path
+
+    @property
+    def message(self) -> str:
+        return " ".join(self.output.split())
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        path = self.folder / "rewards.jsonl"
+        return [json.loads(line) for line in path.read_text().splitlines()]
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        def strict(name: str) -> Any:
+            raise AssertionError(f"summary.json holds {name}, which is not JSON")
+
+        return json.loads((self.folder / "summary.json").read_text(), parse_constant=strict)  # type: ignore[no-any-return]
+
+
+def job(folder: Path, data: str | bytes, *overrides: str, config: Path | None = None) -> Job:
+    """Run the main job on ``data`` (a JSONL text) with ``overrides``."""
+    path = folder / "data.jsonl"
+    path.write_bytes(data if isinstance(data, bytes) else data.encode())
+    console = Console(record=True, width=200)
+    args = [f"data.path={path}", f"output.path={folder / 'rewards.jsonl'}", *overrides]
+    try:
+        run_job(compose_job(args, config), folder, console)
+        status = 0
+    except RewardRouterError as exc:
+        console.print(f"error: {exc}")
+        status = getattr(exc, "exit_status", 2)
+    return Job(status, console.export_text(), folder)
+
+
+def lines(*rows: dict[str, Any] | str) -> str:
+    return "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows)
+
+
+GOOD = {"response": "x", "label": "x"}
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        pytest.param('{"label": "x"}', "data.jsonl:2: `response` is missing", id="no_response"),
+        pytest.param('{"response": null}', "data.jsonl:2: `response` is null", id="null_response"),
+        pytest.param(
+            '{"response": ["x"]}', "`response` must be a string", id="response_not_a_string"
+        ),
+        pytest.param(
+            '{"response": "x", "solution": "x"}',
+            "`label` is missing, but the row has 'solution'; rename the column to `label`, or "
+            "map it with data.columns.label=solution",
+            id="label_under_another_name",
+        ),
+        pytest.param(
+            b'{"response": "\xff"}', "data.jsonl:2:15: byte 0xff is not UTF-8", id="not_utf8"
+        ),
+        pytest.param("[" * 100_000, "data.jsonl:2: JSON nested too deeply", id="deep_nesting"),
+        pytest.param(
+            '{"response": "x", "group_index": "a"}',
+            "`group_index` must be an integer, found str 'a'",
+            id="group_index_string",
+        ),
+        pytest.param(
+            f'{{"response": "x", "group_index": {2**70}}}',
+            "is outside the 64-bit integer range",
+            id="group_index_huge",
+        ),
+        pytest.param(
+            '{"response": "x", "group_index": 0.7}',
+            "`group_index` must be an integer, found 0.7 (it would be truncated",
+            id="group_index_fraction",
+        ),
+        pytest.param(
+            f'{{"response": "x", "reward": 1{"0" * 400}}}',
+            "`reward` holds 1000",
+            id="reward_401_digits",
+        ),
+        pytest.param('{"response": "x\\ud800"}', "a lone UTF-16 surrogate", id="lone_surrogate"),
+        pytest.param('{"response": "x", "reward": NaN}', "NaN is not JSON", id="nan_literal"),
+        pytest.param(
+            '{"response": "x", "status": "abortd"}',
+            "`status` 'abortd' is not a sample status; did you mean 'aborted'?",
+            id="status_typo",
+        ),
+        pytest.param(
+            '{"response": "x", "metadata": "gsm8k"}',
+            "`metadata` must be an object",
+            id="metadata_not_an_object",
+        ),
+        pytest.param(
+            '{"response": "x", "response_length": -3}',
+            "`response_length` must be a non-negative number",
+            id="negative_length",
+        ),
+        pytest.param('{"response": ', "data.jsonl:2:14: invalid JSON", id="bad_json"),
+    ],
+)
+def test_rows_that_cannot_be_read_are_located_and_nothing_is_scored(
+    tmp_path: Path, line: str | bytes, message: str
+) -> None:
+    data = lines(GOOD).encode() + (line if isinstance(line, bytes) else line.encode()) + b"\n"
+    done = job(tmp_path, data)
+    assert done.status == 2
+    assert message in done.message
+    assert "nothing was scored" in done.message
+    assert not (tmp_path / "rewards.jsonl").exists()
+
+
+def test_every_problem_of_a_file_is_listed_at_once(tmp_path: Path) -> None:
+    done = job(tmp_path, lines({"label": "x"}, GOOD, {"response": None}))
+    assert done.status == 2
+    assert "2 problem(s)" in done.message
+    assert "data.jsonl:1:" in done.message and "data.jsonl:3:" in done.message
+
+
+def test_a_label_column_can_be_mapped(tmp_path: Path) -> None:
+    done = job(tmp_path, lines({"response": "x", "solution": "x"}), "data.columns.label=solution")
+    assert done.status == 0, done.output
+    assert done.rows[0]["reward"] == 1.0
+
+
+@pytest.mark.parametrize("data", [pytest.param("", id="empty"), pytest.param("\n \n", id="blank")])
+def test_a_file_without_rows_is_an_error(tmp_path: Path, data: str) -> None:
+    done = job(tmp_path, data)
+    assert done.status == 2
+    assert "data.jsonl: no rows to score" in done.message
+
+
+def test_summary_json_is_strict_json_when_nothing_could_be_measured(tmp_path: Path) -> None:
+    # `agreement` needs an expected_reward column that these rows lack: the objective is NaN
+    done = job(tmp_path, lines(GOOD), "objective.name=agreement")
+    assert done.status == 0, done.output
+    assert done.summary["objective"] == {"name": "agreement", "value": None}
+
+
+# -- checked before the first reward call -------------------------------------------------------
+
+COUNTED = """
+allowed_modules: [rr_testfns]
+default_route: counted
+routes:
+  counted:
+    rewards:
+      length: {path: rr_testfns.group_len}
+post_process:
+%s
+"""
+
+
+@pytest.mark.parametrize(
+    ("stages", "row", "message"),
+    [
+        pytest.param(
+            "  - {kind: grpo}",
+            {"response": "abc"},
+            "data.jsonl:3: no group_index, but the advantage stage `grpo` groups by it; give "
+            "every sample its prompt group's group_index",
+            id="group_index",
+        ),
+        pytest.param(
+            "  - {kind: overlong_penalty, max_len: 10, buffer: 2}",
+            {"response": "abc", "group_index": 0},
+            "data.jsonl:3: no response_length, but post_process[0] (overlong_penalty) reads it",
+            id="response_length",
+        ),
+    ],
+)
+def test_fields_the_shaping_needs_are_checked_before_any_reward_call(
+    tmp_path: Path, stages: str, row: dict[str, Any], message: str
+) -> None:
+    config = tmp_path / "router.yaml"
+    config.write_text(COUNTED % stages)
+    good = {"response": "ab", "group_index": 0, "response_length": 2}
+    done = job(tmp_path, lines(good, good, row), config=config)
+    assert done.status == 2
+    assert message in done.message
+    assert "post-processor" not in done.message  # the API's word, not the command line's
+    assert rr_testfns.CALLS == []  # no reward function ran
+
+
+def test_unroutable_rows_are_listed_before_any_reward_call(tmp_path: Path) -> None:
+    config = tmp_path / "router.yaml"
+    config.write_text((COUNTED % "  []").replace("default_route: counted", "default_route: null"))
+    done = job(
+        tmp_path, lines(GOOD, {"response": "x", "metadata": {"dataset": "other"}}), config=config
+    )
+    assert done.status == 2
+    assert "data.jsonl:1: no route matched" in done.message
+    assert "data.jsonl:2: no route matched (dataset='other'" in done.message
+    assert rr_testfns.CALLS == []
+
+
+# -- what was scored before a failure is kept ---------------------------------------------------
+
+FAILING = """
+allowed_modules: [rr_testfns]
+default_route: values
+routes:
+  values:
+    rewards:
+      value: {path: rr_testfns.returns}
+"""
+
+
+def test_a_failed_call_stops_the_job_and_keeps_what_was_scored(tmp_path: Path) -> None:
+    config = tmp_path / "router.yaml"
+    config.write_text(FAILING)
+    rows = [{"response": "x", "metadata": {"value": v}} for v in (1.0, 0.5, "oops", 1.0, 0.0)]
+    done = job(tmp_path, lines(*rows[:2], "", *rows[2:]), "data.batch_size=2", config=config)
+    assert done.status == 1
+    # batches [1, 2] and [4, 5] ran (line 3 is blank); line 6 was never scored
+    assert [r["reward"] for r in done.rows] == [1.0, 0.5, None, 1.0]
+    assert done.rows[2]["status"] == "invalid"
+    assert "data.jsonl:4: route 'values': invalid" in done.message
+    assert "1 row(s) after it were not scored" in done.message
+    summary = done.summary
+    assert (summary["rows"], summary["scored"], summary["complete"]) == (5, 4, False)
+    [failure] = summary["failures"]
+    assert (failure["line"], failure["status"]) == (4, "invalid")
+    assert "returned str 'oops'" in failure["error"]
+
+
+def test_a_long_call_shows_a_sign_of_life(tmp_path: Path) -> None:
+    config = tmp_path / "router.yaml"
+    config.write_text(FAILING.replace("rr_testfns.returns", "rr_testfns.sleeps"))
+    data = lines({"response": "x", "metadata": {"seconds": 1.0}})
+    done = job(tmp_path, data, "output.heartbeat=0.25", config=config)
+    assert done.status == 0, done.output
+    assert "still scoring after 0 s: 0 of 1 rows done; a call gives up after 60 s" in done.message
+
+
+# -- counted warnings ---------------------------------------------------------------------------
+
+
+def test_a_term_that_does_not_apply_is_a_counted_warning(tmp_path: Path) -> None:
+    rows = [
+        {"response": "\\boxed{72}", "label": "72", "group_index": 0, **MATH},
+        {"response": "\\boxed{72}", "label": "", "group_index": 0, **MATH},  # blank label
+        {"response": "\\boxed{70}", "label": "72", "group_index": 0, **MATH},
+    ]
+    done = job(tmp_path, lines(*rows), "router=mixed")
+    assert done.status == 0, done.output
+    assert done.rows[1]["terms"] == {"correct": None, "format": 1.0}
+    [warning] = done.summary["warnings"]
+    assert (warning["code"], warning["where"], warning["count"], warning["lines"]) == (
+        "not_applicable",
+        "routes.gsm8k.rewards.correct",
+        1,
+        [2],
+    )
+    [gsm8k] = done.summary["routes"]
+    assert gsm8k["terms_not_applied"] == 1
+    assert "term n/a" in done.output
+    assert "warning: routes.gsm8k.rewards.correct: 1 sample(s): returned None" in done.message
+
+
+def test_extreme_kept_rewards_are_summarized_and_drawn(tmp_path: Path) -> None:
+    rows = [{"response": "x", "reward": r} for r in (1e308, -1e308, 1e308)]
+    done = job(tmp_path, lines(*rows))
+    assert done.status == 0, done.output
+    assert (tmp_path / "report.png").stat().st_size > 0
+    [kept] = done.summary["routes"]
+    assert kept["mean"] == pytest.approx(1e308 / 3)
+
+
+def test_constant_groups_are_counted_on_the_rewards_grpo_sees(tmp_path: Path) -> None:
+    # raw rewards 1.2 and 1.5 differ, but `clip max 1` makes the group constant for GRPO
+    config = tmp_path / "router.yaml"
+    config.write_text(
+        FAILING + "    shaping:\n      - {kind: clip, max: 1.0}\npost_process:\n  - {kind: grpo}\n"
+    )
+    rows = [{"response": "x", "group_index": 0, "metadata": {"value": v}} for v in (1.2, 1.5)]
+    done = job(tmp_path, lines(*rows), "objective.name=informative_groups", config=config)
+    assert done.status == 0, done.output
+    assert "1 constant group(s), their advantages all exactly 0" in done.message
+    [route] = done.summary["routes"]
+    assert route["constant_groups"] == 1
+    assert done.summary["objective"]["value"] == 0.0
+
+
+# -- overrides and config groups ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("override", "where", "hint"),
+    [
+        pytest.param(
+            "routes.gsm8kk.rewards.correct.kind=math",
+            "routes.gsm8kk: the override routes.gsm8kk.rewards.correct.kind=... creates a new "
+            "route 'gsm8kk'",
+            "did you mean 'gsm8k'? (to add a route on purpose, write "
+            "+routes.gsm8kk.rewards.correct.kind=...)",
+            id="route",
+        ),
+        pytest.param(
+            "routes.gsm8k.rewards.corect.kind=exact_match",
+            "routes.gsm8k.rewards.corect: the override routes.gsm8k.rewards.corect.kind=... "
+            "creates a new term 'corect' (terms: correct, format)",
+            "did you mean 'correct'?",
+            id="term",
+        ),
+    ],
+)
+def test_an_override_does_not_create_a_route_or_term_by_accident(
+    tmp_path: Path, override: str, where: str, hint: str
+) -> None:
+    for load in (
+        lambda: compose_job(["router=mixed", override]),
+        lambda: load_config("conf/router/mixed.yaml", [override]),
+    ):
+        with pytest.raises(ConfigError) as caught:
+            load()
+        text = " ".join(str(caught.value).split())
+        assert where in text and hint in text
+    deliberate = compose_job(["router=mixed", "+" + override])
+    assert (
+        load_config("conf/router/mixed.yaml", ["+" + override]).routes.keys()
+        == deliberate.routes.keys()
+    )
+
+
+def test_overrides_still_set_fields_a_yaml_leaves_to_defaults() -> None:
+    job_config = compose_job(["router=mixed", "routes.gsm8k.rewards.correct.timeout=5"])
+    assert job_config.routes["gsm8k"].rewards["correct"].timeout == 5
+
+
+@pytest.mark.parametrize(
+    ("override", "hint"),
+    [
+        pytest.param("shaping=grpoo", "did you mean 'grpo'?", id="shaping"),
+        pytest.param("datasets=[gsm8k,gpqaa]", "did you mean 'gpqa'?", id="datasets"),
+        pytest.param("router=mixd", "did you mean 'mixed'?", id="router"),
+    ],
+)
+def test_a_config_group_option_that_does_not_exist_is_refused(
+    override: str, hint: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(ConfigError, match="no option") as caught:
+        compose_job([override])
+    assert hint in str(caught.value)
+    assert validate.main([override]) == 1
+    assert hint in capsys.readouterr().out
+
+
+# -- config numbers -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("override", "where"),
+    [
+        pytest.param(
+            "routes.exact.rewards.correct.weight=.nan",
+            "routes.exact.rewards.correct.weight",
+            id="weight_nan",
+        ),
+        pytest.param(
+            "routes.exact.rewards.correct.on_error={value: .inf}",
+            "on_error.value",
+            id="fallback_inf",
+        ),
+        pytest.param("timeout=.inf", "timeout", id="timeout_inf"),
+        pytest.param(
+            "post_process=[{kind: clip, min: .nan}]", "post_process[0].min", id="clip_nan"
+        ),
+        pytest.param(
+            "post_process=[{kind: quantize, step: 1e-320}]",
+            "post_process[0].step",
+            id="quantize_subnormal",
+        ),
+    ],
+)
+def test_config_numbers_must_be_finite(override: str, where: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        compose_job([override])
+    assert where in str(caught.value)
+    assert validate.main([override]) == 1

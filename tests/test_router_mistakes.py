@@ -1,0 +1,188 @@
+"""Mistakes a trainer's code can make with the library: never a plausible reward.
+
+A missing response, a fractional group id, a term that did not apply, a failure whose fix is
+not ``on_error``: each is an error naming the sample, or a warning counted on the batch.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from rr_testfns import row
+
+from rewardrouter import ConfigError, RewardError, RoutingError, Sample, SampleError
+from rewardrouter.results import ScoreWarning
+
+
+def _router(make_router: Any, *terms: tuple[str, dict[str, Any]], **config: Any) -> Any:
+    return make_router({"default_route": "r", "routes": {"r": {"rewards": dict(terms)}}, **config})
+
+
+EXACT = ("correct", {"kind": "exact_match"})
+
+
+@pytest.mark.parametrize(
+    "sample",
+    [
+        pytest.param({"label": "x"}, id="dict_without_response"),
+        pytest.param({"response": None, "label": "x"}, id="dict_with_null_response"),
+        pytest.param(Sample(response=None, label="x"), id="object_with_null_response"),
+    ],
+)
+def test_a_sample_without_a_response_is_not_scored_as_empty(make_router: Any, sample: Any) -> None:
+    router = _router(make_router, EXACT)
+    with pytest.raises(RoutingError, match=r"sample 1: `response` is missing or null"):
+        router.score_sync([row("x", "x"), sample])
+    [(index, message)] = router.check([row("x", "x"), sample])
+    assert index == 1 and message.startswith("`response` is missing or null")
+
+
+def test_an_empty_response_is_still_an_answer(make_router: Any) -> None:
+    [result] = _router(make_router, EXACT).score_sync([row("", "x")])
+    assert (result.reward, result.status) == (0.0, "ok")
+
+
+def test_an_aborted_sample_needs_no_response(make_router: Any) -> None:
+    [result] = _router(make_router, EXACT).score_sync([{"status": "aborted"}])
+    assert result.status == "aborted"
+
+
+@pytest.mark.parametrize(
+    ("group", "message"),
+    [
+        pytest.param(0.7, "group_index must be an integer, found 0.7", id="fraction"),
+        pytest.param("a", "group_index must be an integer, found str 'a'", id="string"),
+        pytest.param(2**70, "group_index 1180591620717411303424 is outside the 64-bit", id="huge"),
+        pytest.param(True, "group_index must be an integer, found bool", id="bool"),
+        pytest.param(
+            None, "no group_index, but the advantage stage `grpo` groups by it", id="none"
+        ),
+    ],
+)
+def test_group_ids_the_advantage_stage_cannot_use(
+    make_router: Any, group: Any, message: str
+) -> None:
+    router = _router(make_router, EXACT, post_process=[{"kind": "grpo"}])
+    samples = [{**row("x", "x"), "group_index": 0}, {**row("y", "x"), "group_index": group}]
+    results = router.score_sync(samples)
+    with pytest.raises(SampleError, match=rf"sample 1: {re.escape(message)}"):
+        router.post_process(samples, results)
+    [(index, found)] = router.check(samples)
+    assert index == 1 and message in found
+
+
+def test_integral_float_group_ids_are_groups(make_router: Any) -> None:
+    router = _router(make_router, EXACT, post_process=[{"kind": "grpo"}])
+    samples = [{**row(r, "x"), "group_index": g} for r, g in (("x", 1.0), ("y", 1), ("x", 2.0))]
+    processed = router.post_process(samples, router.score_sync(samples))
+    assert processed.advantages[0] == -processed.advantages[1] != 0.0
+    assert processed.advantages[2] == 0.0
+
+
+def test_warnings_count_terms_that_did_not_apply(make_router: Any) -> None:
+    router = _router(make_router, EXACT, ("len", {"path": "rr_testfns.length", "weight": 0.1}))
+    batch = router.score_sync([row("x", "x"), row("y", None), row("z", "")])
+    assert batch.rewards == [1.1, 0.1, 0.1]
+    assert batch.warnings == [ScoreWarning("not_applicable", "r", 2, (1, 2), term="correct")]
+    assert str(batch.warnings[0]).startswith("routes.r.rewards.correct: 2 sample(s): returned None")
+
+
+def test_warnings_count_skipped_samples_and_recorded_failures(make_router: Any) -> None:
+    router = make_router(
+        {
+            "routes": {
+                "label": {"rewards": {"correct": {"kind": "exact_match"}}},
+                "fails": {
+                    "rewards": {"t": {"path": "rr_testfns.raises", "on_error": {"value": 0.0}}}
+                },
+            },
+        }
+    )
+    batch = router.score_sync([row("x", None, dataset="label"), row("x", "x", dataset="fails")])
+    assert batch.warnings == [
+        ScoreWarning("skipped", "label", 1, (0,)),
+        ScoreWarning("failed", "fails", 1, (1,), status="error"),
+    ]
+
+
+def test_a_batch_scored_as_intended_has_no_warnings(make_router: Any) -> None:
+    assert _router(make_router, EXACT).score_sync([row("x", "x"), row("y", "x")]).warnings == []
+
+
+def test_recorded_failures_keep_the_rest_of_the_batch(make_router: Any) -> None:
+    router = _router(make_router, ("t", {"path": "rr_testfns.returns"}))
+    samples = [row("a", value=1.0), row("b", value="oops"), row("c", value=0.5)]
+    batch = router.score_sync(samples, failures="record")
+    assert batch.rewards == [1.0, None, 0.5]
+    assert batch.failures == (1,)
+    assert batch.warnings == []  # a failure is not a warning
+    assert "returned str 'oops'" in (batch[1].error_message or "")
+
+
+@pytest.mark.parametrize(
+    ("term", "value", "fix"),
+    [
+        pytest.param(
+            {"path": "rr_testfns.returns", "key": "scor"},
+            {"score": 1.0, "acc": 1.0},
+            "did you mean 'score'? set the term's `key:`",
+            id="typo_in_key",
+        ),
+        pytest.param(
+            {"path": "rr_testfns.raises"},
+            1.0,
+            "fix rr_testfns.raises where the message says it raised",
+            id="function_raised",
+        ),
+        pytest.param(
+            {"path": "rr_testfns.slow", "timeout": 0.05},
+            1.0,
+            "raise `timeout` on routes.r.rewards.t (now 0.05 s)",
+            id="deadline",
+        ),
+        pytest.param(
+            {"kind": "remote", "kwargs": {"url": "http://127.0.0.1:9/reward", "retries": 0}},
+            1.0,
+            "the reward server is unreachable or failing: fix the cause above",
+            id="server_down",  # port 9 (discard) is closed on loopback
+        ),
+    ],
+)
+def test_a_failure_names_its_own_fix(
+    make_router: Any, term: dict[str, Any], value: Any, fix: str
+) -> None:
+    router = _router(make_router, ("t", term))
+    with pytest.raises(RewardError) as caught:
+        router.score_sync([row("x", value=value)])
+    assert fix in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("term", "stage", "where"),
+    [
+        pytest.param(
+            {"weight": float("nan")}, None, "routes.r.rewards.correct.weight", id="weight"
+        ),
+        pytest.param({"on_error": {"value": float("inf")}}, None, "on_error.value", id="fallback"),
+        pytest.param(
+            {"timeout": float("inf")}, None, "routes.r.rewards.correct.timeout", id="timeout"
+        ),
+        pytest.param({}, {"kind": "clip", "min": float("nan")}, "post_process[0].min", id="clip"),
+        pytest.param(
+            {}, {"kind": "quantize", "step": 1e-320}, "post_process[0].step", id="quantize"
+        ),
+    ],
+)
+def test_config_numbers_must_be_finite(
+    make_router: Any, term: dict[str, Any], stage: dict[str, Any] | None, where: str
+) -> None:
+    config = {
+        "default_route": "r",
+        "routes": {"r": {"rewards": {"correct": {"kind": "exact_match", **term}}}},
+        "post_process": [stage] if stage else [],
+    }
+    with pytest.raises(ConfigError) as caught:
+        make_router(config)
+    assert where in str(caught.value)
