@@ -59,6 +59,8 @@ class Origin(Protocol):
     @property
     def first_term(self) -> str:
         """The name of the route's (only) term."""
+
+
 WarningCode = Literal["not_applicable", "skipped", "failed"]
 
 _WARNING_TEXT: dict[str, str] = {

@@ -31,7 +31,8 @@ _INT64 = 2**63
 class SampleLike(Protocol):
     """What the router reads of a sample, by attribute.
 
-    Always ``response``, ``label`` and ``metadata``. When a sample has them, also ``prompt``,
+    Always ``response`` (``None``, or a missing one, is refused before scoring: it is never
+    read as an empty answer), ``label`` and ``metadata``. When a sample has them, also ``prompt``,
     ``status`` (``completed`` / ``truncated`` / ``aborted`` / ``failed``, enum or string),
     ``response_length``, ``group_index``, ``index``, ``reward`` (already set: kept, not scored
     again), ``custom_rm_path`` (slime, vime) and ``reward_spec`` (miles: ``rm_type``,
@@ -39,7 +40,7 @@ class SampleLike(Protocol):
     """
 
     @property
-    def response(self) -> str: ...
+    def response(self) -> str | None: ...
 
     @property
     def label(self) -> Any: ...
