@@ -215,7 +215,7 @@ def _architecture() -> str:
 
 def test_the_readme_draws_these_layers() -> None:
     section = _architecture()
-    diagram = section.split("```\n")[1]
+    diagram = section.split("```text\n")[1].split("```")[0]
     drawn = [tuple(line.split("  ")[0].split(" · ")) for line in diagram.splitlines()]
     assert drawn == [layer for layer in reversed(LAYERS) if layer != ("__init__",)]
 

@@ -71,7 +71,7 @@ SUBCOMMANDS: dict[str, str] = {
     "check": "rewardrouter.cli.check:main",
     "explain": "rewardrouter.cli.explain:main",
     "validate": "rewardrouter.cli.validate:main",
-    "serve": "rewardrouter.serve.main:serve_main",
+    "serve": "rewardrouter.cli.serve:main",
 }
 
 
@@ -98,9 +98,7 @@ def installed_version() -> str:
     try:
         return version("rewardrouter")
     except PackageNotFoundError:  # a source tree that was never installed
-        from rewardrouter import __version__
-
-        return __version__
+        return "(not installed: run `pip install -e .`)"
 
 
 def _created_in_job() -> None:

@@ -1,6 +1,6 @@
 """The router as a reward server: ``app`` (endpoints, request checks) and ``main`` (the command)."""
 
 from rewardrouter.serve.app import RewardRequest, make_app
-from rewardrouter.serve.main import serve, serve_main
+from rewardrouter.serve.main import add_serve_arguments, run_server, serve
 
-__all__ = ["RewardRequest", "make_app", "serve", "serve_main"]
+__all__ = ["RewardRequest", "add_serve_arguments", "make_app", "run_server", "serve"]

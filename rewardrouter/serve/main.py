@@ -1,10 +1,10 @@
-"""``rewardrouter serve``: load a router YAML, compile it, and serve it until SIGINT / SIGTERM.
+"""Serve a compiled router until SIGINT / SIGTERM: the server side of ``rewardrouter serve``.
+
+:func:`add_serve_arguments` declares the server's own flags, :func:`run_server` serves a router
+with them; the command (``rewardrouter.cli.serve``) reads the router as every command does::
 
     rewardrouter serve --config my_router.yaml --port 8000
     rewardrouter serve router=mixed default_route=gsm8k --port 8000
-
-The router is read as by every other command: ``--config FILE`` or ``router=NAME``, then
-``key=value`` overrides.
 
 Prints ``rewardrouter serve: listening on http://HOST:PORT`` once the socket is bound
 (``--port 0`` takes any free port, and that line says which). A port that cannot be bound exits
@@ -21,21 +21,14 @@ import sys
 
 from aiohttp import web
 
-from rewardrouter.cli.compose import add_config_arguments, router_config
-from rewardrouter.router import Router, compile_router
+from rewardrouter.router import Router
 from rewardrouter.serve.app import make_app
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="rewardrouter serve",
-        description="Serve a reward router over HTTP: POST /reward (slime's remote_rm body), "
-        "POST /batch (a list of samples), GET /health.",
-    )
-    add_config_arguments(parser)
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    """The server's own flags: ``--host``, ``--port``."""
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free)")
-    return parser
 
 
 async def serve(router: Router, host: str, port: int) -> None:
@@ -55,20 +48,15 @@ async def serve(router: Router, host: str, port: int) -> None:
         await runner.cleanup()
 
 
-def serve_main(argv: list[str]) -> int:
-    """The ``serve`` subcommand; returns the exit status.
-
-    Raises :class:`~rewardrouter.ConfigError` for a config that does not load or compile (the
-    command line prints it without a traceback).
-    """
-    args = _parser().parse_intermixed_args(argv)
+def run_server(router: Router, args: argparse.Namespace) -> int:
+    """Serve ``router`` with the flags of :func:`add_serve_arguments`; the exit status (1 when
+    the port cannot be bound)."""
     logging.basicConfig(
         level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s: %(message)s"
     )
-    with compile_router(router_config(args.config, args.overrides)) as router:
-        try:
-            asyncio.run(serve(router, args.host, args.port))
-        except OSError as exc:
-            print(f"error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
-            return 1
+    try:
+        asyncio.run(serve(router, args.host, args.port))
+    except OSError as exc:
+        print(f"error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 1
     return 0

@@ -1,0 +1,33 @@
+"""``rewardrouter serve``: read a router as every command does, compile it, serve it over HTTP.
+
+    rewardrouter serve --config my_router.yaml --port 8000
+    rewardrouter serve router=mixed default_route=gsm8k --port 8000
+
+Endpoints and replies: :mod:`rewardrouter.serve.app`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from rewardrouter.cli.compose import add_config_arguments, router_config
+from rewardrouter.router import compile_router
+from rewardrouter.serve import add_serve_arguments, run_server
+
+
+def main(argv: list[str]) -> int:
+    """The ``serve`` subcommand; returns the exit status.
+
+    Raises :class:`~rewardrouter.ConfigError` for a config that does not load or compile (the
+    command line prints it without a traceback).
+    """
+    parser = argparse.ArgumentParser(
+        prog="rewardrouter serve",
+        description="Serve a reward router over HTTP: POST /reward (slime's remote_rm body), "
+        "POST /batch (a list of samples), GET /health.",
+    )
+    add_config_arguments(parser)
+    add_serve_arguments(parser)
+    args = parser.parse_intermixed_args(argv)
+    with compile_router(router_config(args.config, args.overrides)) as router:
+        return run_server(router, args)
