@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol, cast
 
-from rewardrouter.errors import RoutingError, did_you_mean
+from rewardrouter.errors import Problem, RoutingError, did_you_mean
 
 #: Sample statuses as slime, miles and vime spell them (``Sample.Status`` values).
 SAMPLE_STATUSES = ("pending", "completed", "truncated", "aborted", "failed")
@@ -126,18 +126,6 @@ def spec_field(spec: Any, name: str) -> Any:
     return getattr(spec, name, None)
 
 
-@dataclass(frozen=True)
-class FieldProblem:
-    """A field of a data row that the router cannot use: which, what was found, what to do."""
-
-    field: str
-    message: str
-    hint: str | None = None
-
-    def __str__(self) -> str:
-        return f"`{self.field}` {self.message}" + (f"; {self.hint}" if self.hint else "")
-
-
 def group_index_problem(value: Any) -> str | None:
     """Why ``value`` cannot be a prompt group id (``None`` when it can: an integer in int64).
 
@@ -153,10 +141,13 @@ def group_index_problem(value: Any) -> str | None:
     return None
 
 
-def response_problem(row: Mapping[str, Any]) -> FieldProblem | None:
-    """A row whose ``response`` is missing, null or not a string (aborted rows need none)."""
+def response_problem(row: Mapping[str, Any]) -> Problem | None:
+    """A row whose ``response`` is missing, null or not a string (rows that are aborted or
+    carry their reward already need none)."""
     response = row.get("response")
     if isinstance(response, str) or _is_aborted(row.get("status")):
+        return None
+    if response is None and row.get("reward") is not None:
         return None
     if response is None:
         found = "is null" if "response" in row else "is missing"
@@ -167,31 +158,30 @@ def response_problem(row: Mapping[str, Any]) -> FieldProblem | None:
             if alias
             else "give every scored row the model's answer as a string"
         )
-        return FieldProblem(
-            "response", f"{found} (keys: {', '.join(map(str, row)) or 'none'})", hint
-        )
-    return FieldProblem(
+        return Problem("response", f"{found} (keys: {', '.join(map(str, row)) or 'none'})", hint)
+    return Problem(
         "response",
         f"must be a string, found {type(response).__name__} {_short(response)}",
         "write the model's answer as one JSON string",
     )
 
 
-def row_problems(row: Mapping[str, Any]) -> list[FieldProblem]:
-    """Every field of a data row (a JSONL line, a dict) that would be misread; ``[]`` if none.
+def row_problems(row: Mapping[str, Any]) -> list[Problem]:
+    """Every field of a data row (a JSONL line, a dict) that would be misread, each a
+    :class:`Problem` whose ``path`` is the field; ``[]`` if none.
 
     Checked before anything is scored: the response (missing, null, not a string), a label
     under another column name, ``metadata`` that is not an object, ``group_index`` that is
     not an integer, ``response_length`` that is not a non-negative number, an unknown
     ``status``, and a ``reward`` that is not a finite number or an object.
     """
-    problems: list[FieldProblem] = []
+    problems: list[Problem] = []
     response = response_problem(row)
     if response is not None:
         problems.append(response)
     if "label" not in row and (alias := [c for c in LABEL_COLUMNS if c in row]):
         problems.append(
-            FieldProblem(
+            Problem(
                 "label",
                 f"is missing, but the row has {alias[0]!r}",
                 f"rename the column to `label`, or map it with data.columns.label={alias[0]}",
@@ -200,7 +190,7 @@ def row_problems(row: Mapping[str, Any]) -> list[FieldProblem]:
     metadata = row.get("metadata")
     if metadata is not None and not isinstance(metadata, Mapping):
         problems.append(
-            FieldProblem(
+            Problem(
                 "metadata",
                 f"must be an object, found {type(metadata).__name__} {_short(metadata)}",
                 'write it as a JSON object, e.g. {"dataset": "gsm8k"}',
@@ -208,13 +198,11 @@ def row_problems(row: Mapping[str, Any]) -> list[FieldProblem]:
         )
     group = row.get("group_index")
     if group is not None and (why := group_index_problem(group)) is not None:
-        problems.append(
-            FieldProblem("group_index", why, "number each prompt group with an integer")
-        )
+        problems.append(Problem("group_index", why, "number each prompt group with an integer"))
     length = row.get("response_length")
     if length is not None and not (_is_number(length) and 0 <= length < math.inf):
         problems.append(
-            FieldProblem(
+            Problem(
                 "response_length",
                 f"must be a non-negative number of tokens, found {_short(length)}",
             )
@@ -223,7 +211,7 @@ def row_problems(row: Mapping[str, Any]) -> list[FieldProblem]:
     if status is not None and str(status).lower() not in SAMPLE_STATUSES:
         close = did_you_mean(str(status).lower(), SAMPLE_STATUSES)
         problems.append(
-            FieldProblem(
+            Problem(
                 "status",
                 f"{_short(status)} is not a sample status",
                 f"{close + ' ' if close else ''}expected one of: {', '.join(SAMPLE_STATUSES)}",
@@ -235,7 +223,7 @@ def row_problems(row: Mapping[str, Any]) -> list[FieldProblem]:
         for entry in entries:
             if _is_number(entry) and not _finite(entry):
                 problems.append(
-                    FieldProblem(
+                    Problem(
                         "reward",
                         f"holds {_short(entry)}, which is not a finite float",
                         "store rewards as finite numbers",
@@ -244,7 +232,7 @@ def row_problems(row: Mapping[str, Any]) -> list[FieldProblem]:
                 break
         if not (_is_number(reward) or isinstance(reward, Mapping)):
             problems.append(
-                FieldProblem(
+                Problem(
                     "reward",
                     f"must be a number or an object, found {type(reward).__name__} "
                     f"{_short(reward)}",

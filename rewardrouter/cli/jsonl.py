@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from rewardrouter.errors import RewardRouterError
+from rewardrouter.errors import Problem, RewardRouterError
 from rewardrouter.sample import row_problems
 
 #: Problems listed in one error; the rest are counted.
@@ -117,6 +117,10 @@ def _read_line(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
     return row, None
 
 
+def _field(problem: Problem) -> str:
+    return f"`{problem.path}` {problem.message}" + (f"; {problem.hint}" if problem.hint else "")
+
+
 def read_rows(
     path: Path, limit: int | None = None, columns: Mapping[Any, str] | None = None
 ) -> Rows:
@@ -139,7 +143,7 @@ def read_rows(
                     for field, column in (columns or {}).items():
                         if column in row:
                             row[field] = row[column]
-                    problem = "; ".join(map(str, row_problems(row))) or None
+                    problem = "; ".join(map(_field, row_problems(row))) or None
                 if problem is not None:
                     sep = ":" if problem[:1].isdigit() else ": "
                     problems.append(f"{path}:{number}{sep}{problem}")

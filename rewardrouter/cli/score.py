@@ -25,7 +25,7 @@ from rewardrouter.cli.figure import write_figure
 from rewardrouter.cli.jsonl import Rows, located, read_rows, write_rows
 from rewardrouter.cli.objective import column_problems, objective
 from rewardrouter.cli.paths import example_data
-from rewardrouter.cli.summary import print_summary, route_stats, write_summary
+from rewardrouter.cli.summary import json_safe, print_summary, route_stats, write_summary
 from rewardrouter.config.job import JobConfig
 from rewardrouter.config.load import to_container, validate
 from rewardrouter.errors import RewardRouterError
@@ -74,8 +74,8 @@ def output_row(
         level=result.level,
         status=result.status,
         terms=result.terms,
-        shaped=shaped,
-        advantage=advantage,
+        shaped=json_safe(shaped),  # strict JSON: a non-finite value (from 1e308 rewards) is null
+        advantage=json_safe(advantage),
     )
     if isinstance(result.raw, dict | list):
         out["raw"] = result.raw

@@ -287,12 +287,19 @@ def test_a_term_that_does_not_apply_is_a_counted_warning(tmp_path: Path) -> None
 
 
 def test_extreme_kept_rewards_are_summarized_and_drawn(tmp_path: Path) -> None:
-    rows = [{"response": "x", "reward": r} for r in (1e308, -1e308, 1e308)]
-    done = job(tmp_path, lines(*rows))
+    # rows that carry their reward need no response; GRPO over 1e308s overflows to null
+    rows = [{"reward": r, "group_index": 0} for r in (1e308, -1e308, 1e308)]
+    done = job(tmp_path, lines(*rows), "post_process=[{kind: grpo}]")
     assert done.status == 0, done.output
     assert (tmp_path / "report.png").stat().st_size > 0
     [kept] = done.summary["routes"]
     assert kept["mean"] == pytest.approx(1e308 / 3)
+
+    def strict(name: str) -> Any:
+        raise AssertionError(f"rewards.jsonl holds {name}")
+
+    for line in (tmp_path / "rewards.jsonl").read_text().splitlines():
+        json.loads(line, parse_constant=strict)
 
 
 def test_constant_groups_are_counted_on_the_rewards_grpo_sees(tmp_path: Path) -> None:
@@ -406,3 +413,11 @@ def test_config_numbers_must_be_finite(override: str, where: str) -> None:
         compose_job([override])
     assert where in str(caught.value)
     assert validate.main([override]) == 1
+
+
+def test_the_default_timeout_is_the_one_the_readme_states() -> None:
+    from rewardrouter.config.models import RouterConfig
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    [stated] = [line for line in readme.splitlines() if "# router default, seconds" in line]
+    assert float(stated.split(":")[1].split("#")[0]) == RouterConfig().timeout == 60.0

@@ -64,7 +64,8 @@ def test_own_dataset_map_from_the_worked_example(capsys: pytest.CaptureFixture[s
 def test_sweep_configs_compose() -> None:
     for sweep in sorted(p.stem for p in (ROOT / "conf" / "sweep").glob("*.yaml")):
         job = compose_job([f"+sweep={sweep}"])
-        assert job.objective.name == "agreement"
+        assert job.objective.name in ("agreement", "abs_error")
+        assert job.objective.column == "expected_reward"
 
 
 # -- check ----------------------------------------------------------------------------------
