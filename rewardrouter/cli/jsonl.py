@@ -9,6 +9,7 @@ surrogates, and the row fields that :func:`~rewardrouter.sample.row_problems` ch
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -93,7 +94,7 @@ def _read_line(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
     it reads ``data.jsonl:12:7: ...``.
     """
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8").removeprefix("\ufeff")  # a byte-order mark, as editors write
     except UnicodeDecodeError as exc:
         byte = raw[exc.start : exc.start + 1].hex()
         return None, f"{exc.start + 1}: byte 0x{byte} is not UTF-8; save the file as UTF-8"
@@ -162,6 +163,25 @@ def read_rows(
             f"per line"
         )
     return Rows(path, rows, lines)
+
+
+def writable(path: Path, setting: str) -> None:
+    """Raise :class:`DataError` unless ``path`` can be written: checked before anything is
+    scored, so that the results of a long run are not lost at its end."""
+    why = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+    if why is None and path.is_dir():
+        why = "it is a folder"
+    elif why is None and not os.access(path if path.exists() else path.parent, os.W_OK):
+        why = "permission denied"
+    if why is not None:
+        raise DataError(
+            f"{setting}: cannot write {path}: {why}; pass {setting}=<a file in a folder you "
+            f"can write>"
+        )
 
 
 def write_rows(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:

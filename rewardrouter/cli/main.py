@@ -33,7 +33,7 @@ from rewardrouter.cli.compose import (
     upsert_overrides,
 )
 from rewardrouter.cli.paths import conf_dir
-from rewardrouter.errors import ConfigError, Problem, RewardRouterError
+from rewardrouter.errors import ConfigError, Problem, RewardRouterError, did_you_mean
 
 USAGE_ERROR = 2
 
@@ -172,6 +172,19 @@ def main() -> None:
     try:
         if argv and argv[0] in SUBCOMMANDS:
             sys.exit(run_subcommand(argv[0], argv[1:]))
+        if argv and not argv[0].startswith(("-", "+", "~")) and "=" not in argv[0]:
+            close = did_you_mean(argv[0], SUBCOMMANDS)
+            raise ConfigError(
+                [
+                    Problem(
+                        "<command>",
+                        f"{argv[0]!r} is neither a command nor a key=value override",
+                        f"{close + ' ' if close else ''}commands: {', '.join(SUBCOMMANDS)}; "
+                        f"rewardrouter --help shows them",
+                    )
+                ],
+                "the command line",
+            )
         argv = job_arguments(argv)
         precheck(argv)
     except RewardRouterError as exc:

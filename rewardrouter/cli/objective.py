@@ -40,7 +40,7 @@ def objective(
     if config.name == "mean_reward":
         values = [r for r in rewards if r is not None]
         return math.fsum(v / len(values) for v in values) if values else float("nan")
-    if config.name in ("agreement", "abs_error"):
+    if config.needs_column:
         pairs = [
             (reward, float(row[config.column]))
             for row, reward in zip(rows, rewards, strict=True)
@@ -65,7 +65,7 @@ def column_problems(
 ) -> list[tuple[int, str]]:
     """Rows whose hand-scored ``column`` (read by ``agreement`` and ``abs_error``) is not a
     finite number or null: ``(row index, message)``, found before anything is scored."""
-    if config.name not in ("agreement", "abs_error"):
+    if not config.needs_column:
         return []
     problems = []
     for i, row in enumerate(rows):

@@ -22,13 +22,13 @@ from rich.markup import escape
 from rich.progress import Progress
 
 from rewardrouter.cli.figure import write_figure
-from rewardrouter.cli.jsonl import Rows, located, read_rows, write_rows
+from rewardrouter.cli.jsonl import DataError, Rows, located, read_rows, writable, write_rows
 from rewardrouter.cli.objective import column_problems, objective
 from rewardrouter.cli.paths import example_data
 from rewardrouter.cli.summary import json_safe, print_summary, route_stats, write_summary
-from rewardrouter.config.job import JobConfig
+from rewardrouter.config.job import JobConfig, ObjectiveConfig
 from rewardrouter.config.load import to_container, validate
-from rewardrouter.errors import RewardRouterError
+from rewardrouter.errors import RewardRouterError, did_you_mean
 from rewardrouter.results import RewardResult, ScoreWarning, count_warnings
 from rewardrouter.router import Router, compile_router
 
@@ -169,6 +169,9 @@ def run_job(job: JobConfig, output_dir: Path, console: Console) -> float:
     """
     data = Path(job.data.path) if job.data.path is not None else example_data()
     rows = read_rows(data, job.data.limit, job.data.columns)
+    out = Path(job.output.path) if job.output.path is not None else output_dir / "rewards.jsonl"
+    writable(out, "output.path")
+    column_missing(job.objective, rows)
     with compile_router(job.router()) as router:
         problems = router.check(rows.rows) + column_problems(job.objective, rows.rows)
         if problems:
@@ -178,7 +181,6 @@ def run_job(job: JobConfig, output_dir: Path, console: Console) -> float:
         chain = router.post_processor if processed is not None else None
         estimator = chain.estimator if chain is not None else None
     n = len(scored.results)
-    out = Path(job.output.path) if job.output.path is not None else output_dir / "rewards.jsonl"
     shaped = processed.shaped if processed else [r.reward for r in scored.results]
     write_rows(
         out,
@@ -246,6 +248,19 @@ def run_job(job: JobConfig, output_dir: Path, console: Console) -> float:
     if not scored.complete:
         raise _failed(scored, rows)
     return value
+
+
+def column_missing(config: ObjectiveConfig, rows: Rows) -> None:
+    """Raise :class:`DataError` when the objective reads a hand-scored column no row has (a
+    typo'd ``objective.column`` would otherwise make the objective silently unmeasurable)."""
+    if not config.needs_column or any(config.column in row for row in rows.rows):
+        return
+    keys = sorted({str(k) for row in rows.rows for k in row})
+    close = did_you_mean(config.column, keys)
+    raise DataError(
+        f"objective.column: objective {config.name} reads column {config.column!r}, which no "
+        f"row of {rows.path} has; {close + ' ' if close else ''}columns: {', '.join(keys)}"
+    )
 
 
 def _advantages(processed: PostProcessResult | None) -> list[float]:

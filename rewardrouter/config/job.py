@@ -60,6 +60,11 @@ class ObjectiveConfig(BaseModel):
     tolerance: float = Field(default=1e-6, ge=0)
 
     @property
+    def needs_column(self) -> bool:
+        """Whether the objective reads the hand-scored ``column``."""
+        return self.name in ("agreement", "abs_error")
+
+    @property
     def maximize(self) -> bool:
         """Whether a higher value is better."""
         return self.name != "abs_error"

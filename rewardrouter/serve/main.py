@@ -25,10 +25,17 @@ from rewardrouter.router import Router
 from rewardrouter.serve.app import make_app
 
 
+def _port(text: str) -> int:
+    port = int(text)
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port: expected 0 to 65535")
+    return port
+
+
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     """The server's own flags: ``--host``, ``--port``."""
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free)")
+    parser.add_argument("--port", type=_port, default=8000, help="port (default 8000; 0: any free)")
 
 
 async def serve(router: Router, host: str, port: int) -> None:

@@ -421,3 +421,46 @@ def test_the_default_timeout_is_the_one_the_readme_states() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     [stated] = [line for line in readme.splitlines() if "# router default, seconds" in line]
     assert float(stated.split(":")[1].split("#")[0]) == RouterConfig().timeout == 60.0
+
+
+def test_an_output_path_that_cannot_be_written_is_refused_before_scoring(tmp_path: Path) -> None:
+    (tmp_path / "taken").mkdir()
+    done = job(tmp_path, lines(GOOD), f"output.path={tmp_path / 'taken'}")
+    assert done.status == 2
+    assert "output.path: cannot write" in done.message and "it is a folder" in done.message
+
+
+def test_an_objective_column_no_row_has_is_refused(tmp_path: Path) -> None:
+    row = {**GOOD, "expected_reward": 1.0}
+    done = job(tmp_path, lines(row), "objective.name=agreement", "objective.column=expected")
+    assert done.status == 2
+    assert "reads column 'expected', which no row of" in done.message
+    assert "did you mean 'expected_reward'?" in done.message
+
+
+def test_a_byte_order_mark_is_not_a_mistake(tmp_path: Path) -> None:
+    done = job(tmp_path, b"\xef\xbb\xbf" + lines(GOOD, GOOD).encode())
+    assert done.status == 0, done.output
+    assert [r["reward"] for r in done.rows] == [1.0, 1.0]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(["chek", "router=mixed"], "did you mean 'check'?", id="command_typo"),
+        pytest.param(["serve", "--port", "99999"], "99999 is not a port", id="port_out_of_range"),
+    ],
+)
+def test_command_line_mistakes_exit_2(
+    argv: list[str],
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from rewardrouter.cli.main import main
+
+    monkeypatch.setattr("sys.argv", ["rewardrouter", *argv])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    assert exited.value.code == 2
+    assert message in " ".join(capsys.readouterr().err.split())

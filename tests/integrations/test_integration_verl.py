@@ -269,7 +269,7 @@ def test_route_stages_verl_cannot_feed_are_refused(
 
 def readme_overrides(readme: Path) -> list[str]:
     """The Hydra overrides of the first ``main_ppo`` block of ``readme``, paths made real."""
-    block = re.search(r"```bash\n(.*?main_ppo.*?)```", readme.read_text(), re.S)
+    block = re.search(r"```bash[^\n]*\n(.*?main_ppo.*?)```", readme.read_text(), re.S)
     assert block is not None, f"{readme} has no main_ppo launch block"
     words = block.group(1).replace("\\\n", " ").split()
     return [
