@@ -159,10 +159,10 @@ def test_a_file_without_rows_is_an_error(tmp_path: Path, data: str) -> None:
 
 
 def test_summary_json_is_strict_json_when_nothing_could_be_measured(tmp_path: Path) -> None:
-    # `agreement` needs an expected_reward column that these rows lack: the objective is NaN
-    done = job(tmp_path, lines(GOOD), "objective.name=agreement")
+    # `informative_groups` needs prompt groups, which these rows lack: the objective is NaN
+    done = job(tmp_path, lines(GOOD), "objective.name=informative_groups")
     assert done.status == 0, done.output
-    assert done.summary["objective"] == {"name": "agreement", "value": None}
+    assert done.summary["objective"] == {"name": "informative_groups", "value": None}
 
 
 # -- checked before the first reward call -------------------------------------------------------
