@@ -127,9 +127,7 @@ async def _score(router: Router, samples: list[Sample]) -> Sequence[RewardResult
     return results
 
 
-async def _score_each(
-    router: Router, samples: list[Sample]
-) -> list[RewardResult | dict[str, str]]:
+async def _score_each(router: Router, samples: list[Sample]) -> list[RewardResult | dict[str, str]]:
     """Each sample's result, or ``{"error", "status"}`` for one that could not be scored (no
     route, no response, or a failed call of an ``on_error: raise`` term): one sample's problem
     never fails the others."""
