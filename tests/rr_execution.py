@@ -175,3 +175,18 @@ def router_config(
             }
         },
     }
+
+
+def leave_child(args: Any, sample: Any) -> float:
+    """Start ``sleep 600`` (in a session of its own if ``metadata["session"]``), write its pid to
+    ``metadata["pid_file"]``, then hang if the sample is ``bad`` (else return 1.0)."""
+    import subprocess
+
+    child = subprocess.Popen(
+        ["sleep", "600"], start_new_session=bool(sample.metadata.get("session"))
+    )
+    with open(sample.metadata["pid_file"], "w") as out:
+        out.write(str(child.pid))
+    if sample.metadata.get("bad"):
+        time.sleep(3600)
+    return 1.0

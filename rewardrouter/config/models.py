@@ -146,8 +146,10 @@ class ProcessPoolConfig(_Model):
     )
     start_method: Literal["auto", "forkserver", "spawn"] = Field(
         default="auto",
-        description="How the process that workers are forked from (on Linux; elsewhere each "
-        "worker) starts; auto: forkserver where the platform has it, else spawn.",
+        description="How the template that workers are forked from starts (on Linux; "
+        "elsewhere each worker is a fresh interpreter): forked by a fork server started once "
+        "per process (forkserver; auto), or as a fresh interpreter (spawn). Neither runs the "
+        "caller's script again, so scripts need no `if __name__ == '__main__':` guard.",
     )
 
 

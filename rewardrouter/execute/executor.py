@@ -127,8 +127,8 @@ class Executor:
             Problem(
                 path,
                 f"{callee.name} cannot run in {cls.where}: {reason}",
-                "define it at the top level of a module (a top-level callable class works too), "
-                "or use `executor: thread`",
+                "define it at the top level of a module that the script imports (a top-level "
+                "callable class works too), or use `executor: thread`",
             )
         ]
 
@@ -147,10 +147,13 @@ def unshippable(obj: Callable[..., Any]) -> str | None:
         return "it is a lambda"
     if "<locals>" in qualname:
         return "it is defined inside another function"
-    if getattr(obj, "__module__", None) == "__main__" and not hasattr(
-        sys.modules.get("__main__"), "__file__"
-    ):
-        return "it is defined in an interactive session, which worker processes cannot import"
+    if getattr(obj, "__module__", None) == "__main__":
+        if not hasattr(sys.modules.get("__main__"), "__file__"):
+            return "it is defined in an interactive session, which worker processes cannot import"
+        return (
+            "it is defined in the script being run (`__main__`), which worker processes never "
+            "import (the script would start over in each of them)"
+        )
     try:
         pickle.loads(pickle.dumps(obj))
     except Exception as exc:

@@ -146,3 +146,158 @@ def test_calls_that_never_return_hold_a_bounded_number_of_threads(
         time.sleep(0.02)
     results = bounded(lambda: router.score_sync([row("abc")] * 6), 5.0)
     assert [(r.status, r.reward) for r in results] == [("ok", 3.0)] * 6
+
+
+# -- processes that reward functions start --------------------------------------------------------
+
+
+def _gone(pid: int) -> bool:
+    """The process has exited (a zombie waiting for its parent counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def _wait_gone(pid: int, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not _gone(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _child_of(pid_file: Path) -> int:
+    return int(pid_file.read_text())
+
+
+SESSIONS = [
+    pytest.param(False, id="in_the_worker_group"),
+    pytest.param(True, id="in_a_session_of_its_own"),
+]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_process_started_by_a_call_dies_with_the_worker_at_its_deadline(
+    make_router: Any, tmp_path: Path
+) -> None:
+    router = make_router(router_config("rr_execution.leave_child", on_error="skip", timeout=1.0))
+    pid_file = tmp_path / "child"
+    [result] = router.score_sync([row("x", "hang", pid_file=str(pid_file))])
+    assert result.status == "timeout"
+    assert _wait_gone(_child_of(pid_file)), "the call's child outlived its killed worker"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("session", SESSIONS)
+def test_processes_started_by_calls_die_when_the_router_closes(
+    make_router: Any, tmp_path: Path, session: bool
+) -> None:
+    router = make_router(router_config("rr_execution.leave_child", timeout=5.0))
+    pid_file = tmp_path / "child"
+    [result] = router.score_sync([row("x", pid_file=str(pid_file), session=session)])
+    assert result.reward == 1.0
+    child = _child_of(pid_file)
+    assert not _gone(child)  # the call returned; what it started still runs
+    router.close()
+    assert _wait_gone(child), "the call's child outlived close()"
+
+
+_EXITS_WITHOUT_CLOSING = """
+import os, sys
+sys.path.insert(0, {tests!r})
+from rr_execution import router_config, row
+from rewardrouter import compile_router
+
+router = compile_router(router_config("rr_execution.leave_child", timeout=5.0))
+print(router.score_sync([row("x", pid_file={pid_file!r}, session={session!r})])[0].reward)
+sys.stdout.flush()
+os._exit(0)  # no close, no finalizers: as a trainer killed by its scheduler
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("session", SESSIONS)
+def test_processes_started_by_calls_die_when_the_parent_exits(
+    tmp_path: Path, session: bool
+) -> None:
+    tests = str(Path(__file__).resolve().parents[1])
+    pid_file = tmp_path / "child"
+    code = _EXITS_WITHOUT_CLOSING.format(tests=tests, pid_file=str(pid_file), session=session)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "1.0"), done.stderr[-3000:]
+    assert _wait_gone(_child_of(pid_file)), "the call's child outlived the parent process"
+
+
+# -- scripts without a main guard -----------------------------------------------------------------
+
+#: A launch script as users write them: no ``if __name__ == "__main__":``. ``math`` runs in worker
+#: processes; the script must run once, its workers never running it again.
+_UNGUARDED = """
+import sys
+from rewardrouter import compile_router
+
+print("script started", flush=True)
+config = {{"default_route": "m", "routes": {{"m": {{"rewards": {{"c": {{"kind": "math"}}}}}}}}}}
+config["process_pool"] = {{"start_method": {method!r}}}
+with compile_router(config) as router:
+    results = router.score_sync([{{"response": "so \\\\boxed{{2}}", "label": "2"}}] * 4)
+print([r.reward for r in results], [r.status for r in results], flush=True)
+"""
+
+
+@pytest.mark.parametrize("method", ["auto", "spawn"])
+def test_a_script_without_a_main_guard_runs_once_and_scores(tmp_path: Path, method: str) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(_UNGUARDED.format(method=method))
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines() == [
+        "script started",
+        "[1.0, 1.0, 1.0, 1.0] ['ok', 'ok', 'ok', 'ok']",
+    ], done.stderr[-3000:]
+
+
+_DEFINED_IN_THE_SCRIPT = """
+from rewardrouter import ConfigError, compile_router
+
+def my_reward(args, sample):
+    return 1.0
+
+config = {"default_route": "r", "allowed_modules": ["__main__"], "routes": {"r": {"rewards": {
+    "mine": {"path": "__main__.my_reward", "executor": "process"}}}}}
+try:
+    compile_router(config)
+except ConfigError as exc:
+    print(exc)
+"""
+
+
+def test_a_reward_defined_in_the_script_is_refused_for_workers_with_the_fix(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(_DEFINED_IN_THE_SCRIPT)
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "routes.r.rewards.mine.executor" in done.stdout
+    assert "defined in the script being run (`__main__`)" in done.stdout
+    assert "define it at the top level of a module that the script imports" in done.stdout

@@ -21,12 +21,7 @@ from rr_execution import router_config, row
 
 from rewardrouter import RewardError, Router, Sample, compile_router
 from rewardrouter.cli.summary import route_stats
-from rewardrouter.execute.process.launch import (
-    ContextLauncher,
-    Launcher,
-    TemplateLauncher,
-    start_context,
-)
+from rewardrouter.execute.process.launch import FreshLauncher, Launcher, TemplateLauncher
 from rewardrouter.execute.process.worker import LIMIT, READY
 from rewardrouter.execute.wire import snapshot
 
@@ -301,10 +296,12 @@ def test_replacement_workers_start_warm_from_the_template(
 
 
 def _launchers() -> list[Any]:
-    context = start_context("auto", [])
-    found = [pytest.param(ContextLauncher(context, [], 0.05), id="context")]
+    found = [pytest.param(FreshLauncher([], 0.05), id="fresh")]
     if sys.platform.startswith("linux"):
-        found.append(pytest.param(TemplateLauncher(context, [], 0.05, slots=2), id="template"))
+        found += [
+            pytest.param(TemplateLauncher([], 0.05, slots=2), id="template_forked_by_the_server"),
+            pytest.param(TemplateLauncher([], 0.05, slots=2, fork_server=False), id="template"),
+        ]
     return found
 
 

@@ -1,22 +1,30 @@
 """How the workers of a :class:`~rewardrouter.execute.process.pool.ProcessPool` come to be.
 
 - :class:`TemplateLauncher` (Linux): workers are forked from a warm template process
-  (:mod:`~rewardrouter.execute.process.template`); a replacement costs a fork, not a cold start;
-- :class:`ContextLauncher` (elsewhere): each worker is started by the multiprocessing context.
+  (:mod:`~rewardrouter.execute.process.template`); a replacement costs a fork, not a cold start.
+  The template is forked by the process's fork server
+  (:mod:`~rewardrouter.execute.process.forkserver`, ``start_method: forkserver``, the default)
+  or started as a fresh interpreter (``spawn``);
+- :class:`FreshLauncher` (elsewhere): each worker is a fresh interpreter.
+
+Every process is started by :mod:`~rewardrouter.execute.process.boot`, never by
+multiprocessing's ``spawn`` or ``forkserver``, which run the caller's script again in each child
+(a training script without ``if __name__ == "__main__":`` would start over there).
 
 Either way a worker is a :class:`Launched`: its pid, its pipe, its shared progress record. A
 worker's death shows as end-of-file on its pipe; :meth:`Launcher.reap` then gives its exit code.
-The template (or, without one, each worker) starts with ``forkserver`` where the platform has it
-— preloading the reward modules, so a template starts in a moment — else ``spawn``; never plain
-``fork`` of the caller, which would copy a trainer's threads and CUDA state.
+Each worker leads a process group of its own, and :meth:`Launcher.kill` kills the group: what a
+reward function started (a compiler, a shell, a server) dies with the worker at a deadline.
 """
 
 from __future__ import annotations
 
 import contextlib
-import multiprocessing as mp
 import os
+import select
 import signal
+import socket
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -24,11 +32,12 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing import reduction
 from multiprocessing.connection import Connection
-from multiprocessing.context import BaseContext
 from typing import Any, Literal, Protocol
 
-from rewardrouter.execute.process.template import run_template
-from rewardrouter.execute.process.worker import TASK, progress_slot, serve
+from rewardrouter.execute.process.boot import SharedDoubles, kill_group, start_python
+from rewardrouter.execute.process.forkserver import SERVER
+from rewardrouter.execute.process.template import run_fresh_template
+from rewardrouter.execute.process.worker import TASK, serve_fresh
 
 StartMethod = Literal["auto", "forkserver", "spawn"]
 
@@ -36,17 +45,6 @@ StartMethod = Literal["auto", "forkserver", "spawn"]
 FORK_SECONDS = 60.0
 #: Successful calls per function replayed in the worker template, so new workers start warm.
 WARM_CALLS = 8
-
-
-def start_context(method: StartMethod, modules: Sequence[str]) -> BaseContext:
-    """The multiprocessing context for ``method``; a forkserver preloads ``modules``."""
-    if method == "auto":
-        method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
-    context = mp.get_context(method)
-    if method == "forkserver":
-        # Only the first pool of a process starts the server; later calls change nothing.
-        context.set_forkserver_preload(["__main__", serve.__module__, *modules])
-    return context
 
 
 def exit_text(code: int | None) -> str:
@@ -99,35 +97,34 @@ class Launcher(Protocol):
         """Stop what the launcher runs (the pool has stopped the workers)."""
 
 
-class ContextLauncher:
-    """Every worker started on its own by a multiprocessing context (no fork available)."""
+class FreshLauncher:
+    """Every worker a fresh interpreter of its own (where the template cannot fork)."""
 
-    def __init__(self, context: BaseContext, modules: Sequence[str], flush_seconds: float) -> None:
-        self._context = context
-        self._modules = tuple(modules)
+    def __init__(self, modules: Sequence[str], flush_seconds: float) -> None:
+        self._modules = list(modules)
         self._flush_seconds = flush_seconds
 
     def start(self) -> Launched:
-        parent, child = self._context.Pipe()
-        progress = self._context.RawArray("d", 4)
+        ours, theirs = socket.socketpair()
+        shared = SharedDoubles(4)
+        progress = shared.view(0, 4)
         progress[TASK] = -1.0
-        process = self._context.Process(  # type: ignore[attr-defined]
-            target=serve,
-            args=(child, progress, self._modules, self._flush_seconds),
-            name="rewardrouter-worker",
-            daemon=True,
-        )
-        process.start()
-        child.close()
-        return Launched(process.pid, parent, progress, process)
+        fds = [theirs.fileno(), shared.fd]
+        try:
+            process = start_python(serve_fresh, [*fds, self._modules, self._flush_seconds], fds)
+        finally:
+            theirs.close()
+            os.close(shared.fd)
+        return Launched(process.pid, Connection(ours.detach()), progress, process)
 
     def kill(self, worker: Launched) -> None:
-        worker.handle.kill()
+        kill_group(worker.pid)
 
     def reap(self, worker: Launched, wait: float) -> int | None:
         if worker.exitcode is None:
-            worker.handle.join(wait)
-            worker.exitcode = worker.handle.exitcode
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                worker.exitcode = worker.handle.wait(wait)
+                kill_group(worker.pid)  # what it left in its group
         return worker.exitcode
 
     def release(self, worker: Launched) -> None:
@@ -146,9 +143,56 @@ class ContextLauncher:
         pass
 
 
+class _Process:
+    """A template process: started here (``popen``), or forked by the fork server (followed
+    through a pidfd, which no recycled pid can fool)."""
+
+    def __init__(self, pid: int, popen: subprocess.Popen[bytes] | None = None) -> None:
+        self.pid = pid
+        self._popen = popen
+        self._pidfd: int | None = None
+        if popen is None:
+            with contextlib.suppress(AttributeError, OSError):  # Linux >= 5.3
+                self._pidfd = os.pidfd_open(pid)
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if self._popen is not None:
+                self._popen.kill()
+            elif self._pidfd is not None:
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+            else:
+                os.kill(self.pid, signal.SIGKILL)
+
+    def join(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the process to end; whether it has."""
+        if self._popen is not None:
+            try:
+                self._popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                return False
+            return True
+        if self._pidfd is not None:
+            return bool(select.select([self._pidfd], [], [], timeout)[0])
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                os.kill(self.pid, 0)
+            except ProcessLookupError:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+
+    def close(self) -> None:
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+
+
 @dataclass(eq=False)
 class _Template:
-    process: Any
+    process: _Process
     conn: Connection
     exits: dict[int, int] = field(default_factory=dict)  # reaped children: pid -> exit code
     alive: bool = True
@@ -159,12 +203,12 @@ class TemplateLauncher:
     """Workers forked from a warm template process (see :mod:`~rewardrouter.execute.process.template`)."""
 
     def __init__(
-        self, context: BaseContext, modules: Sequence[str], flush_seconds: float, slots: int
+        self, modules: Sequence[str], flush_seconds: float, slots: int, *, fork_server: bool = True
     ) -> None:
-        self._context = context
-        self._modules = tuple(modules)
+        self._modules = list(modules)
         self._flush_seconds = flush_seconds
-        self._progress = context.RawArray("d", 4 * slots)
+        self._fork_server = fork_server
+        self._progress = SharedDoubles(4 * slots)
         self._free = list(range(slots))
         self._templates: list[_Template] = []
         self._warming = True
@@ -177,7 +221,7 @@ class TemplateLauncher:
             if not self._free:
                 raise RuntimeError("every worker progress record is in use")
             slot = self._free.pop()
-            progress = progress_slot(self._progress, slot)
+            progress = self._progress.view(4 * slot, 4)
             progress[TASK] = -1.0
             try:
                 template.conn.send(("fork", slot))
@@ -196,21 +240,25 @@ class TemplateLauncher:
         current = self._templates[-1] if self._templates else None
         if current is not None and current.alive and not current.tainted:
             return current
-        parent, child = self._context.Pipe()
-        process = self._context.Process(  # type: ignore[attr-defined]
-            target=run_template,
-            args=(child, self._progress, self._modules, self._flush_seconds),
-            name="rewardrouter-template",
-            daemon=True,
-        )
-        process.start()
-        child.close()
-        template = _Template(process, parent)
+        ours, theirs = socket.socketpair()
+        try:
+            process = self._start_template(theirs.fileno())
+        finally:
+            theirs.close()
+        template = _Template(process, Connection(ours.detach()))
         self._templates.append(template)
         if self._warming:
             for blob, item in self._warm_calls:
                 template.conn.send(("warm", blob, item))
         return template
+
+    def _start_template(self, fd: int) -> _Process:
+        modules, flush, progress = self._modules, self._flush_seconds, self._progress
+        if self._fork_server:
+            return _Process(SERVER.fork_template(modules, flush, fd, progress))
+        args = [fd, progress.fd, progress.count, modules, flush]
+        popen = start_python(run_fresh_template, args, [fd, progress.fd])
+        return _Process(popen.pid, popen)
 
     def _forked(self, template: _Template, slot: int) -> int | None:
         """The pid of the worker forked into ``slot``; None if the template refused (tainted)."""
@@ -235,13 +283,12 @@ class TemplateLauncher:
 
     def _retire(self, template: _Template) -> None:
         template.alive = False
-        with contextlib.suppress(Exception):
-            template.process.kill()
-            template.process.join(5)
+        template.process.kill()
+        template.process.join(5)
+        template.process.close()
 
     def kill(self, worker: Launched) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(worker.pid, signal.SIGKILL)
+        kill_group(worker.pid)
 
     def reap(self, worker: Launched, wait: float) -> int | None:
         template = worker.handle[0]
@@ -288,10 +335,10 @@ class TemplateLauncher:
             with contextlib.suppress(OSError):
                 template.conn.send(None)
         for template in self._templates:
-            template.process.join(5)
-            if template.process.is_alive():
+            if not template.process.join(5):
                 template.process.kill()
-                template.process.join()
+                template.process.join(5)
+            template.process.close()
             template.conn.close()
         self._templates.clear()
 
@@ -299,8 +346,10 @@ class TemplateLauncher:
 def launcher_for(
     method: StartMethod, modules: Sequence[str], flush_seconds: float, workers: int
 ) -> Launcher:
-    """The launcher this platform supports best."""
-    context = start_context(method, modules)
+    """The launcher this platform supports best: workers forked from a template on Linux (the
+    template forked by the fork server, or with ``spawn`` started fresh), else fresh workers."""
     if sys.platform == "linux" and hasattr(os, "fork"):
-        return TemplateLauncher(context, modules, flush_seconds, slots=2 * workers + 2)
-    return ContextLauncher(context, modules, flush_seconds)
+        return TemplateLauncher(
+            modules, flush_seconds, slots=2 * workers + 2, fork_server=method != "spawn"
+        )
+    return FreshLauncher(modules, flush_seconds)

@@ -21,9 +21,8 @@ them to an idle worker) without a message to a worker that may be stuck.
 from __future__ import annotations
 
 import contextlib
-import ctypes
+import os
 import signal
-import sys
 import time
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
@@ -31,6 +30,7 @@ from typing import Any, TypeVar
 
 from rewardrouter.execute.calls import call_each
 from rewardrouter.execute.outcome import Outcome
+from rewardrouter.execute.process.boot import SharedDoubles, die_with_parent
 from rewardrouter.execute.wire import JobCache, OutcomeBatch, unloadable
 from rewardrouter.introspect import import_quietly
 
@@ -62,14 +62,6 @@ class _Reporter(OutcomeBatch):
             self.flush(self.conn.send, False)
 
 
-def die_with_parent() -> None:
-    """On Linux, ask the kernel to kill this process if its parent dies (even by SIGKILL)."""
-    if sys.platform != "linux":
-        return
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
-
-
 def read_progress(progress: Any, task_id: int) -> tuple[int, float] | None:
     """The position of the running call of task ``task_id`` and when it started; None while
     no call of the task has started. Read in the reverse order of :class:`_Reporter`'s writes,
@@ -80,14 +72,8 @@ def read_progress(progress: Any, task_id: int) -> tuple[int, float] | None:
     return position, float(progress[STARTED])
 
 
-def progress_slot(shared: Any, slot: int) -> Any:
-    """Slot ``slot`` of a shared array of progress records, as a four-entry ctypes view."""
-    size = ctypes.sizeof(ctypes.c_double) * 4
-    return (ctypes.c_double * 4).from_buffer(shared, slot * size)
-
-
 def serve(conn: Connection, progress: Any, modules: Sequence[str], flush_seconds: float) -> None:
-    """Run tasks from ``conn`` until told to stop. The target of every worker process."""
+    """Run tasks from ``conn`` until told to stop. The main loop of every worker process."""
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     import_quietly(modules)
@@ -109,3 +95,13 @@ def serve(conn: Connection, progress: Any, modules: Sequence[str], flush_seconds
         else:
             call_each(call, items, timeout, reporter)
         reporter.flush(conn.send, True)
+
+
+def serve_fresh(conn_fd: int, progress_fd: int, modules: list[str], flush_seconds: float) -> None:
+    """The entry point of a worker started as a fresh interpreter
+    (:class:`~rewardrouter.execute.process.launch.FreshLauncher`): the leader of its own process
+    group, so that killing the group also kills what its reward functions started."""
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)
+    progress = SharedDoubles(4, progress_fd).view(0, 4)
+    serve(Connection(conn_fd), progress, modules, flush_seconds)

@@ -1,0 +1,134 @@
+"""Fresh Python interpreters for the process executor, started without the caller's script.
+
+multiprocessing's ``spawn`` and ``forkserver`` prepare each child by running the caller's main
+script again (as ``__mp_main__``): a script without ``if __name__ == "__main__":`` — as a TRL or
+verl launch script usually is — starts over from the top in every child, compiles a router and
+starts a pool of its own there. So the process executor starts its processes here instead:
+``python -c`` with a bootstrap that restores the caller's ``sys.path``, imports an entry point by
+name and calls it with the arguments it was given and the file descriptors passed to it. The
+caller's script is never imported in a worker; a reward function must live in a module (the
+compiler refuses one defined in ``__main__`` for executors that ship functions).
+
+Processes also share a few numbers (each worker's progress) through :class:`SharedDoubles`: a
+memory file mapped by every process that holds its descriptor.
+
+>>> shared = SharedDoubles(2)
+>>> view = shared.view(1, 1)
+>>> view[0] = 2.5
+>>> SharedDoubles(2, os.dup(shared.fd)).view(1, 1)[0]   # another mapping of the same memory
+2.5
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import importlib
+import json
+import mmap
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from typing import Any
+
+#: The bootstrap of a fresh interpreter: ``sys.argv[1]`` is the JSON of :func:`start_python`.
+_BOOT = (
+    "import json, sys; spec = json.loads(sys.argv[1]); sys.path[:] = spec['path']; "
+    "from rewardrouter.execute.process.boot import enter; enter(spec)"
+)
+
+
+def start_python(
+    entry: Callable[..., Any], args: Sequence[Any], fds: Sequence[int]
+) -> subprocess.Popen[bytes]:
+    """A fresh interpreter that calls ``entry(*args)``; it inherits ``fds`` (same numbers).
+
+    ``entry`` is a top-level function, imported by name; ``args`` must be JSON. The child gets
+    this process's ``sys.path``, environment, interpreter flags and standard streams.
+    """
+    spec = {
+        "path": sys.path,
+        "entry": f"{entry.__module__}:{entry.__qualname__}",
+        "args": list(args),
+    }
+    flags: list[str] = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
+    return subprocess.Popen(
+        [sys.executable, *flags, "-c", _BOOT, json.dumps(spec)],
+        stdin=subprocess.DEVNULL,
+        pass_fds=tuple(fds),
+        close_fds=True,
+    )
+
+
+def enter(spec: dict[str, Any]) -> None:
+    """The bootstrap's second half, in the fresh interpreter: call the entry point."""
+    module, _, name = spec["entry"].partition(":")
+    getattr(importlib.import_module(module), name)(*spec["args"])
+
+
+def die_with_parent(signum: int = signal.SIGKILL) -> None:
+    """On Linux, have the kernel send ``signum`` to this process when its parent exits (even by
+    ``SIGKILL``). Reliable only when the parent is single-threaded: the kernel means the parent
+    *thread*, and a parent's thread that exits sends the signal too."""
+    if sys.platform != "linux":
+        return
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None).prctl(1, signum)  # 1: PR_SET_PDEATHSIG
+
+
+def adopt_orphans() -> bool:
+    """On Linux, make this process the reaper of its orphaned descendants (a process that a
+    reward function started, whose parent — a worker — was killed, becomes this process's child
+    instead of init's, so it can be found and killed). True if the kernel agreed."""
+    if sys.platform != "linux":
+        return False
+    try:
+        return bool(ctypes.CDLL(None).prctl(36, 1) == 0)  # 36: PR_SET_CHILD_SUBREAPER
+    except Exception:
+        return False
+
+
+def children() -> set[int]:
+    """The process ids of this process's children (Linux; empty elsewhere)."""
+    found: set[int] = set()
+    with contextlib.suppress(OSError):
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children") as listed:
+                found.update(int(pid) for pid in listed.read().split())
+    return found
+
+
+def kill_group(pid: int) -> None:
+    """``SIGKILL`` to process ``pid`` and to its process group (every process it started that
+    did not leave the group). Nothing if they are gone."""
+    for kill in (os.killpg, os.kill):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            kill(pid, signal.SIGKILL)
+
+
+class SharedDoubles:
+    """``count`` doubles of memory shared between processes: a file that lives in memory
+    (``memfd`` on Linux, an unlinked temporary file elsewhere), mapped by each process that
+    holds its descriptor ``fd`` — and by every process forked from one."""
+
+    def __init__(self, count: int, fd: int | None = None) -> None:
+        size = ctypes.sizeof(ctypes.c_double) * count
+        if fd is None:
+            if hasattr(os, "memfd_create"):
+                fd = os.memfd_create("rewardrouter-progress")
+            else:
+                handle, name = tempfile.mkstemp(prefix="rewardrouter-progress-")
+                os.unlink(name)
+                fd = handle
+            os.ftruncate(fd, size)
+        self.fd = fd
+        self.count = count
+        self._map = mmap.mmap(fd, size)
+
+    def view(self, first: int, count: int) -> Any:
+        """Doubles ``first`` to ``first + count - 1`` as a ctypes array (writes are shared)."""
+        offset = ctypes.sizeof(ctypes.c_double) * first
+        return (ctypes.c_double * count).from_buffer(self._map, offset)
