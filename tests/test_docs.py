@@ -36,11 +36,6 @@ RUN = {"python", "bash"}
 CHECKED = {"yaml", "json"}
 OUTPUT = {"text"}
 
-#: Python blocks that compile a router run inside ``if __name__ == "__main__":`` for now: the
-#: process pool's workers re-import an unguarded ``__main__``. Set this to False once the process
-#: executor runs from an unguarded script; the blocks then run as pasted.
-MAIN_GUARD_UNTIL_UNGUARDED_SCRIPTS_WORK = True
-
 _FENCE = re.compile(r"^(?P<indent>\s*)```(?P<info>[^`]*)$")
 
 
@@ -171,8 +166,7 @@ def test_block(block: Block, scratch: Path) -> None:
         script.write_text(code)
         _run(["bash", "-euo", "pipefail", str(script)], scratch, block)
     else:
-        if MAIN_GUARD_UNTIL_UNGUARDED_SCRIPTS_WORK and "compile_router(" in code:
-            code = 'if __name__ == "__main__":\n' + textwrap.indent(code, "    ")
+        # Run as pasted into a script of the reader's: no `if __name__ == "__main__":` guard.
         script = scratch / "block.py"
         script.write_text(code)
         _run([sys.executable, str(script)], scratch, block)
