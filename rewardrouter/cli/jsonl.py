@@ -132,7 +132,8 @@ def read_rows(
     :class:`DataError` listing every problem of the file, each as ``file:line:`` or ``file:line:column:``.
     """
     if not path.is_file():
-        raise DataError(f"data.path: file not found: {path}; pass data.path=<a JSONL file>")
+        what = "is a folder" if path.is_dir() else "file not found"
+        raise DataError(f"data.path: {what}: {path}; pass data.path=<a JSONL file>")
     rows: list[dict[str, Any]] = []
     lines: list[int] = []
     problems: list[str] = []

@@ -38,12 +38,18 @@ def _walk_input(data: Any, loc: Sequence[str | int]) -> tuple[list[str | int], A
         if in_mapping or in_list:
             node = node[part]
             path.append(part)
-        elif is_last:
+        elif is_last and isinstance(node, Mapping) and not _member_tag(part):
             # A key that is not in the input: a missing field, or an unexpected one.
             path.append(part)
             node = None
-        # Otherwise a union tag: skip it.
+        # Otherwise a union tag (or a member's type under a scalar): skip it.
     return path, node
+
+
+def _member_tag(part: str | int) -> bool:
+    """A location entry naming a union member (``literal['raise','skip']``, ``FallbackValue``)
+    rather than a YAML key: the models' fields are lower-case identifiers."""
+    return isinstance(part, str) and ("[" in part or part[:1].isupper())
 
 
 def _fields_at(model: type[BaseModel], loc: Sequence[str | int]) -> list[str]:
@@ -126,4 +132,33 @@ def problems_from_validation(
             continue
         seen.add((where, message))
         problems.append(Problem(where, message, hint))
-    return problems
+    return _merge_union_members(problems)
+
+
+def _merge_union_members(problems: list[Problem]) -> list[Problem]:
+    """One problem per YAML path: the members of a union (``on_error: raise | skip | {value: x}``)
+    each report the same value, and the reader wants one line saying every accepted form. A
+    member's complaint about the value's type is dropped when another member looked inside it
+    (``{value: x}`` is not ``raise``: the useful problem is ``on_error.value``)."""
+    deeper = {p.path for p in problems}
+    problems = [
+        p
+        for p in problems
+        if not (
+            p.message.startswith("Input should be")
+            and any(d.startswith(f"{p.path}.") for d in deeper)
+        )
+    ]
+    merged: dict[str, Problem] = {}
+    for problem in problems:
+        first = merged.get(problem.path)
+        if first is None:
+            merged[problem.path] = problem
+        else:
+            hint = "; ".join(h for h in (first.hint, problem.hint) if h) or None
+            merged[problem.path] = Problem(
+                problem.path,
+                f"{first.message}, or {problem.message[:1].lower()}{problem.message[1:]}",
+                hint,
+            )
+    return list(merged.values())

@@ -464,3 +464,25 @@ def test_command_line_mistakes_exit_2(
         main()
     assert exited.value.code == 2
     assert message in " ".join(capsys.readouterr().err.split())
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        pytest.param("ignore", "on_error: Input should be 'raise' or 'skip'", id="unknown_policy"),
+        pytest.param(
+            "{value: x}", "on_error.value: Input should be a valid number", id="bad_value"
+        ),
+    ],
+)
+def test_a_bad_on_error_is_one_problem_at_its_yaml_path(value: str, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        compose_job([f"routes.exact.rewards.correct.on_error={value}"])
+    assert len(caught.value.problems) == 1
+    assert message in str(caught.value)
+    assert "literal[" not in str(caught.value)
+
+
+def test_a_folder_given_as_data_is_named_so(tmp_path: Path) -> None:
+    with pytest.raises(RewardRouterError, match=r"data\.path: is a folder"):
+        run_job(compose_job([f"data.path={tmp_path}"]), tmp_path, Console())
