@@ -23,7 +23,7 @@ from rewardrouter.errors import (
     RoutingError,
     SampleError,
 )
-from rewardrouter.results import RewardResult, ScoreBatch
+from rewardrouter.results import RewardResult, ScoreBatch, ScoreWarning
 from rewardrouter.router import Router, compile_router
 from rewardrouter.sample import Sample, SampleLike
 
@@ -43,6 +43,7 @@ __all__ = [
     "SampleError",
     "SampleLike",
     "ScoreBatch",
+    "ScoreWarning",
     "__version__",
     "compile_router",
     "load_config",
