@@ -177,7 +177,12 @@ def run_job(job: JobConfig, output_dir: Path, console: Console) -> float:
         if problems:
             located(rows, sorted(problems), "in rows that cannot be scored; nothing was scored")
         scored = score_rows(router, job, rows.rows, console)
-        processed = router.post_process(rows.rows, scored.results) if scored.complete else None
+        processed, post_error = None, None
+        if scored.complete:
+            try:
+                processed = router.post_process(rows.rows, scored.results)
+            except RewardRouterError as exc:  # a custom stage that fails: keep what was scored
+                post_error = _post_process_failed(exc, rows)
         chain = router.post_processor if processed is not None else None
         estimator = chain.estimator if chain is not None else None
     n = len(scored.results)
@@ -203,7 +208,8 @@ def run_job(job: JobConfig, output_dir: Path, console: Console) -> float:
             "data": str(data),
             "rows": len(rows),
             "scored": n,
-            "complete": scored.complete,
+            "complete": scored.complete and post_error is None,
+            "post_process_error": str(post_error) if post_error is not None else None,
             "objective": {"name": job.objective.name, "value": value},
             "advantage": {
                 "stage": estimator.kind if estimator else None,
@@ -247,6 +253,8 @@ def run_job(job: JobConfig, output_dir: Path, console: Console) -> float:
     )
     if not scored.complete:
         raise _failed(scored, rows)
+    if post_error is not None:
+        raise post_error
     return value
 
 
@@ -287,6 +295,15 @@ def _failure_dict(i: int, result: RewardResult, rows: Rows) -> dict[str, Any]:
         "status": result.status,
         "error": result.error_message,
     }
+
+
+def _post_process_failed(exc: RewardRouterError, rows: Rows) -> JobFailed:
+    index = getattr(exc, "index", None)
+    where = f"{rows.at(index)}: " if isinstance(index, int) and 0 <= index < len(rows) else ""
+    return JobFailed(
+        f"post-processing failed: {where}{exc}; every scored row is written with its reward, "
+        f"without shaped rewards and advantages"
+    )
 
 
 def _failed(scored: Scored, rows: Rows) -> JobFailed:

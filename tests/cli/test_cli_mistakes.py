@@ -258,7 +258,8 @@ def test_a_long_call_shows_a_sign_of_life(tmp_path: Path) -> None:
     data = lines({"response": "x", "metadata": {"seconds": 1.0}})
     done = job(tmp_path, data, "output.heartbeat=0.25", config=config)
     assert done.status == 0, done.output
-    assert "still scoring after 0 s: 0 of 1 rows done; a call gives up after 60 s" in done.message
+    assert "still scoring after " in done.message
+    assert " s: 0 of 1 rows done; a call gives up after 60 s (`timeout`)" in done.message
 
 
 # -- counted warnings ---------------------------------------------------------------------------
@@ -486,3 +487,20 @@ def test_a_bad_on_error_is_one_problem_at_its_yaml_path(value: str, message: str
 def test_a_folder_given_as_data_is_named_so(tmp_path: Path) -> None:
     with pytest.raises(RewardRouterError, match=r"data\.path: is a folder"):
         run_job(compose_job([f"data.path={tmp_path}"]), tmp_path, Console())
+
+
+def test_a_failing_custom_stage_keeps_what_was_scored(tmp_path: Path) -> None:
+    config = tmp_path / "router.yaml"
+    config.write_text(
+        FAILING.replace("[rr_testfns]", "[rr_testfns, rr_stagefns]")
+        + "post_process:\n  - {kind: custom, path: rr_stagefns.makes_nan}\n"
+    )
+    rows = [{"response": "x", "metadata": {"value": v}} for v in (1.0, 0.5)]
+    done = job(tmp_path, lines(*rows), config=config)
+    assert done.status == 1
+    assert "post-processing failed: data.jsonl:1: custom stage" in done.message.replace(
+        str(tmp_path) + "/", ""
+    )
+    assert [r["reward"] for r in done.rows] == [1.0, 0.5]
+    assert [r["shaped"] for r in done.rows] == [None, None]
+    assert done.summary["complete"] is False
