@@ -11,8 +11,11 @@ length, in order; an entry ``{"error": message}`` fails that sample alone.
 
 Every request: at most ``concurrency`` in flight per term, ``timeout`` seconds each, retried with
 jittered exponential backoff after connection errors, timeouts, 5xx and 429 (waiting what
-``Retry-After`` asks), never after another 4xx, and never past the ``deadline``. Failures raise
-the exceptions of :mod:`rewardrouter.remote.errors`, so the term's ``on_error`` applies.
+``Retry-After`` asks), never after another 4xx, and never past the ``deadline``. Redirects are
+not followed (a POST redirected with 301-303 would come back as a body-less GET, whose reply
+would be read as the reward): a 3xx is an error naming where it points. A reply is read up to
+``max_reply_mb`` and no further. Failures raise the exceptions of
+:mod:`rewardrouter.remote.errors`, so the term's ``on_error`` applies.
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ import asyncio
 import json
 import logging
 import random
+import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple, NoReturn
+from urllib.parse import quote, quote_plus
 
 import aiohttp
 from pydantic import SecretStr
@@ -67,7 +72,7 @@ class JsonEndpoint:
     runs on the router's event loop, never in a worker process.
     """
 
-    __slots__ = ("_credential", "_headers", "_rng", "_url", "name", "pool", "settings")
+    __slots__ = ("_headers", "_rng", "_secrets", "_url", "name", "pool", "settings")
 
     def __init__(
         self,
@@ -80,11 +85,15 @@ class JsonEndpoint:
         self.pool = pool
         self.name = name or f"endpoint {display_url(settings.url)}"
         self._url = URL(settings.url)  # parsed once, not per request
-        self._credential = credential.get_secret_value() if credential is not None else ""
+        secret = credential.get_secret_value() if credential is not None else ""
         headers = {"Content-Type": "application/json", **settings.headers}
         if credential is not None:
-            headers[settings.auth_header] = f"{settings.auth_scheme} {self._credential}".strip()
+            headers[settings.auth_header] = f"{settings.auth_scheme} {secret}".strip()
         self._headers = headers
+        # The URL's password and query values are credentials too (`?api_key=...`).
+        self._secrets = secret_pattern(
+            [secret, self._url.password or "", *self._url.query.values()]
+        )
         self._rng = random.Random()
 
     def __repr__(self) -> str:
@@ -159,9 +168,12 @@ class JsonEndpoint:
                 data=payload,
                 headers=self._headers,
                 timeout=aiohttp.ClientTimeout(total=budget),
+                allow_redirects=False,
             ) as response:
-                body = await response.read()
                 status = response.status
+                if 300 <= status < 400:
+                    return None, _Failure(self._redirected(response), False)
+                body = await self._read(response, whole=200 <= status < 300)
                 if 200 <= status < 300:
                     return self._decode(body), None
                 wait = retry_after(response.headers.get("Retry-After"))
@@ -173,6 +185,39 @@ class JsonEndpoint:
             return None, _Failure(f"no reply within {budget:.3g} s", True, timed_out=True)
         except aiohttp.ClientError as exc:
             return None, _Failure(self._scrub(f"{type(exc).__name__}: {exc}"), True)
+
+    async def _read(self, response: aiohttp.ClientResponse, whole: bool) -> bytes:
+        """The reply's body: all of it up to ``max_reply_mb`` (beyond: :class:`RemoteInvalid`,
+        read no further), or for an error reply, only what a message quotes."""
+        limit = int(self.settings.max_reply_mb * 2**20) if whole else 4 * _EXCERPT
+        declared = response.content_length
+        if whole and declared is not None and declared > limit:
+            raise RemoteInvalid(self._too_large(f"{declared:,} bytes"))
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.content.iter_chunked(2**16):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                if whole:
+                    raise RemoteInvalid(self._too_large(f"more than {limit:,} bytes"))
+                break
+        return b"".join(chunks)
+
+    def _too_large(self, found: str) -> str:
+        return (
+            f"reply of {found} is over the {self.settings.max_reply_mb:g} MiB limit; raise "
+            f"`max_reply_mb` if the server's replies are meant to be that large"
+        )
+
+    def _redirected(self, response: aiohttp.ClientResponse) -> str:
+        target = response.headers.get("Location")
+        where = display_url(str(response.url.join(URL(target)))) if target else "nowhere"
+        return (
+            f"HTTP {response.status} {response.reason or ''}".rstrip()
+            + f": the server redirects to {where}; redirects are not followed (a POST would "
+            f"be re-sent as a GET without its body): set `url` to the address that scores"
+        )
 
     def _decode(self, body: bytes) -> Any:
         try:
@@ -188,7 +233,28 @@ class JsonEndpoint:
         return repr(text)
 
     def _scrub(self, text: str) -> str:
-        return text.replace(self._credential, "***") if self._credential else text
+        return self._secrets.sub("***", text) if self._secrets is not None else text
+
+
+def secret_pattern(secrets: Sequence[str]) -> re.Pattern[str] | None:
+    r"""A pattern that finds each of ``secrets`` as a server may echo it: as sent, JSON-escaped
+    (``\/`` for ``/``, ``\u00e9`` for ``é``), URL-encoded, in any letter case. None if there
+    are none.
+
+    >>> secret_pattern(["Ab/c+d"]).sub("***", 'got "ab\\/c+d" and Ab%2Fc%2Bd, Ab%2fc%2bd')
+    'got "***" and ***, ***'
+    """
+    forms: set[str] = set()
+    for secret in secrets:
+        if len(secret) < 4:  # a short query value ("1", "en") is no secret, and is everywhere
+            continue
+        escaped = json.dumps(secret)[1:-1]
+        for form in (secret, escaped, json.dumps(secret, ensure_ascii=False)[1:-1]):
+            forms |= {form, form.replace("/", "\\/"), quote(form, safe=""), quote_plus(form)}
+    if not forms:
+        return None
+    alternatives = sorted(forms, key=len, reverse=True)  # the longest form wins
+    return re.compile("|".join(map(re.escape, alternatives)), re.IGNORECASE)
 
 
 class RemoteReward(JsonEndpoint):

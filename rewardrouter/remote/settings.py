@@ -47,6 +47,11 @@ class EndpointSettings(BaseModel):
     )
     max_backoff: float = Field(default=10.0, ge=0, description="Upper bound of one retry delay.")
     concurrency: int = Field(default=32, ge=1, description="Requests in flight at once.")
+    max_reply_mb: float = Field(
+        default=32.0,
+        gt=0,
+        description="Largest reply read, in MiB; a larger one is `invalid` (read no further).",
+    )
     headers: dict[str, str] = Field(default_factory=dict, description="Extra request headers.")
     auth_env: str | None = Field(
         default=None,
