@@ -79,8 +79,9 @@ def math_answer(
     neither is read as math-verify reads it (the last LaTeX or number of its last 2,000
     characters); with the default ``boxed`` a response without a box scores 0.0. A box left open
     (the response was cut mid-answer) scores 0.0 either way, never an earlier box. The label may
-    be a number, LaTeX, contain ``\\boxed{}`` (all its boxes are its parts), be a solution that
-    states its final answer, or be a list of acceptable answers. Comparison: exact where the
+    be a number, LaTeX, contain ``\\boxed{}`` (its final boxed answer counts; boxes separated by
+    connectors or symbols only are one answer), be a worked solution that states its final
+    answer, or be a list of acceptable answers. Comparison: exact where the
     rules of :mod:`~rewardrouter.rewards.equivalence` decide (numbers, radicals, sets, tuples,
     intervals, inequalities, matrices, percentages, units), math-verify's verdict elsewhere.
     Answers over 1,000 characters score 0.0. ``None`` when the label is missing or blank. Under
