@@ -16,6 +16,7 @@ import contextlib
 import importlib
 import inspect
 import pkgutil
+import traceback
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -71,9 +72,15 @@ def import_path(path: str) -> Callable[..., Any]:
             f"importing {module_name!r} failed: it imports {exc.name!r}, which is not installed",
             f"install {exc.name!r} in this environment",
         ) from None
+    except SystemExit as exc:  # sys.exit() at import would end the process that compiles
+        raise ResolveError(
+            f"importing {module_name!r} called sys.exit({exc.code!r}){_raised_at(exc)}",
+            "a module that a config names must not exit when it is imported: move that code "
+            'under `if __name__ == "__main__":`',
+        ) from None
     except Exception as exc:
         raise ResolveError(
-            f"importing {module_name!r} raised {type(exc).__name__}: {exc}",
+            f"importing {module_name!r} raised {type(exc).__name__}: {exc}{_raised_at(exc)}",
             "fix the error in that module; it must import cleanly",
         ) from None
     if not hasattr(module, attr):
@@ -87,6 +94,12 @@ def import_path(path: str) -> Callable[..., Any]:
     if not callable(obj):
         raise ResolveError(f"{path!r} is a {type(obj).__name__}, not a function")
     return obj  # type: ignore[no-any-return]
+
+
+def _raised_at(exc: BaseException) -> str:
+    """`` (my_rewards.py:12)``: where ``exc`` was raised, or nothing when unknown."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    return f" ({frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno})" if frames else ""
 
 
 def read_signature(fn: Callable[..., Any], name: str) -> inspect.Signature:
@@ -146,7 +159,51 @@ def check_kwargs(sig: inspect.Signature, fixed: int, kwargs: Mapping[str, Any], 
 def module_allowed(path: str, allowed: tuple[str, ...]) -> bool:
     """Whether the module of ``path`` lies under one of the ``allowed`` module prefixes."""
     module = path.partition(":")[0] if ":" in path else path.rpartition(".")[0]
-    return any(module == prefix or module.startswith(prefix + ".") for prefix in allowed)
+    return _under(module, allowed)
+
+
+def _under(module: str, prefixes: Iterable[str]) -> bool:
+    return any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes)
+
+
+#: What data may name inside rewardrouter itself: the trainers' hooks, not its machinery.
+OWN_NAMEABLE = ("rewardrouter.integrations",)
+
+
+def defined_in(obj: Any) -> str:
+    """The module that defined ``obj`` (a function or class; for an instance, its class)."""
+    module = getattr(obj, "__module__", None)
+    return module if isinstance(module, str) else type(obj).__module__
+
+
+def data_refusal(
+    path: str, obj: Any, allowed: tuple[str, ...], functions: tuple[str, ...]
+) -> ResolveError | None:
+    """Why a *sample* may not name ``obj``, found at ``path``; None if it may.
+
+    It may if ``path`` is listed in ``functions``, or if ``obj`` was *defined* under an
+    ``allowed`` module — not merely imported into one (``my_rewards.Popen`` is
+    ``subprocess.Popen``) — and, inside rewardrouter itself, only among the trainers' hooks.
+    """
+    if path in functions:
+        return None
+    origin = defined_in(obj)
+    if not _under(origin, allowed):
+        return ResolveError(
+            f"{path!r} is {origin}.{getattr(obj, '__qualname__', type(obj).__qualname__)}, "
+            f"which its module imports from outside allowed_modules {list(allowed)}; data may "
+            f"name only functions defined in those modules",
+            "name the function where it is defined, or list this path under "
+            "`allowed_functions` if you trust data to call it",
+        )
+    if _under(origin, ("rewardrouter",)) and not _under(origin, OWN_NAMEABLE):
+        return ResolveError(
+            f"{path!r} is part of rewardrouter's machinery ({origin}); data may name only "
+            f"rewardrouter's trainer hooks ({', '.join(OWN_NAMEABLE)}) and, by `rm_type`, "
+            f"its graders",
+            "set `rm_type` to a built-in kind instead",
+        )
+    return None
 
 
 def import_quietly(modules: Iterable[str]) -> None:
@@ -157,5 +214,5 @@ def import_quietly(modules: Iterable[str]) -> None:
     that needs it, which reports the failure where it belongs.
     """
     for module in modules:
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception, SystemExit):  # SystemExit: sys.exit() at import
             importlib.import_module(module)

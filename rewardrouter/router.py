@@ -103,6 +103,7 @@ class Router:
             config.default_route,
             tuple(config.allowed_modules),
             data_route_factory(config),
+            tuple(config.allowed_functions),
         )
         self.executors = Executors(Setup(config, tuple(worker_modules(self.routes.values()))))
         # Worker processes must not outlive a router that was never closed.

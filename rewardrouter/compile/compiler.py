@@ -11,6 +11,7 @@ from typing import Literal
 from rewardrouter.compile.executors import choose_executor, executor_problems
 from rewardrouter.compile.resolve import (
     RewardFn,
+    inspect_function,
     resolve_builtin,
     resolve_path,
     resolve_resource,
@@ -18,7 +19,7 @@ from rewardrouter.compile.resolve import (
 from rewardrouter.compile.routes import BoundTerm, CompiledRoute
 from rewardrouter.config.models import RewardTerm, RouterConfig
 from rewardrouter.errors import Problem, did_you_mean
-from rewardrouter.introspect import ResolveError
+from rewardrouter.introspect import ResolveError, data_refusal, import_path
 from rewardrouter.rewards import RESOURCE_KINDS, Resources
 
 
@@ -167,7 +168,13 @@ def data_route_factory(
                 )
         else:
             # Data cannot say `mode:`; a second parameter named `samples` still means group mode.
-            fn = resolve_path(name, {}, "lenient")
+            obj = import_path(name)
+            refused = data_refusal(
+                name, obj, tuple(config.allowed_modules), tuple(config.allowed_functions)
+            )
+            if refused is not None:
+                raise refused
+            fn = inspect_function(obj, name, {}, "lenient")
             key, eval_key = config.reward_key, config.eval_reward_key
         route = f"{level}:{name}"
         term = BoundTerm(

@@ -219,7 +219,14 @@ class RouterConfig(_Model):
     )
     allowed_modules: list[str] = Field(
         default_factory=lambda: ["rewardrouter"],
-        description="Module prefixes whose functions a *sample* may name (custom_rm_path).",
+        description="Module prefixes whose functions a *sample* may name (custom_rm_path): "
+        "only functions defined in them, not names they import; inside rewardrouter, only "
+        "its trainer hooks.",
+    )
+    allowed_functions: list[str] = Field(
+        default_factory=list,
+        description="Import paths a *sample* may name whatever module defines them (e.g. a "
+        "function a package re-exports).",
     )
     reward_key: str | None = Field(
         default=None,

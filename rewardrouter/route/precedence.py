@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
@@ -20,6 +21,10 @@ from rewardrouter.introspect import ResolveError, module_allowed
 from rewardrouter.sample import SampleLike, metadata_of, spec_field
 
 Level = Literal["custom_rm_path", "rm_type", "route", "default_route"]
+
+#: Failed names of data-named functions kept (with their message) for the next sample that
+#: gives them; older ones are resolved again when they come back.
+FAILURES_KEPT = 256
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,7 @@ class Resolver:
         default_route: str | None,
         allowed_modules: tuple[str, ...],
         data_route: Callable[[Literal["custom_rm_path", "rm_type"], str], CompiledRoute],
+        allowed_functions: tuple[str, ...] = (),
     ) -> None:
         self._routes = routes
         self._route_by = route_by
@@ -62,12 +68,16 @@ class Resolver:
             else None
         )
         self._allowed = allowed_modules
+        self._functions = allowed_functions
         self._data_route = data_route
         self._table: dict[str, CompiledRoute] = {}
         for route in routes.values():
             for dataset in (route.name, *route.match):
                 self._table[dataset] = route
-        self._cache: dict[tuple[str, str], CompiledRoute | ResolveError] = {}
+        # Names that data gave: those that resolve (a finite set: functions that exist), and
+        # the latest failures, bounded — a stream of made-up names must not grow memory.
+        self._cache: dict[tuple[str, str], CompiledRoute] = {}
+        self._failed: OrderedDict[tuple[str, str], ResolveError] = OrderedDict()
         # Per route_by field, in order: the decision for each dataset string seen there.
         self._by_value: tuple[tuple[str, dict[str, Decision]], ...] = tuple(
             (name, {}) for name in route_by
@@ -78,17 +88,23 @@ class Resolver:
         return sorted(self._table)
 
     def _named(self, level: Literal["custom_rm_path", "rm_type"], name: str) -> CompiledRoute:
-        cached = self._cache.get((level, name))
-        if cached is None:
+        key = (level, name)
+        route = self._cache.get(key)
+        if route is not None:
+            return route
+        failure = self._failed.get(key)
+        if failure is None:
             try:
-                cached = self._data_route(level, name)
+                route = self._cache[key] = self._data_route(level, name)
+                return route
             except ResolveError as exc:
-                cached = exc
-            self._cache[(level, name)] = cached
-        if isinstance(cached, ResolveError):
-            hint = f"; {cached.hint}" if cached.hint else ""
-            raise Unroutable(f"{level} {name!r}: {cached}{hint}")
-        return cached
+                failure = exc.with_traceback(None)  # kept: not with the frames it came from
+            if len(self._failed) >= FAILURES_KEPT:
+                self._failed.popitem(last=False)
+        self._failed[key] = failure
+        self._failed.move_to_end(key)
+        hint = f"; {failure.hint}" if failure.hint else ""
+        raise Unroutable(f"{level} {name!r}: {failure}{hint}")
 
     def decide(self, sample: SampleLike) -> Decision:
         """The :class:`Decision` for ``sample``; raises :class:`Unroutable`."""
@@ -132,11 +148,12 @@ class Resolver:
             ("metadata.custom_rm_path", metadata.get("custom_rm_path")),
         ):
             if path:
-                if not module_allowed(str(path), self._allowed):
+                if not (module_allowed(str(path), self._allowed) or path in self._functions):
                     raise Unroutable(
                         f"{where} {path!r} is outside allowed_modules {list(self._allowed)}; "
-                        f"data may only name functions in those modules — add its module to "
-                        f"`allowed_modules` if you trust this data"
+                        f"data may only name functions defined in those modules — add its "
+                        f"module to `allowed_modules` (or the path to `allowed_functions`) if "
+                        f"you trust this data"
                     )
                 route = self._named("custom_rm_path", str(path))
                 return Decision(route, "custom_rm_path", f"{where} = {path!r}")
