@@ -170,3 +170,27 @@ def test_block(block: Block, scratch: Path) -> None:
         script = scratch / "block.py"
         script.write_text(code)
         _run([sys.executable, str(script)], scratch, block)
+
+
+def test_the_quick_start_output_is_what_the_job_prints(scratch: Path) -> None:
+    """The README's `make run` output, table and all, is today's output of the job."""
+    readme = next(b for b in ALL if b.language == "text" and "rewards per route" in b.code)
+    env = {
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "HOME": str(scratch),
+        "COLUMNS": "80",
+    }
+    done = subprocess.run(
+        ["rewardrouter", "router=mixed"],
+        cwd=scratch,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    printed = " ".join(done.stdout.split())
+    assert " ".join(readme.code.split()) in printed, (
+        f"{readme.where} no longer shows what `rewardrouter router=mixed` prints; paste:\n"
+        f"{done.stdout}"
+    )
