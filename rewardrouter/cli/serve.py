@@ -12,7 +12,7 @@ import argparse
 
 from rewardrouter.cli.compose import add_config_arguments, router_config
 from rewardrouter.router import compile_router
-from rewardrouter.serve import add_serve_arguments, run_server
+from rewardrouter.serve import add_serve_arguments, run_server, token_from
 
 
 def main(argv: list[str]) -> int:
@@ -29,5 +29,6 @@ def main(argv: list[str]) -> int:
     add_config_arguments(parser)
     add_serve_arguments(parser)
     args = parser.parse_intermixed_args(argv)
+    token_from(args.auth_env)  # a missing token stops the command before the router compiles
     with compile_router(router_config(args.config, args.overrides)) as router:
         return run_server(router, args)

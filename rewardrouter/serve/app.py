@@ -26,16 +26,28 @@ failure), or ``{"error": message, "status": ...}`` for that sample alone. The st
 - 422: a reward call failed under ``on_error: raise`` (the message names the sample, route and
   term), or ``/reward`` got no reward for the sample (no term applied, or ``on_error: skip``):
   slime's client needs a number, so the fix is an ``on_error: {value: x}`` fallback;
+- 401: the server was started with a token (``--auth-env``) and the request does not carry it
+  as ``Authorization: Bearer <token>``;
 - 404 / 405: no such endpoint, or the wrong method;
+- 413: the body is larger than ``max_request_mb``;
 - 500: anything unexpected. No request ever stops the server.
+
+Requests are scored off the server's event loop, on a scoring thread with a loop of its own:
+decoding a large body, routing and scoring it, encoding the reply. A JSON list is decoded
+element by element and a long reply encoded in slices, so no single call holds the interpreter
+for long, and ``/health`` answers during any request.
 """
 
 from __future__ import annotations
 
+import asyncio
+import hmac
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+import re
+import threading
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any, TypeVar
 
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -48,10 +60,48 @@ from rewardrouter.sample import Sample
 
 log = logging.getLogger("rewardrouter.serve")
 
-ROUTER = web.AppKey("router", Router)
+T = TypeVar("T")
 
-#: Batches of judge prompts can be large; aiohttp's default body limit is 1 MiB.
-MAX_BODY = 64 * 1024 * 1024
+#: Requests larger than this many MiB get 413 (batches of judge prompts can be large; aiohttp's
+#: own default is 1 MiB).
+MAX_REQUEST_MB = 64.0
+#: Elements of a JSON list decoded, or encoded, per call.
+SLICE = 10_000
+
+
+class Scoring:
+    """A thread with an event loop of its own, where requests are decoded, scored and encoded:
+    the server's loop only reads bodies and writes replies, so it always answers."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="rewardrouter-serve-scoring", daemon=True
+        )
+        self._thread.start()
+
+    async def run(self, work: Coroutine[Any, Any, T]) -> T:
+        """Await ``work`` run on the scoring loop."""
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self._loop))
+
+    def close(self) -> None:
+        """Stop the loop once the work on it is done (the server has stopped taking requests)."""
+
+        async def finish() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self._loop.shutdown_asyncgens()
+            self._loop.stop()
+
+        asyncio.run_coroutine_threadsafe(finish(), self._loop)
+        self._thread.join()
+        self._loop.close()
+
+
+ROUTER = web.AppKey("router", Router)
+SCORING = web.AppKey("scoring", Scoring)
+TOKEN = web.AppKey("token", str)
+LIMIT_MB = web.AppKey("limit_mb", float)
 
 
 class RewardRequest(BaseModel):
@@ -77,12 +127,69 @@ def error_reply(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
 
 
-async def _json(request: web.Request) -> Any:
-    body = await request.read()
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _skip(text: str, at: int) -> int:
+    """The first position at or after ``at`` that is not JSON whitespace."""
+    return _SPACE.match(text, at).end()  # type: ignore[union-attr]  # `*` always matches
+
+
+def decode(body: bytes) -> Any:
+    """The JSON value of a request body; a list is decoded element by element.
+
+    Raises :class:`BadRequest` (400) for a body that is not UTF-8 JSON or nests deeper than the
+    decoder can follow.
+
+    >>> decode(b' [1, {"a": [2]} ,3] ')
+    [1, {'a': [2]}, 3]
+    """
     try:
-        return json.loads(body)
+        text = body.decode()
+        start = _skip(text, 0)
+        return _list(text, start) if text.startswith("[", start) else json.loads(text)
+    except UnicodeDecodeError as exc:
+        raise BadRequest(400, f"the body is not UTF-8 ({exc})") from None
     except ValueError as exc:
         raise BadRequest(400, f"the body is not JSON ({exc})") from None
+    except RecursionError:
+        raise BadRequest(400, "the body nests JSON too deeply to be read") from None
+
+
+def _list(text: str, start: int) -> list[Any]:
+    """The JSON list at ``text[start]`` (``[``), read one element per decoder call."""
+    decoder = json.JSONDecoder()
+    items: list[Any] = []
+    at = _skip(text, start + 1)
+    if text.startswith("]", at):
+        at += 1
+    else:
+        while True:
+            item, at = decoder.raw_decode(text, at)
+            items.append(item)
+            at = _skip(text, at)
+            if text.startswith(",", at):
+                at = _skip(text, at + 1)
+            elif text.startswith("]", at):
+                at += 1
+                break
+            else:
+                raise json.JSONDecodeError("Expecting ',' delimiter", text, at)
+    if _skip(text, at) != len(text):
+        raise json.JSONDecodeError("Extra data", text, at)
+    return items
+
+
+def encode(value: Any) -> bytes:
+    """``value`` as JSON; a long list in slices (see :func:`decode`)."""
+    if not isinstance(value, list) or len(value) <= SLICE:
+        return json.dumps(value).encode()
+    parts = (json.dumps(value[i : i + SLICE])[1:-1] for i in range(0, len(value), SLICE))
+    return ("[" + ",".join(parts) + "]").encode()
+
+
+def reply(value: Any, status: int = 200) -> web.Response:
+    return web.Response(body=encode(value), status=status, content_type="application/json")
 
 
 def _samples(items: list[Any], batched: bool) -> list[Sample]:
@@ -162,25 +269,30 @@ async def _score_each(router: Router, samples: list[Sample]) -> list[RewardResul
 async def reward(request: web.Request) -> web.Response:
     """slime's ``remote_rm``: one sample in, its reward (a number) out, anything else a 4xx; or
     OpenRLHF's batch body."""
-    data = await _json(request)
+    body = await request.read()
+    return await request.app[SCORING].run(_reward(request.app[ROUTER], body))
+
+
+async def _reward(router: Router, body: bytes) -> web.Response:
+    data = decode(body)
     if isinstance(data, dict) and "query" in data:
-        return await _openrlhf(request.app[ROUTER], data)
-    [result] = await _score_each(request.app[ROUTER], _samples([data], batched=False))
+        return await _openrlhf(router, data)
+    [result] = await _score_each(router, _samples([data], batched=False))
     if isinstance(result, dict):
         status = 400 if result["status"] == "unroutable" else 422
-        return web.json_response(result, status=status)
+        return reply(result, status)
     if result.reward is None:
         why = result.error_message or "no term applied"
-        return web.json_response(
+        return reply(
             {
                 "error": f"no reward for this sample (route {result.route!r}, status "
                 f"{result.status}: {why}); slime's remote_rm needs a number: give the term "
                 f"`on_error: {{value: x}}`, or a term that applies to such samples",
                 "status": result.status,
             },
-            status=422,
+            422,
         )
-    return web.json_response(result.reward)
+    return reply(result.reward)
 
 
 async def _openrlhf(router: Router, data: dict[str, Any]) -> web.Response:
@@ -200,21 +312,29 @@ async def _openrlhf(router: Router, data: dict[str, Any]) -> web.Response:
     except ConfigError as exc:
         raise BadRequest(400, str(exc)) from None
     results = await _score(router, openrlhf_samples(queries, prompts, labels))
-    return web.json_response(openrlhf_reply(router, results))
+    return reply(openrlhf_reply(router, results))
 
 
 async def batch(request: web.Request) -> web.Response:
     """A JSON list of samples in, one entry per sample out (same length and order): the reward,
     ``null`` when no term applied, or ``{"error", "status"}`` for a sample that could not be
     scored."""
-    data = await _json(request)
+    body = await request.read()
+    return await request.app[SCORING].run(_batch(request.app[ROUTER], body))
+
+
+async def _batch(router: Router, body: bytes) -> web.Response:
+    data = decode(body)
     if not isinstance(data, list):
         raise BadRequest(400, f"expected a JSON list of samples, found {type(data).__name__}")
-    results = await _score_each(request.app[ROUTER], _samples(data, batched=True))
-    return web.json_response([r if isinstance(r, dict) else r.reward for r in results])
+    results = await _score_each(router, _samples(data, batched=True))
+    return reply([r if isinstance(r, dict) else r.reward for r in results])
 
 
 async def health(request: web.Request) -> web.Response:
+    """Liveness, answered on the server's own loop; the routes only for an authorized caller."""
+    if not _authorized(request):
+        return web.json_response({"status": "ok"})
     router = request.app[ROUTER]
     return web.json_response(
         {
@@ -225,6 +345,15 @@ async def health(request: web.Request) -> web.Response:
     )
 
 
+def _authorized(request: web.Request) -> bool:
+    token = request.app.get(TOKEN)
+    if token is None:
+        return True
+    given = request.headers.get("Authorization", "")
+    scheme, _, value = given.partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(value.strip(), token)
+
+
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -232,23 +361,54 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 async def json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Every failure becomes a JSON error reply; none escapes to stop the server."""
     try:
+        if request.path != "/health" and not _authorized(request):
+            return web.json_response(
+                {"error": "this server needs `Authorization: Bearer <token>`"},
+                status=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
         return await handler(request)
     except BadRequest as exc:
         return error_reply(exc.status, str(exc))
+    except web.HTTPRequestEntityTooLarge:
+        limit = request.app[LIMIT_MB]
+        return error_reply(
+            413, f"the body is over the server's {limit:g} MiB limit (`--max-request-mb`)"
+        )
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
         return error_reply(exc.status, exc.reason)
+    except RecursionError:  # a sample nested deeper than some step can follow
+        return error_reply(400, "the request nests data too deeply to be scored")
     except Exception as exc:
         log.exception("unexpected failure serving %s %s", request.method, request.path)
         return error_reply(500, f"internal error: {type(exc).__name__}: {exc}")
 
 
-def make_app(router: Router) -> web.Application:
-    """The aiohttp application serving ``router``; the caller owns (and closes) the router."""
-    app = web.Application(middlewares=[json_errors], client_max_size=MAX_BODY)
+def make_app(
+    router: Router, *, token: str | None = None, max_request_mb: float = MAX_REQUEST_MB
+) -> web.Application:
+    """The aiohttp application serving ``router``; the caller owns (and closes) the router.
+
+    ``token``: every request but ``/health`` must carry ``Authorization: Bearer <token>``.
+    ``max_request_mb``: larger bodies get 413.
+    """
+    app = web.Application(middlewares=[json_errors], client_max_size=int(max_request_mb * 2**20))
     app[ROUTER] = router
+    app[LIMIT_MB] = max_request_mb
+    if token is not None:
+        app[TOKEN] = token
     app.router.add_post("/reward", reward)
     app.router.add_post("/batch", batch)
     app.router.add_get("/health", health)
+
+    async def start_scoring(app: web.Application) -> None:
+        app[SCORING] = Scoring()
+
+    async def stop_scoring(app: web.Application) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, app[SCORING].close)
+
+    app.on_startup.append(start_scoring)
+    app.on_cleanup.append(stop_scoring)
     return app

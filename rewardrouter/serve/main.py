@@ -5,6 +5,7 @@ with them; the command (``rewardrouter.cli.serve``) reads the router as every co
 
     rewardrouter serve --config my_router.yaml --port 8000
     rewardrouter serve router=mixed default_route=gsm8k --port 8000
+    REWARD_TOKEN=... rewardrouter serve --config my_router.yaml --auth-env REWARD_TOKEN
 
 Prints ``rewardrouter serve: listening on http://HOST:PORT`` once the socket is bound
 (``--port 0`` takes any free port, and that line says which). A port that cannot be bound exits
@@ -16,13 +17,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import math
+import os
 import signal
 import sys
 
 from aiohttp import web
 
+from rewardrouter.errors import ConfigError, Problem
 from rewardrouter.router import Router
-from rewardrouter.serve.app import make_app
+from rewardrouter.serve.app import MAX_REQUEST_MB, make_app
 
 
 def _port(text: str) -> int:
@@ -32,15 +36,63 @@ def _port(text: str) -> int:
     return port
 
 
+def _megabytes(text: str) -> float:
+    value = float(text)
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"{text} is not a size: expected a positive number")
+    return value
+
+
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    """The server's own flags: ``--host``, ``--port``."""
+    """The server's own flags: ``--host``, ``--port``, ``--auth-env``, ``--max-request-mb``."""
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=_port, default=8000, help="port (default 8000; 0: any free)")
+    parser.add_argument(
+        "--auth-env",
+        metavar="NAME",
+        help="environment variable holding a token that every request but /health must send as "
+        "`Authorization: Bearer <token>` (default: no authentication)",
+    )
+    parser.add_argument(
+        "--max-request-mb",
+        type=_megabytes,
+        default=MAX_REQUEST_MB,
+        help=f"largest request body in MiB; larger ones get 413 (default {MAX_REQUEST_MB:g})",
+    )
 
 
-async def serve(router: Router, host: str, port: int) -> None:
+def token_from(name: str | None) -> str | None:
+    """The token in environment variable ``name`` (None: no authentication).
+
+    Raises :class:`~rewardrouter.ConfigError` when the variable is unset or blank.
+    """
+    if name is None:
+        return None
+    token = os.environ.get(name, "").strip()
+    if not token:
+        raise ConfigError(
+            [
+                Problem(
+                    "--auth-env",
+                    f"environment variable {name!r} is {'blank' if name in os.environ else 'not set'}",
+                    f"export {name}=<token> before starting the server, or drop --auth-env to "
+                    f"serve without authentication",
+                )
+            ]
+        )
+    return token
+
+
+async def serve(
+    router: Router,
+    host: str,
+    port: int,
+    token: str | None = None,
+    max_request_mb: float = MAX_REQUEST_MB,
+) -> None:
     """Serve ``router`` on ``host:port`` until SIGINT or SIGTERM."""
-    runner = web.AppRunner(make_app(router), shutdown_timeout=5.0)
+    app = make_app(router, token=token, max_request_mb=max_request_mb)
+    runner = web.AppRunner(app, shutdown_timeout=5.0)
     await runner.setup()
     try:
         await web.TCPSite(runner, host, port).start()
@@ -57,12 +109,14 @@ async def serve(router: Router, host: str, port: int) -> None:
 
 def run_server(router: Router, args: argparse.Namespace) -> int:
     """Serve ``router`` with the flags of :func:`add_serve_arguments`; the exit status (1 when
-    the port cannot be bound)."""
+    the port cannot be bound). Raises :class:`~rewardrouter.ConfigError` for an ``--auth-env``
+    that holds no token."""
     logging.basicConfig(
         level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s: %(message)s"
     )
+    token = token_from(args.auth_env)
     try:
-        asyncio.run(serve(router, args.host, args.port))
+        asyncio.run(serve(router, args.host, args.port, token, args.max_request_mb))
     except OSError as exc:
         print(f"error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return 1
