@@ -141,7 +141,10 @@ def multiply(a: Tensor, b: Tensor, dtype: torch.dtype) -> Tensor:
     out = np.empty(x.shape, dtype=_NUMPY_DTYPES[dtype])
 
     def run(lo: int, hi: int) -> None:
-        np.multiply(x[lo:hi], y if y.ndim == 0 else y[lo:hi], out=out[lo:hi], casting="same_kind")
+        with np.errstate(over="ignore"):  # as torch does: the caller checks for infinities
+            np.multiply(
+                x[lo:hi], y if y.ndim == 0 else y[lo:hi], out=out[lo:hi], casting="same_kind"
+            )
 
     _over_chunks(run, x.shape[0])
     return torch.from_numpy(out)

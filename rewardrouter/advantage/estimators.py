@@ -51,15 +51,15 @@ OUTPUT_DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16":
 def grpo(stage: GRPOStage, moments: GroupMoments) -> Tensor:
     """``(r - group mean) / (std + eps)``; ``std`` scope ``group``, ``batch``, or ``none`` (Dr.GRPO)."""
     if stage.std == "none":
-        return torch.ones((), dtype=torch.float64, device=moments.means.device)
+        return torch.full((), 1 / moments.scale, dtype=torch.float64, device=moments.means.device)
     std = moments.group_std() if stage.std == "group" else moments.batch_std()
-    return _inverse(std, stage.eps)
+    return _inverse(std, stage.eps * moments.scale)
 
 
 def rloo(stage: RLOOStage, moments: GroupMoments) -> Tensor:
     """``r - mean of the other members`` = ``n / (n - 1) * (r - group mean)``."""
     n = moments.sizes
-    return torch.where(n > 1, n / (n - 1), 0.0)
+    return torch.where(n > 1, n / (n - 1), 0.0).div_(moments.scale)
 
 
 def reinforce_pp_baseline(stage: ReinforcePPBaselineStage, moments: GroupMoments) -> Tensor:
@@ -69,7 +69,7 @@ def reinforce_pp_baseline(stage: ReinforcePPBaselineStage, moments: GroupMoments
     rescales them (at sample level; token-level whitening is the trainer's business). Not
     subtracting that zero keeps constant groups at exactly 0.
     """
-    return _inverse(moments.centered_batch_std(), stage.eps)
+    return _inverse(moments.centered_batch_std(), stage.eps * moments.scale)
 
 
 # Every estimator is "centered reward times a factor": the factor per slot, or one for the batch.
@@ -113,12 +113,32 @@ def group_advantages(
         out = x.to(torch.float64, copy=True)
         if mask is not None:
             out.masked_fill_(~mask, 0.0)
-        return out.to(device=rewards.device, dtype=out_dtype)
+        return _in_range(out.to(device=rewards.device, dtype=out_dtype), stage)
     moments = group_moments(x, _segments(stage, group_ids, mask, x.numel(), device))
     factor = _FACTORS[stage.kind](stage, moments)
     if factor.dim():
         factor = moments.segments.gather(factor, out=moments.scratch)
-    return cpu.multiply(moments.centered, factor, out_dtype).to(rewards.device)
+    out = cpu.multiply(moments.centered, factor, out_dtype).to(rewards.device)
+    # Normalized advantages are at most sqrt(n - 1) in size; only the others can overflow.
+    return out if _normalized(stage) else _in_range(out, stage)
+
+
+def _normalized(stage: AdvantageStage) -> bool:
+    return isinstance(stage, ReinforcePPBaselineStage) or (
+        isinstance(stage, GRPOStage) and stage.std != "none"
+    )
+
+
+def _in_range(advantages: Tensor, stage: AdvantageStage) -> Tensor:
+    """``advantages``, unless one is beyond the range of its dtype: then a ValueError."""
+    if bool(torch.isfinite(advantages).all()):
+        return advantages
+    i = int((~torch.isfinite(advantages)).nonzero()[0, 0])
+    raise ValueError(
+        f"the advantage of sample {i} is beyond the range of {stage.dtype} "
+        f"({float(advantages[i])}): the rewards are too large for unnormalized advantages; "
+        f"set `dtype: float64` on the `{stage.kind}` stage, or add a `scale` stage before it"
+    )
 
 
 def _segments(

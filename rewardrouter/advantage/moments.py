@@ -13,6 +13,10 @@ up. Here a constant group's centered rewards are **exactly 0.0**, by constructio
   add up exactly and the second pass removes it to exactly 0. For other groups the second pass
   is the classic correction that makes the float64 mean accurate to the last bits.
 
+Rewards so large that a group's sum or squared deviations overflow float64 (beyond about
+``1.3e154``) are multiplied by a power of two first — exactly, no bit is lost — so that the
+largest is about ``2**500``; ``scale`` records the factor, and the estimators divide it out.
+
 Example::
 
     >>> import torch
@@ -54,6 +58,10 @@ class GroupMoments:
     scratch: Tensor
     means: Tensor
     sq_dev: Tensor
+    #: The power of two the rewards were multiplied by before centering (1.0 but for rewards
+    #: whose squares overflow float64): ``centered``, ``means`` and ``sq_dev`` are of the
+    #: scaled rewards.
+    scale: float = 1.0
 
     @property
     def sizes(self) -> Tensor:
@@ -88,13 +96,31 @@ def group_moments(rewards: Tensor, segments: Segments) -> GroupMoments:
     """Center ``rewards`` on their group means (see the module docstring for exactness).
 
     Raises :class:`ValueError` naming the first offending sample when a valid reward is NaN or
-    infinite, or when a group's sum overflows.
+    infinite.
     """
-    centered = cpu.cast(rewards, torch.float64)
+    moments = _moments(rewards, cpu.cast(rewards, torch.float64), segments, 1.0)
+    if moments is None:  # finite rewards whose sums or squares overflow: scale them down
+        x = cpu.cast(rewards, torch.float64)
+        if segments.valid is not None:
+            x.masked_fill_(~segments.valid, 0.0)
+        low, high = (abs(float(v)) for v in torch.aminmax(x))
+        scale = math.ldexp(1.0, 500 - math.frexp(max(low, high))[1])
+        moments = _moments(rewards, x.mul_(scale), segments, scale)
+        assert moments is not None  # the largest is now below 2**500
+    return moments
+
+
+def _moments(
+    rewards: Tensor, centered: Tensor, segments: Segments, scale: float
+) -> GroupMoments | None:
+    """The moments of ``centered`` (``rewards`` in float64, times ``scale``, fresh); None if a
+    group's sum or squared deviations overflow."""
     if segments.valid is not None:
         centered.masked_fill_(~segments.valid, 0.0)
     means = _mean(segments.sum(centered), segments.sizes)
-    _check_finite(means, rewards, segments)
+    if not _finite(means):
+        _check_rewards(rewards, segments)
+        return None
     scratch = segments.gather(means)
     centered.sub_(scratch)
     if rewards.dtype not in _NARROW:
@@ -102,7 +128,9 @@ def group_moments(rewards: Tensor, segments: Segments) -> GroupMoments:
         centered.sub_(segments.gather(shift, out=scratch))
         means = means + shift
     sq_dev = segments.sum(torch.mul(centered, centered, out=scratch))
-    return GroupMoments(segments, centered, scratch, means, sq_dev)
+    if not _finite(sq_dev):
+        return None
+    return GroupMoments(segments, centered, scratch, means, sq_dev, scale)
 
 
 def _mean(sums: Tensor, sizes: Tensor) -> Tensor:
@@ -110,9 +138,12 @@ def _mean(sums: Tensor, sizes: Tensor) -> Tensor:
     return sums.div_(sizes.clamp(min=1))
 
 
-def _check_finite(means: Tensor, rewards: Tensor, segments: Segments) -> None:
-    if math.isfinite(float(means.sum())) or bool(torch.isfinite(means).all()):
-        return
+def _finite(values: Tensor) -> bool:
+    return math.isfinite(float(values.sum())) or bool(torch.isfinite(values).all())
+
+
+def _check_rewards(rewards: Tensor, segments: Segments) -> None:
+    """Raise :class:`ValueError` for the first valid reward that is NaN or infinite."""
     bad = ~torch.isfinite(rewards)
     if segments.valid is not None:
         bad &= segments.valid
@@ -123,4 +154,3 @@ def _check_finite(means: Tensor, rewards: Tensor, segments: Segments) -> None:
             f"reward of sample {i} is {float(rewards[i])}; advantages need finite rewards "
             f"(mark a missing reward invalid instead of NaN)"
         )
-    raise ValueError("a group's reward sum overflows float64; rescale the rewards")
