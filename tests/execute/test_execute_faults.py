@@ -250,18 +250,22 @@ print([r.reward for r in results], [r.status for r in results], flush=True)
 """
 
 
-@pytest.mark.parametrize("method", ["auto", "spawn"])
-def test_a_script_without_a_main_guard_runs_once_and_scores(tmp_path: Path, method: str) -> None:
-    script = tmp_path / "train.py"
-    script.write_text(_UNGUARDED.format(method=method))
-    done = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
+def _run_script(folder: Path, code: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` as ``python train.py`` in ``folder``, as a user starts a launch script."""
+    (folder / "train.py").write_text(code)
+    return subprocess.run(
+        [sys.executable, "train.py"],
+        cwd=folder,
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
+
+
+@pytest.mark.parametrize("method", ["auto", "spawn"])
+def test_a_script_without_a_main_guard_runs_once_and_scores(tmp_path: Path, method: str) -> None:
+    done = _run_script(tmp_path, _UNGUARDED.format(method=method))
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.splitlines() == [
         "script started",
@@ -287,16 +291,7 @@ except ConfigError as exc:
 def test_a_reward_defined_in_the_script_is_refused_for_workers_with_the_fix(
     tmp_path: Path,
 ) -> None:
-    script = tmp_path / "train.py"
-    script.write_text(_DEFINED_IN_THE_SCRIPT)
-    done = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = _run_script(tmp_path, _DEFINED_IN_THE_SCRIPT)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "routes.r.rewards.mine.executor" in done.stdout
     assert "defined in the script being run (`__main__`)" in done.stdout

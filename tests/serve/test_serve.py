@@ -326,12 +326,17 @@ def test_serve_command_end_to_end(tmp_path: Path) -> None:
         assert post(f"{base}/batch", samples) == (200, expected)
         assert get(f"{base}/health")[1]["default_route"] == "squad"
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            _, stderr = process.communicate(timeout=15)
-        finally:
-            process.kill()
+        stderr = stopped(process)
     assert process.returncode == 0, stderr
+
+
+def stopped(process: subprocess.Popen[str]) -> str:
+    """Stop a running `rewardrouter serve` as an operator does (SIGTERM); its stderr."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        return process.communicate(timeout=15)[1]
+    finally:
+        process.kill()
 
 
 def test_serve_command_reports_a_bad_config_without_a_traceback(tmp_path: Path) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import signal
 import subprocess
 import sys
 import threading
@@ -19,7 +18,7 @@ from typing import Any
 
 import pytest
 from rr_remote import Servers
-from test_serve import CONFIG, EXE, _listening
+from test_serve import CONFIG, EXE, _listening, stopped
 
 from rewardrouter import compile_router
 from rewardrouter.serve import make_app
@@ -124,11 +123,7 @@ def test_the_serve_command_reads_its_token_from_the_environment(tmp_path: Path) 
         assert send(f"{base}/reward", body)[0] == 401
         assert send(f"{base}/reward", body, TOKEN)[:2] == (200, 1.0)
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            _, stderr = process.communicate(timeout=15)
-        finally:
-            process.kill()
+        stderr = stopped(process)
     assert process.returncode == 0, stderr
     assert TOKEN not in stderr
 

@@ -69,6 +69,30 @@ def enter(spec: dict[str, Any]) -> None:
     getattr(importlib.import_module(module), name)(*spec["args"])
 
 
+class ChildExits:
+    """A pipe that a child's exit makes readable (``SIGCHLD`` writes to it): what wakes the
+    single-threaded loops of the fork server and the templates, so they reap at once."""
+
+    def __init__(self) -> None:
+        self.fd, self._write = os.pipe()
+        os.set_blocking(self.fd, False)
+        os.set_blocking(self._write, False)
+        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+        signal.set_wakeup_fd(self._write)
+
+    def drain(self) -> None:
+        """Empty the pipe (the loop then reaps every child that exited)."""
+        with contextlib.suppress(BlockingIOError):
+            os.read(self.fd, 512)
+
+    def forget(self) -> None:
+        """In a forked child: drop the pipe and the handler."""
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for fd in (self.fd, self._write):
+            os.close(fd)
+
+
 def die_with_parent(signum: int = signal.SIGKILL) -> None:
     """On Linux, have the kernel send ``signum`` to this process when its parent exits (even by
     ``SIGKILL``). Reliable only when the parent is single-threaded: the kernel means the parent

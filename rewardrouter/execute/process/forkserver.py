@@ -16,7 +16,6 @@ with the template's pid.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import socket
@@ -25,7 +24,7 @@ from collections.abc import Sequence
 from multiprocessing import reduction
 from multiprocessing.connection import Connection, wait
 
-from rewardrouter.execute.process.boot import SharedDoubles, start_python
+from rewardrouter.execute.process.boot import ChildExits, SharedDoubles, start_python
 from rewardrouter.execute.process.template import run_template
 from rewardrouter.introspect import import_quietly
 
@@ -83,18 +82,12 @@ def serve_forks(fd: int, preload: list[str]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     conn = Connection(fd)
     import_quietly(preload)
-    # An exit of a template wakes the loop (SIGCHLD writes to this pipe), so it is reaped.
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_r, False)
-    os.set_blocking(wake_w, False)
-    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
-    signal.set_wakeup_fd(wake_w)
+    exits = ChildExits()  # an exiting template wakes the loop, to be reaped
     try:
         while True:
-            ready = wait([conn, wake_r])
-            if wake_r in ready:
-                with contextlib.suppress(BlockingIOError):
-                    os.read(wake_r, 512)
+            ready = wait([conn, exits.fd])
+            if exits.fd in ready:
+                exits.drain()
                 _reap()
             if conn in ready:
                 _, modules, flush_seconds, count = conn.recv()
@@ -104,10 +97,7 @@ def serve_forks(fd: int, preload: list[str]) -> None:
                 if pid == 0:
                     code = 1
                     try:
-                        signal.set_wakeup_fd(-1)
-                        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                        for own in (wake_r, wake_w):
-                            os.close(own)
+                        exits.forget()
                         conn.close()
                         progress = SharedDoubles(count, progress_fd)
                         run_template(Connection(template_fd), progress, modules, flush_seconds)

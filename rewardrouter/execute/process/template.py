@@ -40,6 +40,7 @@ from typing import Any
 
 from rewardrouter.execute.outcome import CONTROL_FLOW
 from rewardrouter.execute.process.boot import (
+    ChildExits,
     SharedDoubles,
     adopt_orphans,
     children,
@@ -75,7 +76,7 @@ def _fork(
     progress: SharedDoubles,
     slot: int,
     flush_seconds: float,
-    wake: tuple[int, int],
+    exits: ChildExits,
 ) -> int:
     """Fork a worker that serves on a new socket; hand the pool its end. The worker's pid.
 
@@ -89,11 +90,8 @@ def _fork(
         try:
             with contextlib.suppress(OSError):
                 os.setpgid(0, 0)
-            signal.set_wakeup_fd(-1)
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            exits.forget()
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            for fd in wake:
-                os.close(fd)
             conn.close()
             ours.close()
             serve(Connection(theirs.detach()), progress.view(4 * slot, 4), (), flush_seconds)
@@ -159,20 +157,14 @@ def run_template(
     adopt_orphans()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     import_quietly(modules)
-    # A child's exit wakes the loop: SIGCHLD writes a byte to this pipe.
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_r, False)
-    os.set_blocking(wake_w, False)
-    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
-    signal.set_wakeup_fd(wake_w)
+    exits = ChildExits()  # a worker's exit wakes the loop, to be reaped and reported
     threads_at_start = thread_count()  # e.g. a BLAS pool started by an import: fork-safe
     tainted = False
     try:
         while True:
-            ready = wait([conn, wake_r])
-            if wake_r in ready:
-                with contextlib.suppress(BlockingIOError):
-                    os.read(wake_r, 512)
+            ready = wait([conn, exits.fd])
+            if exits.fd in ready:
+                exits.drain()
             _reap(conn, workers)
             if conn not in ready:
                 continue
@@ -182,8 +174,7 @@ def run_template(
             if message[0] == "fork" and tainted:
                 conn.send(("tainted",))  # refused: the pool asks a fresh template
             elif message[0] == "fork":
-                wake = (wake_r, wake_w)
-                workers.add(_fork(conn, progress, message[1], flush_seconds, wake))
+                workers.add(_fork(conn, progress, message[1], flush_seconds, exits))
             elif message[0] == "warm" and not tainted:
                 _warm(message[1], message[2])
                 tainted = thread_count() > threads_at_start
