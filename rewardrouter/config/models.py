@@ -158,8 +158,10 @@ class RayConfig(_Model):
 
     Started on first use (Ray is imported only then), reused for every batch, killed by
     ``Router.close()``. Deadlines, statuses and ``on_error`` work as with ``executor: process``:
-    an actor that overruns a deadline is killed and replaced, one that dies is replaced.
-    Example: ``ray: {address: auto, actors: 32}``.
+    an actor that overruns a deadline is killed and replaced, one that dies is replaced. Actors
+    that the cluster cannot place yet (no free CPUs, a lost node) wait for CPUs while the
+    others serve; the pool logs how many wait and why. Example: ``ray: {address: auto,
+    actors: 32}``.
     """
 
     address: str | None = Field(
@@ -172,8 +174,9 @@ class RayConfig(_Model):
     actors: int | None = Field(
         default=None,
         ge=1,
-        description="Actors in the pool; null: as many as the cluster's free CPUs allow when the "
-        "pool starts (set it on a cluster that other work shares).",
+        description="Actors in the pool; those the cluster cannot place yet wait for CPUs while "
+        "the others serve. null: as many as the cluster's free CPUs allow, growing as CPUs free "
+        "up while the router has work (set it on a cluster that other work shares).",
     )
     cpus_per_actor: float = Field(
         default=1.0, gt=0, description="CPUs Ray reserves for each actor (`num_cpus`)."
@@ -192,8 +195,16 @@ class RayConfig(_Model):
     )
     runtime_env: dict[str, Any] | None = Field(
         default=None,
-        description="Ray runtime environment of the actors, e.g. `{py_modules: [...]}` or "
-        "`{env_vars: {...}}` to ship reward modules the cluster's workers cannot import.",
+        description="Ray runtime environment of the actors, e.g. `{py_modules: [./my_rewards]}` "
+        "or `{env_vars: {...}}`, to ship reward modules the cluster's nodes cannot import; local "
+        "`py_modules` and `working_dir` paths are uploaded to the cluster when the pool starts.",
+    )
+    placement_timeout: float = Field(
+        default=300.0,
+        gt=0,
+        description="Seconds calls wait when no actor of the pool is placed at all (a cluster "
+        "without free CPUs, every node lost) before they end as `error` saying why; the pool "
+        "goes on, and later calls run once an actor is placed.",
     )
 
     @field_validator("address")

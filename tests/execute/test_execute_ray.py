@@ -289,7 +289,7 @@ def test_close_kills_the_actors_and_leaves_a_ray_it_did_not_start(ray: Any) -> N
     router = compile_router(config)
     results = router.score_sync([row(str(i)) for i in range(20)])
     actors = router.executors["ray"].pool.handles
-    pids = {float(ray.get(a.ready.remote())) for a in actors}
+    pids = {float(ray.get(a.ready.remote())[0]) for a in actors}
     assert {r.reward for r in results} <= pids
     lease = router.executors["ray"].pool.lease
     assert lease is not None and not lease.started  # the test's instance was reused

@@ -1,7 +1,7 @@
 """One actor of the ``ray`` executor: the Ray side of :mod:`~rewardrouter.execute.ray.pool`.
 
-A plain class: the pool turns it into a Ray actor class, so this module imports nothing of Ray,
-and an actor runs a task exactly as a worker process does (:mod:`~rewardrouter.execute.process.worker`:
+A plain class: the pool turns it into a Ray actor class, so this module imports Ray only in
+:meth:`RewardActor.ready` (which runs on an actor), and an actor runs a task exactly as a worker process does (:mod:`~rewardrouter.execute.process.worker`:
 the same job loading, call loop and outcome batches).
 
 Protocol: :meth:`RewardActor.run` ``(task_id, job_id, job_blob, items_blob, count)`` is a Ray
@@ -49,9 +49,12 @@ class RewardActor:
         self._flush_seconds = flush_seconds
         self._jobs = JobCache()
 
-    def ready(self) -> int:
-        """The actor's process id, once it is placed and has imported its modules."""
-        return os.getpid()
+    def ready(self) -> tuple[int, str]:
+        """The actor's process id and its node's id, once it is placed and has imported its
+        modules."""
+        import ray  # only ever called on a Ray actor
+
+        return os.getpid(), ray.get_runtime_context().get_node_id()
 
     def run(
         self, task_id: int, job_id: int, blob: bytes, items_blob: bytes, count: int

@@ -8,6 +8,11 @@
   ``ray://host:port`` (Ray Client).
 - ``ray.address: null`` starts a local Ray instance with ``ray.num_cpus`` CPUs.
 
+A cluster with Ray's token authentication (``RAY_AUTH_MODE=token``, or a token in
+``~/.ray/auth_token``) gets a token from ``ray.init`` only when this process sets
+``RAY_AUTH_MODE=token`` or joins through ``auto``; :func:`check_access` asks an explicit address
+first, so that a refusal is an error at once that says so, not a 20-second wait.
+
 Ray is imported here, when a router first runs a ``ray`` term, never when rewardrouter is
 imported. Every router holds a :class:`Lease`; a Ray instance that a router started is shut down
 when the last lease on it is released, and one that the host program started is never touched.
@@ -22,6 +27,10 @@ Starting Ray takes seconds, so this example is not run (the tests start a real l
 
 from __future__ import annotations
 
+import concurrent.futures
+import os
+import re
+import socket
 import threading
 from dataclasses import dataclass
 from types import ModuleType
@@ -54,6 +63,7 @@ class Lease:
     ray: Any  # the ray module
     started: bool  # a router started this Ray instance (and the last lease shuts it down)
     client: bool  # connected through Ray Client (ray://), which cannot stream results
+    job_env: bool = False  # connected with `ray.runtime_env` as the job's runtime env
     released: bool = False
 
     def release(self) -> None:
@@ -81,27 +91,120 @@ def connect(settings: RayConfig) -> Lease:
     global _leases
     ray = import_ray()
     with _lock:
+        job_env = None
         if ray.is_initialized():
             started = _leases > 0
         else:
             address = settings.address
+            # Through Ray Client the job's runtime env is the only one that can carry local
+            # paths (see runtime_env.py); elsewhere the pool uploads them for its actors.
+            job_env = settings.runtime_env if _is_client_address(address) else None
             try:
                 if address is None:
                     ray.init(num_cpus=settings.num_cpus)
                 else:
-                    ray.init(address=address)
+                    check_access(ray, address)  # a refusal is clear at once, not in 20 s
+                    ray.init(address=address, runtime_env=job_env)
+            except RewardRouterError:
+                raise
             except Exception as exc:
-                where = "a local Ray instance" if address is None else f"Ray at {address!r}"
-                raise RewardRouterError(
-                    f"ray.address: could not connect to {where} ({_first_line(exc)}); start a "
-                    f"cluster with `ray start --head`, point `ray.address` at its head "
-                    f"(`host:6379`, or `ray://host:10001` for Ray Client), or set "
-                    f"`ray.address: null` to start a local Ray instance for this router"
-                ) from exc
+                raise RewardRouterError(_connect_failure(ray, address, exc)) from exc
             started = address is None
         if started:
             _leases += 1
-        return Lease(ray, started, _client_mode(ray))
+        return Lease(ray, started, _client_mode(ray), job_env=job_env is not None)
+
+
+def _is_client_address(address: str | None) -> bool:
+    return address is not None and address.startswith("ray://")
+
+
+# -- token authentication -----------------------------------------------------------------
+
+#: Seconds the authentication check waits for the head to answer before it lets ``ray.init``
+#: try (and report) on its own.
+ACCESS_SECONDS = 5.0
+
+AUTH_FIX = (
+    "set `RAY_AUTH_MODE=token` in the environment of the process that runs the router, with "
+    "the cluster's token in `~/.ray/auth_token`, `RAY_AUTH_TOKEN` or the file that "
+    "`RAY_AUTH_TOKEN_PATH` names (`ray get-auth-token` on the head prints it); on a node of "
+    "the cluster, `ray.address: auto` does this by itself"
+)
+
+
+def _auth_mode() -> str:
+    return os.environ.get("RAY_AUTH_MODE", "").strip().lower()
+
+
+def _refused(address: str, exc: BaseException) -> str:
+    """The message for a head at ``address`` that did not accept this process's
+    authentication."""
+    if _auth_mode() == "token":
+        return (
+            f"ray.address: authentication with Ray at {address!r} failed ({_first_line(exc)}): "
+            f"this process's token is missing or is not that cluster's; put the head's token "
+            f"(`ray get-auth-token` there prints it) in `~/.ray/auth_token`, `RAY_AUTH_TOKEN` "
+            f"or the file that `RAY_AUTH_TOKEN_PATH` names"
+        )
+    return (
+        f"ray.address: Ray at {address!r} requires token authentication and this process "
+        f"sent no token ({_first_line(exc)}): Ray sends one to an explicit address only "
+        f"when `RAY_AUTH_MODE=token` is set; {AUTH_FIX}"
+    )
+
+
+def check_access(ray: Any, address: str) -> None:
+    """Ask the head at ``address`` whether it accepts this process, before ``ray.init``
+    (which, refused, retries for 20 s and then names no cause): a refusal raises
+    :class:`RewardRouterError` at once, saying why and what to do. Anything else — no
+    answer, an older Ray without authentication, ``auto`` or a Ray Client address — is left
+    to ``ray.init``."""
+    authentication_error = getattr(ray.exceptions, "AuthenticationError", None)
+    # `auto` is left to Ray, which sends a token there whenever this machine has one.
+    if authentication_error is None or not re.match(r"^[^\s:/]+:\d+$", address):
+        return
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=ACCESS_SECONDS):
+            pass
+    except OSError:
+        return  # nothing listens there: ray.init says so
+    gcs_client = getattr(ray, "_raylet", None) and getattr(ray._raylet, "GcsClient", None)
+    if gcs_client is None:
+        return
+    answer: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+    def ask() -> None:
+        try:
+            gcs_client(address=address)
+        except BaseException as exc:  # the answer, whatever it is, goes to the caller
+            answer.set_exception(exc)
+        else:
+            answer.set_result(None)
+
+    # A frozen head would hold the client for 40 s: a daemon thread, waited on briefly.
+    threading.Thread(target=ask, name="rewardrouter-ray-auth", daemon=True).start()
+    try:
+        answer.result(timeout=ACCESS_SECONDS)
+    except authentication_error as exc:
+        raise RewardRouterError(_refused(address, exc)) from None
+    except Exception:
+        return
+
+
+def _connect_failure(ray: Any, address: str | None, exc: BaseException) -> str:
+    """What to say when ``ray.init`` failed."""
+    authentication_error = getattr(ray.exceptions, "AuthenticationError", ())
+    if address is not None and isinstance(exc, authentication_error):
+        return _refused(address, exc)
+    where = "a local Ray instance" if address is None else f"Ray at {address!r}"
+    return (
+        f"ray.address: could not connect to {where} ({_first_line(exc)}); start a "
+        f"cluster with `ray start --head`, point `ray.address` at its head "
+        f"(`host:6379`, or `ray://host:10001` for Ray Client), or set "
+        f"`ray.address: null` to start a local Ray instance for this router"
+    )
 
 
 def _client_mode(ray: Any) -> bool:

@@ -23,7 +23,20 @@ the task's outcome messages as the actor streams them:
   had several unfinished calls, each of them runs again *alone*; a call that overruns or dies
   alone gets its verdict: ``timeout`` (the actor was killed) or ``error`` (it died). Every
   other call gets its own result, as with the process executor, at the price of a second
-  deadline's wait for the call at fault.
+  deadline's wait for the call at fault;
+- a lost node: its actors die with it, and no call was at fault, so the unfinished calls go
+  back to their job as if never sent (the next free actor takes them in chunks).
+
+Placement: an actor is asked of Ray and serves once Ray has placed and started it, however
+long that takes — the others serve meanwhile. An actor that waits ``REPORT_SECONDS`` (its node
+was lost and no CPUs are free, or ``ray.actors`` asks for more than the cluster has) is
+reported through the ``rewardrouter.ray`` logger, with the count and the reason, once per
+state, and again when all are placed (:attr:`RayPool.placement` has it too). Calls wait for an
+actor only when none is placed at all, and then at most ``ray.placement_timeout`` seconds; an
+actor that fails to start (a runtime env that cannot be set up) is asked again, later each
+time. With ``ray.actors: null`` the pool starts with the actors that the cluster's free CPUs
+allow and, while it has work, grows into CPUs that come free. ``ray.runtime_env`` goes to
+every actor, its local paths uploaded first (:mod:`~rewardrouter.execute.ray.runtime_env`).
 
 Through Ray Client (``ray://``), which cannot stream, each task carries one call and its
 outcome comes back whole, at most ``CLIENT_SLACK`` seconds after the call's deadline.
@@ -43,6 +56,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
+import logging
 import pickle
 import threading
 import time
@@ -57,22 +71,30 @@ from rewardrouter.execute.executor import Callee, Setup, closed
 from rewardrouter.execute.outcome import Outcome, describe_exception
 from rewardrouter.execute.ray.actor import RewardActor
 from rewardrouter.execute.ray.connect import INSTALL, Lease, connect
+from rewardrouter.execute.ray.runtime_env import shipped
 from rewardrouter.execute.tasks import (
     LOAD_GRACE,
     ChunkSizer,
     Job,
     LostCalls,
-    PoolBroken,
     PoolExecutor,
     Task,
     TaskPool,
 )
 from rewardrouter.execute.wire import Message
 
-#: Seconds a new actor may take to be placed by Ray, start and import its modules.
-PLACE_SECONDS = 300.0
-#: Actors in a row that fail to start, after which the pool gives up.
-PLACE_FAILURES = 3
+log = logging.getLogger("rewardrouter.ray")
+
+#: Seconds an actor may wait to be placed before the pool reports it.
+REPORT_SECONDS = 5.0
+#: Seconds between the pool's looks at its actors' placement and, with ``actors: null``, at the
+#: cluster's free CPUs (only while it has work or actors to place).
+WATCH_SECONDS = 1.0
+#: Actor starts that fail in a row (a runtime env that cannot be set up, say) after which, with
+#: no actor ready, the calls waiting for one fail with the cause.
+START_FAILURES = 3
+#: The longest pause between two attempts to start an actor after failed starts.
+RETRY_SECONDS = 30.0
 #: Seconds that closing a pool waits for Ray to report its killed actors dead.
 KILL_SECONDS = 10.0
 #: Seconds beyond a call's deadline that a reply through Ray Client may take.
@@ -82,11 +104,30 @@ CLIENT_SLACK = 2.0
 LOST = LostCalls("Ray actor", "actor")
 
 
-@dataclass(eq=False)
-class _Alone:
-    """Calls of one job that must run one per task, and those that already did."""
+@dataclass(frozen=True)
+class Placement:
+    """The pool's actors: ``ready`` (placed, serving) and ``pending`` (waiting for Ray to place
+    or start them), and, while some wait, why (as the pool last reported it)."""
 
-    queue: deque[int] = field(default_factory=deque)
+    ready: int
+    pending: int
+    reason: str = ""
+
+
+@dataclass(eq=False)
+class _Actor:
+    handle: Any
+    spawned: float  # time.monotonic()
+    node: str | None = None  # the id of its node, once it is ready
+
+
+@dataclass(eq=False)
+class _Waiting:
+    """A job of the pool: since when it waits, the calls that must run one per task, and
+    those that already did."""
+
+    accepted: float
+    alone: deque[int] = field(default_factory=deque)
     ran: set[int] = field(default_factory=set)
 
 
@@ -121,17 +162,22 @@ class RayPool(TaskPool):
         self._stopped = False  # the pool's thread is ending: it takes no more jobs
         self._loop = asyncio.new_event_loop()
         # Owned by the loop's thread:
-        self._jobs: list[Job] = []
-        self._alone: dict[Job, _Alone] = {}
-        self._actors: list[Any] = []
+        self._jobs: dict[Job, _Waiting] = {}
+        self._actors: list[_Actor] = []  # alive or on their way: placed, or waiting for it
+        self._slots: set[asyncio.Task[None]] = set()  # one coroutine per wanted actor
         self._failure: BaseException | None = None  # set when the pool cannot start or go on
-        self._placement_failures = 0
+        self._start_failures = 0  # actor starts that failed in a row
+        self._start_cause = ""
+        self._last_ready = 0.0  # when an actor was last seen ready (time.monotonic())
+        self._reported: tuple[int, int] | None = None  # (ready, pending) last reported
+        self._reason = ""
+        self._free_seen = 0  # actors' worth of free CPUs at the last look (actors: null)
         self._lease: Lease | None = None
         self._ray: Any = None
         self._actor_class: Any = None
+        self._runtime_env: dict[str, Any] | None = None
         self._streaming = streaming
         self._whole = False  # outcomes come whole, one call per task
-        self._slots = 0
         self._more = asyncio.Event()
         self._stop = asyncio.Event()
         self._thread = threading.Thread(target=self._run, name="rewardrouter-ray", daemon=True)
@@ -141,8 +187,16 @@ class RayPool(TaskPool):
 
     @property
     def handles(self) -> list[Any]:
-        """Ray handles of the current actors (for inspection and tests)."""
-        return list(self._actors)
+        """Ray handles of the current actors, placed or pending (for inspection and tests)."""
+        return [actor.handle for actor in list(self._actors)]
+
+    @property
+    def placement(self) -> Placement:
+        """How many actors serve and how many wait to be placed, and why they wait."""
+        actors = list(self._actors)
+        ready = sum(actor.node is not None for actor in actors)
+        pending = len(actors) - ready
+        return Placement(ready, pending, self._reason if pending else "")
 
     @property
     def lease(self) -> Lease | None:
@@ -178,27 +232,29 @@ class RayPool(TaskPool):
             self._loop.close()
 
     async def _main(self) -> None:
-        waiting: list[asyncio.Task[Any]] = []  # the actors' coroutines, and the wait for close
+        watch: asyncio.Task[None] | None = None
         try:
             # Connected here, not by the caller: starting Ray takes seconds, which the caller's
             # event loop should not spend blocked.
-            self._lease = connect(self._settings)
-            self._ray = self._lease.ray
-            self._whole = self._lease.client if self._streaming is None else not self._streaming
+            self._lease = lease = connect(self._settings)
+            self._ray = lease.ray
+            self._whole = lease.client if self._streaming is None else not self._streaming
+            env = self._settings.runtime_env
+            if env is not None and not lease.job_env:
+                self._runtime_env = env if lease.client else shipped(env)
             self._actor_class = self._ray.remote(RewardActor)
-            self._slots = self._settings.actors or self._free_actors()
-            stop = asyncio.create_task(self._stop.wait())
-            waiting = [stop, *(asyncio.create_task(self._serve()) for _ in range(self._slots))]
-            done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
-                if task is not stop:
-                    task.result()  # an actor's coroutine ends only by raising
-        except BaseException as exc:  # PoolBroken, a failed connection, or a bug: never a hang
+            self._last_ready = time.monotonic()
+            self._add_slots(self._settings.actors or self._free_actors())
+            watch = asyncio.create_task(self._watch())
+            watch.add_done_callback(self._crashed)
+            await self._stop.wait()
+        except BaseException as exc:  # a failed connection or upload, or a bug: never a hang
             self._failure = exc
         finally:
-            for task in waiting:
+            tasks = [*self._slots, *([watch] if watch is not None else [])]
+            for task in tasks:
                 task.cancel()
-            await asyncio.gather(*waiting, return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
             await self._kill_all()
             with self._lock:
                 self._stopped = True
@@ -206,9 +262,15 @@ class RayPool(TaskPool):
             for job in self._jobs:
                 self._fail(job)
             self._jobs.clear()
-            self._alone.clear()
             if self._lease is not None:
                 self._lease.release()
+
+    def _crashed(self, task: asyncio.Task[None]) -> None:
+        """A coroutine of the pool ended other than by cancellation: a bug, which stops the
+        pool (every call gets it as its error) rather than leaving calls to hang."""
+        if not task.cancelled() and task.exception() is not None:
+            self._failure = task.exception()
+            self._stop.set()
 
     def _free_actors(self) -> int:
         free = float(self._ray.available_resources().get("CPU", 0.0))
@@ -218,7 +280,11 @@ class RayPool(TaskPool):
         if self._stopped:
             self._fail(job)
             return
-        self._jobs.append(job)
+        self._jobs[job] = _Waiting(time.monotonic())
+        if self._start_failures >= START_FAILURES and not self._ready():
+            job.fail(self._cannot_start())  # no actor starts: say why now, not at each retry
+            self._settle(job)
+            return
         self._more.set()
 
     def _fail(self, job: Job) -> None:
@@ -231,72 +297,89 @@ class RayPool(TaskPool):
             return
         if failure is None:
             reason = "the router was closed before this call ran"
-        elif isinstance(failure, PoolBroken):
-            reason = str(failure)
         else:
             reason = f"the Ray actor pool failed: {describe_exception(failure)}"
         job.fail(reason)
 
     def _settle(self, job: Job) -> None:
-        if job.finish() and job in self._jobs:
-            self._jobs.remove(job)
-            self._alone.pop(job, None)
+        if job.finish():
+            self._jobs.pop(job, None)
 
-    # -- one actor ----------------------------------------------------------------------------
+    # -- actors -------------------------------------------------------------------------------
+
+    def _add_slots(self, count: int) -> None:
+        for _ in range(count):
+            slot = asyncio.create_task(self._serve())
+            slot.add_done_callback(self._crashed)
+            self._slots.add(slot)
 
     async def _serve(self) -> None:
         """One actor's life and its replacements': take a task, run it, until the pool stops."""
-        actor = await self._ready(self._spawn())
+        actor = await self._ready_actor(self._spawn())
         while True:
             job, indices = await self._next_task()
-            loss = await self._run_task(actor, job, indices)
+            loss = await self._run_task(actor.handle, job, indices)
             if loss is not None:
+                node_lost = self._node_lost(actor)
                 self._kill(actor)
-                actor = self._spawn()  # under way before the caller hears of the loss
-                self._lost(loss)
-                actor = await self._ready(actor)
+                replacement = self._spawn()  # under way before the caller hears of the loss
+                self._lost(loss, node_lost)
+                actor = await self._ready_actor(replacement)
 
-    def _spawn(self) -> Any:
+    def _spawn(self) -> _Actor:
         """A new actor, which Ray starts placing now."""
-        settings = self._settings
-        options: dict[str, Any] = {"num_cpus": settings.cpus_per_actor, "max_restarts": 0}
-        if settings.runtime_env is not None:
-            options["runtime_env"] = settings.runtime_env
-        actor = self._actor_class.options(**options).remote(self._modules, self._flush_seconds)
+        options: dict[str, Any] = {"num_cpus": self._settings.cpus_per_actor, "max_restarts": 0}
+        if self._runtime_env is not None:
+            options["runtime_env"] = self._runtime_env
+        handle = self._actor_class.options(**options).remote(self._modules, self._flush_seconds)
+        actor = _Actor(handle, time.monotonic())
         self._actors.append(actor)
         return actor
 
-    async def _ready(self, actor: Any) -> Any:
-        """``actor`` once it is placed and ready; if it dies starting, a new one."""
+    async def _ready_actor(self, actor: _Actor) -> _Actor:
+        """``actor`` once it is placed and ready, however long Ray takes to place it; if it
+        fails to start, a new one, after a pause that grows with the failures in a row."""
         while True:
             try:
-                await asyncio.wait_for(_awaitable(actor.ready.remote()), PLACE_SECONDS)
-            except asyncio.TimeoutError:
-                self._kill(actor)  # waiting longer or asking again would not find the CPUs
-                raise PoolBroken(
-                    f"a Ray actor of the reward pool was not placed and ready within "
-                    f"{PLACE_SECONDS:g} s; the cluster may lack "
-                    f"{self._settings.cpus_per_actor:g} free CPUs for it (set `ray.actors` and "
-                    f"`ray.cpus_per_actor` to what it can spare)"
-                ) from None
+                _, actor.node = await _awaitable(actor.handle.ready.remote())
             except self._ray.exceptions.RayError as exc:
                 self._kill(actor)
-                self._placement_failures += 1
-                if self._placement_failures >= PLACE_FAILURES:
-                    raise PoolBroken(
-                        f"Ray actors of the reward pool died while starting, {PLACE_FAILURES} "
-                        f"times in a row ({_cause(exc)})"
-                    ) from exc
+                self._start_failures += 1
+                self._start_cause = _cause(exc)
+                if self._start_failures >= START_FAILURES and not self._ready():
+                    for job in list(self._jobs):
+                        job.fail(self._cannot_start())
+                        self._settle(job)
+                await asyncio.sleep(min(RETRY_SECONDS, 2.0 ** (self._start_failures - 1)))
                 actor = self._spawn()
             else:
-                self._placement_failures = 0
+                self._start_failures = 0
+                self._last_ready = time.monotonic()
                 return actor
 
-    def _kill(self, actor: Any) -> None:
+    def _ready(self) -> int:
+        return sum(actor.node is not None for actor in self._actors)
+
+    def _cannot_start(self) -> str:
+        return (
+            f"Ray actors of the reward pool failed to start {self._start_failures} times in a "
+            f"row, the last with {self._start_cause}; the pool keeps trying and later calls "
+            f"run once one starts"
+        )
+
+    def _node_lost(self, actor: _Actor) -> bool:
+        """Whether ``actor``'s node is gone (then no call of its task was at fault)."""
+        with contextlib.suppress(Exception):
+            return not any(
+                node["NodeID"] == actor.node and node["Alive"] for node in self._ray.nodes()
+            )
+        return False
+
+    def _kill(self, actor: _Actor) -> None:
         if actor in self._actors:
             self._actors.remove(actor)
         with contextlib.suppress(Exception):
-            self._ray.kill(actor, no_restart=True)
+            self._ray.kill(actor.handle, no_restart=True)
 
     async def _kill_all(self) -> None:
         """Kill every actor and wait (up to ``KILL_SECONDS``) until Ray reports them dead, so
@@ -308,31 +391,130 @@ class RayPool(TaskPool):
         for actor in actors:
             self._kill(actor)
 
-        async def gone(actor: Any) -> None:
+        async def gone(actor: _Actor) -> None:
             # ray.kill returns before the actor is dead: a call may still get through.
             with contextlib.suppress(ray.exceptions.RayError):
                 while True:
-                    await _awaitable(actor.ready.remote())
+                    await _awaitable(actor.handle.ready.remote())
                     await asyncio.sleep(0.05)
 
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(asyncio.gather(*map(gone, actors)), KILL_SECONDS)
 
+    # -- placement: report, wait, grow --------------------------------------------------------
+
+    async def _watch(self) -> None:
+        """Every ``WATCH_SECONDS``: report actors waiting to be placed, fail calls that waited
+        ``placement_timeout`` with no actor at all, and with ``actors: null`` grow the pool
+        into CPUs that have come free."""
+        while True:
+            await asyncio.sleep(WATCH_SECONDS)
+            now = time.monotonic()
+            if self._ready():
+                self._last_ready = now
+            if not self._jobs and self._reported is None and self._ready() == len(self._actors):
+                continue  # nothing to do: no GCS calls while idle
+            if self._settings.actors is None and self._jobs:
+                self._grow()
+            self._report(now)
+            self._expire(now)
+
+    def _report(self, now: float) -> None:
+        """Log the actors waiting to be placed, once per state, and when all are placed."""
+        pending = [actor for actor in self._actors if actor.node is None]
+        if not pending:
+            if self._reported is not None:
+                log.warning("all %d Ray actors of the reward pool are placed", len(self._actors))
+                self._reported = None
+            return
+        state = (len(self._actors) - len(pending), len(pending))
+        if state == self._reported or all(now - a.spawned < REPORT_SECONDS for a in pending):
+            return
+        self._reported = state
+        self._reason = self._why_pending()
+        ready, waiting = state
+        serving = (
+            f"serving with {ready}"
+            if ready
+            else f"no actor serves: calls wait up to {self._settings.placement_timeout:g} s "
+            f"(`ray.placement_timeout`) for one"
+        )
+        log.warning(
+            "%d of %d Ray actors of the reward pool are waiting to be placed, %s: %s",
+            waiting, ready + waiting, serving, self._reason,
+        )  # fmt: skip
+
+    def _why_pending(self) -> str:
+        if self._start_failures:
+            return self._cannot_start()
+        need = self._settings.cpus_per_actor
+        ray = self._ray
+        largest = max(
+            (float(n["Resources"].get("CPU", 0.0)) for n in ray.nodes() if n["Alive"]),
+            default=0.0,
+        )
+        if largest < need:
+            return (
+                f"no node of the cluster has the {need:g} CPUs an actor reserves (the largest "
+                f"has {largest:g}); lower `ray.cpus_per_actor`, or add a larger node"
+            )
+        free = float(ray.available_resources().get("CPU", 0.0))
+        total = float(ray.cluster_resources().get("CPU", 0.0))
+        return (
+            f"the cluster has {free:g} of its {total:g} CPUs free and each actor reserves "
+            f"{need:g}; they start as CPUs free up or nodes join (set `ray.actors` to what the "
+            f"cluster can spare)"
+        )
+
+    def _expire(self, now: float) -> None:
+        """With no actor ready, fail the calls of the jobs that waited ``placement_timeout``."""
+        if self._ready():
+            return
+        limit = self._settings.placement_timeout
+        for job, waiting in list(self._jobs.items()):
+            if now - max(waiting.accepted, self._last_ready) >= limit:
+                self._reason = self._reason or self._why_pending()
+                job.fail(
+                    f"no Ray actor of the reward pool was ready for {limit:g} s "
+                    f"(`ray.placement_timeout`): {self._reason}"
+                )
+                self._settle(job)
+
+    def _grow(self) -> None:
+        """``actors: null``: add actors for the CPUs that stayed free since the last look."""
+        if any(actor.node is None for actor in self._actors):
+            return  # the ones asked for come first
+        ray, need = self._ray, self._settings.cpus_per_actor
+        free = int(float(ray.available_resources().get("CPU", 0.0)) // need)
+        most = int(float(ray.cluster_resources().get("CPU", 0.0)) // need) - len(self._slots)
+        # Seen free twice: Ray's view of free CPUs lags the actors it has just placed.
+        room, self._free_seen = min(free, self._free_seen, most), free
+        if room > 0:
+            log.info(
+                "CPUs came free on the Ray cluster: the reward pool grows from %d to %d actors",
+                len(self._slots), len(self._slots) + room,
+            )  # fmt: skip
+            self._free_seen = 0
+            self._add_slots(room)
+
+    # -- tasks --------------------------------------------------------------------------------
+
     async def _next_task(self) -> tuple[Job, list[int]]:
         """The next calls to run: a call that must run alone, else a chunk of a job."""
         while True:
             for job in [j for j in self._jobs if j.future.cancelled()]:
-                self._jobs.remove(job)
-                self._alone.pop(job, None)
-            for job in self._jobs:
-                alone = self._alone.get(job)
-                if alone is not None and alone.queue:
-                    index = alone.queue.popleft()
-                    alone.ran.add(index)
+                del self._jobs[job]
+            for job, waiting in self._jobs.items():
+                if waiting.alone:
+                    index = waiting.alone.popleft()
+                    waiting.ran.add(index)
                     return job, [index]
                 remaining = job.remaining()
                 if remaining:
-                    size = 1 if self._whole else self._sizer.size(job.key, remaining, self._slots)
+                    if self._whole:
+                        size = 1
+                    else:
+                        size = self._sizer.size(job.key, remaining, max(1, self._ready()))
                     return job, job.take(size)
             self._more.clear()
             await self._more.wait()
@@ -384,20 +566,26 @@ class RayPool(TaskPool):
         async for ref in actor.run.options(num_returns="streaming").remote(*args):
             yield pickle.loads(await ref)
 
-    def _lost(self, loss: _Loss) -> None:
+    def _lost(self, loss: _Loss, node_lost: bool) -> None:
         """Settle the calls of a task whose actor overran or died (see the module docstring)."""
         task, started = loss.task, loss.started
         job = task.job
         rest = task.unfinished()
-        alone = self._alone.setdefault(job, _Alone())
+        waiting = self._jobs.get(job)
+        if waiting is None:  # the job was failed meanwhile
+            return
+        if node_lost:  # no call was at fault: they run again as if never sent
+            job.retry.extendleft(reversed(rest))
+            self._more.set()
+            return
         if loss.overran and not started:
             verdict: Outcome | None = LOST.not_started(job.timeout)
-        elif len(rest) == 1 and (started or rest[0] in alone.ran):
+        elif len(rest) == 1 and (started or rest[0] in waiting.ran):
             verdict = LOST.overran(job.timeout) if loss.overran else LOST.died(loss.cause)
         else:
             verdict = None
         if verdict is None:
-            alone.queue.extend(rest)
+            waiting.alone.extend(rest)
             self._more.set()
         else:
             for index in rest:
