@@ -27,3 +27,10 @@ class Trainer:
             "gcs_address": ray.get_runtime_context().gcs_address,
             "nodes": len(ray.nodes()),
         }
+
+
+def importable(name: str) -> bool:
+    """Whether this process (a Ray worker) can import module ``name``."""
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None

@@ -56,6 +56,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
+import itertools
 import logging
 import pickle
 import threading
@@ -87,9 +88,10 @@ log = logging.getLogger("rewardrouter.ray")
 
 #: Seconds an actor may wait to be placed before the pool reports it.
 REPORT_SECONDS = 5.0
-#: Seconds between the pool's looks at its actors' placement and, with ``actors: null``, at the
-#: cluster's free CPUs (only while it has work or actors to place).
+#: Seconds between the pool's looks at its actors' nodes and placement and, with
+#: ``actors: null``, at the cluster's free CPUs; while it is idle, every ``IDLE_WATCHES`` looks.
 WATCH_SECONDS = 1.0
+IDLE_WATCHES = 10
 #: Actor starts that fail in a row (a runtime env that cannot be set up, say) after which, with
 #: no actor ready, the calls waiting for one fail with the cause.
 START_FAILURES = 3
@@ -119,6 +121,7 @@ class _Actor:
     handle: Any
     spawned: float  # time.monotonic()
     node: str | None = None  # the id of its node, once it is ready
+    lost: bool = False  # its node is gone
 
 
 @dataclass(eq=False)
@@ -169,8 +172,9 @@ class RayPool(TaskPool):
         self._start_failures = 0  # actor starts that failed in a row
         self._start_cause = ""
         self._last_ready = 0.0  # when an actor was last seen ready (time.monotonic())
-        self._reported: tuple[int, int] | None = None  # (ready, pending) last reported
-        self._reason = ""
+        self._waiting: tuple[int, float] | None = None  # actors waiting for CPUs, and since
+        self._reported: int | None = None  # the count of waiting actors last reported
+        self._reason = ""  # why actors are pending, as of the last look
         self._free_seen = 0  # actors' worth of free CPUs at the last look (actors: null)
         self._lease: Lease | None = None
         self._ray: Any = None
@@ -194,7 +198,7 @@ class RayPool(TaskPool):
     def placement(self) -> Placement:
         """How many actors serve and how many wait to be placed, and why they wait."""
         actors = list(self._actors)
-        ready = sum(actor.node is not None for actor in actors)
+        ready = sum(actor.node is not None and not actor.lost for actor in actors)
         pending = len(actors) - ready
         return Placement(ready, pending, self._reason if pending else "")
 
@@ -317,13 +321,14 @@ class RayPool(TaskPool):
         """One actor's life and its replacements': take a task, run it, until the pool stops."""
         actor = await self._ready_actor(self._spawn())
         while True:
-            job, indices = await self._next_task()
-            loss = await self._run_task(actor.handle, job, indices)
-            if loss is not None:
-                node_lost = self._node_lost(actor)
+            work = await self._next_task(actor)
+            loss = None if work is None else await self._run_task(actor.handle, *work)
+            if work is None or loss is not None:  # lost while idle, or doing the work
+                node_lost = actor.lost or self._node_lost(actor)
                 self._kill(actor)
                 replacement = self._spawn()  # under way before the caller hears of the loss
-                self._lost(loss, node_lost)
+                if loss is not None:
+                    self._lost(loss, node_lost)
                 actor = await self._ready_actor(replacement)
 
     def _spawn(self) -> _Actor:
@@ -358,7 +363,7 @@ class RayPool(TaskPool):
                 return actor
 
     def _ready(self) -> int:
-        return sum(actor.node is not None for actor in self._actors)
+        return sum(actor.node is not None and not actor.lost for actor in self._actors)
 
     def _cannot_start(self) -> str:
         return (
@@ -367,13 +372,27 @@ class RayPool(TaskPool):
             f"run once one starts"
         )
 
+    def _alive_nodes(self) -> set[str] | None:
+        """The ids of the cluster's live nodes (None if Ray cannot say now)."""
+        with contextlib.suppress(Exception):
+            return {node["NodeID"] for node in self._ray.nodes() if node["Alive"]}
+        return None
+
     def _node_lost(self, actor: _Actor) -> bool:
         """Whether ``actor``'s node is gone (then no call of its task was at fault)."""
-        with contextlib.suppress(Exception):
-            return not any(
-                node["NodeID"] == actor.node and node["Alive"] for node in self._ray.nodes()
-            )
-        return False
+        alive = self._alive_nodes()
+        return alive is not None and actor.node not in alive
+
+    def _find_lost(self) -> None:
+        """Mark the ready actors whose node is gone, and wake their coroutines (idle ones wait
+        for work) to replace them now, not when the next batch finds them dead."""
+        alive = self._alive_nodes()
+        if alive is None:
+            return
+        for actor in self._actors:
+            if actor.node is not None and actor.node not in alive and not actor.lost:
+                actor.lost = True
+                self._more.set()
 
     def _kill(self, actor: _Actor) -> None:
         if actor in self._actors:
@@ -404,63 +423,77 @@ class RayPool(TaskPool):
     # -- placement: report, wait, grow --------------------------------------------------------
 
     async def _watch(self) -> None:
-        """Every ``WATCH_SECONDS``: report actors waiting to be placed, fail calls that waited
+        """Every ``WATCH_SECONDS`` (every ``IDLE_WATCHES``-th time while idle): replace actors
+        whose node is gone, report actors waiting to be placed, fail calls that waited
         ``placement_timeout`` with no actor at all, and with ``actors: null`` grow the pool
         into CPUs that have come free."""
-        while True:
+        for look in itertools.count(1):
             await asyncio.sleep(WATCH_SECONDS)
             now = time.monotonic()
+            placed = self._ready() == len(self._actors)
+            if not self._jobs and self._reported is None and placed and look % IDLE_WATCHES:
+                continue
+            self._find_lost()
             if self._ready():
                 self._last_ready = now
-            if not self._jobs and self._reported is None and self._ready() == len(self._actors):
-                continue  # nothing to do: no GCS calls while idle
             if self._settings.actors is None and self._jobs:
                 self._grow()
-            self._report(now)
+            self._report(now)  # before _expire, which gives the reason it finds
             self._expire(now)
 
     def _report(self, now: float) -> None:
-        """Log the actors waiting to be placed, once per state, and when all are placed."""
-        pending = [actor for actor in self._actors if actor.node is None]
+        """Log how many actors wait for CPUs once that count has held ``REPORT_SECONDS``
+        (Ray's view of free CPUs lags), once per count, and when all actors are placed."""
+        pending = len(self._actors) - self._ready()
         if not pending:
             if self._reported is not None:
                 log.warning("all %d Ray actors of the reward pool are placed", len(self._actors))
-                self._reported = None
+            self._reported = self._waiting = None
+            self._reason = ""
             return
-        state = (len(self._actors) - len(pending), len(pending))
-        if state == self._reported or all(now - a.spawned < REPORT_SECONDS for a in pending):
+        waiting, self._reason = self._why_pending(pending)
+        if waiting != (self._waiting or (0, 0.0))[0]:
+            self._waiting = (waiting, now)  # a new count: reported if it holds
+        if not waiting or waiting == self._reported:
             return
-        self._reported = state
-        self._reason = self._why_pending()
-        ready, waiting = state
+        assert self._waiting is not None
+        if now - self._waiting[1] < REPORT_SECONDS:
+            return
+        self._reported = waiting
+        ready = self._ready()
         serving = (
             f"serving with {ready}"
             if ready
-            else f"no actor serves: calls wait up to {self._settings.placement_timeout:g} s "
+            else f"none serves: calls wait up to {self._settings.placement_timeout:g} s "
             f"(`ray.placement_timeout`) for one"
         )
         log.warning(
             "%d of %d Ray actors of the reward pool are waiting to be placed, %s: %s",
-            waiting, ready + waiting, serving, self._reason,
+            waiting, len(self._actors), serving, self._reason,
         )  # fmt: skip
 
-    def _why_pending(self) -> str:
+    def _why_pending(self, pending: int) -> tuple[int, str]:
+        """How many of the ``pending`` actors (not ready) must be waiting for CPUs, and why.
+
+        Those that Ray has placed and that are still starting hold their CPUs, and so do other
+        users of the cluster: of the CPUs neither free nor held by ready actors, each actor's
+        worth may be one of ours starting; the rest of the pending actors cannot have a place.
+        """
         if self._start_failures:
-            return self._cannot_start()
-        need = self._settings.cpus_per_actor
-        ray = self._ray
-        largest = max(
-            (float(n["Resources"].get("CPU", 0.0)) for n in ray.nodes() if n["Alive"]),
-            default=0.0,
-        )
+            return pending, self._cannot_start()
+        need, ray = self._settings.cpus_per_actor, self._ray
+        cpus = [float(n["Resources"].get("CPU", 0.0)) for n in ray.nodes() if n["Alive"]]
+        largest, total = max(cpus, default=0.0), sum(cpus)
         if largest < need:
-            return (
+            return pending, (
                 f"no node of the cluster has the {need:g} CPUs an actor reserves (the largest "
                 f"has {largest:g}); lower `ray.cpus_per_actor`, or add a larger node"
             )
         free = float(ray.available_resources().get("CPU", 0.0))
-        total = float(ray.cluster_resources().get("CPU", 0.0))
-        return (
+        if free >= need:
+            return 0, "they are placed and still starting (a runtime env being set up, say)"
+        held = total - free - self._ready() * need
+        return max(0, pending - int(held / need + 1e-9)), (
             f"the cluster has {free:g} of its {total:g} CPUs free and each actor reserves "
             f"{need:g}; they start as CPUs free up or nodes join (set `ray.actors` to what the "
             f"cluster can spare)"
@@ -473,7 +506,6 @@ class RayPool(TaskPool):
         limit = self._settings.placement_timeout
         for job, waiting in list(self._jobs.items()):
             if now - max(waiting.accepted, self._last_ready) >= limit:
-                self._reason = self._reason or self._why_pending()
                 job.fail(
                     f"no Ray actor of the reward pool was ready for {limit:g} s "
                     f"(`ray.placement_timeout`): {self._reason}"
@@ -499,9 +531,12 @@ class RayPool(TaskPool):
 
     # -- tasks --------------------------------------------------------------------------------
 
-    async def _next_task(self) -> tuple[Job, list[int]]:
-        """The next calls to run: a call that must run alone, else a chunk of a job."""
+    async def _next_task(self, actor: _Actor) -> tuple[Job, list[int]] | None:
+        """The next calls for ``actor`` to run: a call that must run alone, else a chunk of a
+        job; None once its node is lost."""
         while True:
+            if actor.lost:
+                return None
             for job in [j for j in self._jobs if j.future.cancelled()]:
                 del self._jobs[job]
             for job, waiting in self._jobs.items():

@@ -1,0 +1,113 @@
+"""A real multi-node Ray cluster on this machine, for the ``ray`` executor's cluster tests.
+
+Each node is its own ``ray start --block`` process group (a head, then nodes that join it), with
+its own temp dir and ports, so that a test can kill one node — every process of it, at once, as
+when a machine is lost — and start another. Nothing here runs ``ray stop``, which would stop
+every Ray instance on the machine, other users' included.
+
+>>> cluster = LocalCluster(env={"RAY_AUTH_MODE": "disabled"})   # doctest: +SKIP
+>>> head = cluster.start(cpus=1, head=True)                      # doctest: +SKIP
+>>> node = cluster.start(cpus=1)                                 # doctest: +SKIP
+>>> node.kill()                                                  # doctest: +SKIP
+>>> cluster.stop()                                               # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+RAY = str(Path(sys.executable).with_name("ray"))
+#: Seconds a node may take to start on a loaded machine.
+START_SECONDS = 90.0
+#: The GCS declares a silent node dead after period times threshold: 1.5 s here, not 15 s.
+FAST_HEALTH_CHECKS = {
+    "RAY_health_check_period_ms": "500",
+    "RAY_health_check_timeout_ms": "500",
+    "RAY_health_check_failure_threshold": "3",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass(eq=False)
+class Node:
+    """One ``ray start --block`` process group."""
+
+    process: subprocess.Popen[bytes]
+    temp_dir: Path
+    log: Path
+    cpus: int
+
+    def kill(self) -> None:
+        """Every process of the node dies at once (SIGKILL to its process group)."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+
+@dataclass(eq=False)
+class LocalCluster:
+    """A head and the nodes that join it; ``env`` is added to every node's environment."""
+
+    env: Mapping[str, str] = field(default_factory=dict)
+    address: str = ""
+    nodes: list[Node] = field(default_factory=list)
+    root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="rrc")))
+
+    def start(self, cpus: int, head: bool = False) -> Node:
+        """Start a node with ``cpus`` CPUs (the head first) and wait until the cluster has it."""
+        temp_dir = Path(tempfile.mkdtemp(prefix="n", dir=self.root))  # short: socket paths
+        log = temp_dir / "start.log"
+        args = [
+            RAY, "start", "--block", "--disable-usage-stats", f"--num-cpus={cpus}",
+            f"--temp-dir={temp_dir}", "--node-ip-address=127.0.0.1",
+            "--object-store-memory=100000000", "--min-worker-port=0", "--max-worker-port=0",
+            f"--dashboard-agent-listen-port={free_port()}",
+            f"--dashboard-agent-grpc-port={free_port()}", f"--metrics-export-port={free_port()}",
+            f"--runtime-env-agent-port={free_port()}",
+        ]  # fmt: skip
+        if head:
+            port = free_port()
+            self.address = f"127.0.0.1:{port}"
+            args += ["--head", f"--port={port}", "--include-dashboard=false"]
+        else:
+            args += [f"--address={self.address}"]
+        # This process's Ray settings (an address, an authentication mode that an earlier
+        # ray.init set here) are not the cluster's: only ``env`` says those.
+        inherited = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+        env = {**inherited, **FAST_HEALTH_CHECKS, **self.env}
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                args, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
+        node = Node(process, temp_dir, log, cpus)
+        self.nodes.append(node)
+        deadline = time.monotonic() + START_SECONDS
+        while b"Ray runtime started" not in log.read_bytes():
+            if process.poll() is not None or time.monotonic() > deadline:
+                node.kill()
+                raise RuntimeError(f"ray start failed:\n{log.read_text()[-3000:]}")
+            time.sleep(0.2)
+        return node
+
+    def stop(self) -> None:
+        """Kill every node (the head last) and remove their temp dirs."""
+        for node in reversed(self.nodes):
+            node.kill()
+        self.nodes.clear()
+        shutil.rmtree(self.root, ignore_errors=True)
