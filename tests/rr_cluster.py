@@ -5,11 +5,18 @@ its own temp dir and ports, so that a test can kill one node — every process o
 when a machine is lost — and start another. Nothing here runs ``ray stop``, which would stop
 every Ray instance on the machine, other users' included.
 
->>> cluster = LocalCluster(env={"RAY_AUTH_MODE": "disabled"})   # doctest: +SKIP
->>> head = cluster.start(cpus=1, head=True)                      # doctest: +SKIP
->>> node = cluster.start(cpus=1)                                 # doctest: +SKIP
->>> node.kill()                                                  # doctest: +SKIP
->>> cluster.stop()                                               # doctest: +SKIP
+Token authentication: a process that has started a local Ray instance (recent Ray turns token
+mode on for it, with this machine's token) can run actors only on a cluster in token mode, and
+one that has not, only on a cluster without it — whichever earlier code ran. So
+:meth:`LocalCluster.for_this_machine` makes a cluster that authenticates with this machine's
+token, and :meth:`LocalCluster.join` connects this process to it in token mode.
+
+>>> cluster = LocalCluster.for_this_machine()   # doctest: +SKIP
+>>> head = cluster.start(cpus=1, head=True)     # doctest: +SKIP
+>>> node = cluster.start(cpus=1)                # doctest: +SKIP
+>>> cluster.join(log_to_driver=False)           # ray.init(address=...)  # doctest: +SKIP
+>>> node.kill()                                 # doctest: +SKIP
+>>> cluster.stop()                              # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 RAY = str(Path(sys.executable).with_name("ray"))
 #: Seconds a node may take to start on a loaded machine.
@@ -35,6 +43,15 @@ FAST_HEALTH_CHECKS = {
     "RAY_health_check_timeout_ms": "500",
     "RAY_health_check_failure_threshold": "3",
 }
+
+
+def machine_token() -> str | None:
+    """This machine's Ray token (made if it has none, as a first local ``ray.init`` does), or
+    None where Ray has no token authentication."""
+    done = subprocess.run(
+        [RAY, "get-auth-token", "--generate"], capture_output=True, text=True, check=False
+    )
+    return done.stdout.strip() if done.returncode == 0 else None
 
 
 def free_port() -> int:
@@ -68,6 +85,24 @@ class LocalCluster:
     address: str = ""
     nodes: list[Node] = field(default_factory=list)
     root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="rrc")))
+
+    @classmethod
+    def for_this_machine(cls) -> LocalCluster:
+        """A cluster that authenticates with this machine's token, where Ray has tokens."""
+        token = machine_token()
+        if token is None:
+            return cls()
+        return cls(env={"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token})
+
+    def join(self, **options: Any) -> None:
+        """``ray.init`` this process into the cluster (in token mode if the cluster is)."""
+        import ray
+
+        if self.env.get("RAY_AUTH_MODE") == "token":
+            # Ray reads the mode when it is imported; a local ray.init re-reads it so, too.
+            os.environ["RAY_AUTH_MODE"] = "token"
+            ray._raylet.Config.initialize("")
+        ray.init(address=self.address, **options)
 
     def start(self, cpus: int, head: bool = False) -> Node:
         """Start a node with ``cpus`` CPUs (the head first) and wait until the cluster has it."""

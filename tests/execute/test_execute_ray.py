@@ -21,7 +21,14 @@ from typing import Any
 import pytest
 from rr_execution import router_config, row
 
-from rewardrouter import ConfigError, RewardResult, Router, Sample, compile_router
+from rewardrouter import (
+    ConfigError,
+    RewardResult,
+    RewardRouterError,
+    Router,
+    Sample,
+    compile_router,
+)
 from rewardrouter.compile.resolve import resolve_path
 from rewardrouter.config.models import RayConfig
 from rewardrouter.execute.executor import Call
@@ -328,3 +335,42 @@ def test_whole_replies_for_ray_client_run_one_call_per_task(ray: Any) -> None:
     finally:
         pool.close()
     assert [(o.status, o.value) for o in outcomes] == [("ok", 2.0), ("timeout", None), ("ok", 3.0)]
+
+
+def test_a_runtime_env_path_that_cannot_be_uploaded_is_a_clear_error(
+    ray: Any, make_router: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    config = router_config("rr_execution.misbehave", executor="ray")
+    config["ray"] = {**POOL, "runtime_env": {"py_modules": ["./my_rewards"]}}
+    router = make_router(config)
+    with pytest.raises(RewardRouterError) as info:
+        router.score_sync([row("abc")])
+    assert str(info.value) == (
+        "ray.runtime_env.py_modules: ['./my_rewards'] could not be uploaded to the Ray cluster "
+        "(ValueError: py_modules entry must be a .py file, a directory, or a .whl file; got "
+        "./my_rewards); expected package directories, .py or .whl files (relative paths are "
+        f"read from {tmp_path}) or URIs the cluster can fetch"
+    )
+
+
+def test_actors_that_cannot_start_fail_the_calls_waiting_with_the_cause(
+    ray: Any, make_router: Any
+) -> None:
+    config = router_config("rr_execution.misbehave", executor="ray", on_error="skip")
+    missing = "gcs://_ray_pkg_0000000000000000.zip"  # a package the cluster does not have
+    config["ray"] = {**POOL, "runtime_env": {"py_modules": [missing]}}
+    router = make_router(config)
+    start = time.perf_counter()
+    [first] = router.score_sync([row("abc")])
+    [later] = router.score_sync([row("abc")])  # at once: the pool has not started one since
+    assert time.perf_counter() - start < BOUND
+    for result in (first, later):
+        assert result.status == "error"
+        assert (result.error_message or "").startswith(
+            "t: Ray actors of the reward pool failed to start 3 times in a row (the last: "
+            "RuntimeEnvSetupError: Failed to set up runtime environment. ... "
+        )
+        assert (result.error_message or "").endswith(
+            "); the pool keeps trying, and later calls run once one starts"
+        )

@@ -32,6 +32,8 @@ from rewardrouter.execute.ray.pool import RayPool
 ray = pytest.importorskip("ray")
 
 TESTS = Path(__file__).resolve().parents[1]
+README = " ".join((TESTS.parent / "README.md").read_text().split())
+HEAD = "10.0.0.1:6379"  # the README's head node
 #: Generous bound on waiting for the cluster to change (a node's actors to be placed on a
 #: loaded machine); a hang would take an hour.
 BOUND = 90.0
@@ -39,15 +41,14 @@ BOUND = 90.0
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[LocalCluster]:
-    """A head and one node, 1 CPU each, without token authentication; this process joins it
-    with an explicit address, as a trainer's driver on another machine would."""
-    made = LocalCluster(env={"RAY_AUTH_MODE": "disabled"})
+    """A head and one node, 1 CPU each, that this process joins by address, as a trainer's
+    driver would."""
+    made = LocalCluster.for_this_machine()
     try:
         made.start(cpus=1, head=True)
         made.start(cpus=1)
         path = os.pathsep.join(p for p in (str(TESTS), os.environ.get("PYTHONPATH")) if p)
-        ray.init(
-            address=made.address,
+        made.join(
             log_to_driver=False,
             runtime_env={"env_vars": {"PYTHONPATH": path}},  # the rr_* helpers, not the rest
         )
@@ -95,7 +96,8 @@ def _pool_config(**ray_settings: Any) -> dict[str, Any]:
     return config
 
 
-def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+def _logged(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """What the pool logged (`rewardrouter.ray`), in order."""
     return [r.getMessage() for r in caplog.records if r.name == "rewardrouter.ray"]
 
 
@@ -141,8 +143,8 @@ def test_a_pool_larger_than_the_cluster_serves_loses_a_node_and_grows_when_one_j
 
     # Three actors asked of two CPUs: two serve, the third waits, and the pool says so once.
     assert _statuses(router.score_sync(_slow(8, 0.05))) == ["ok"] * 8
-    _until(lambda: len(_warnings(caplog)) == 1, "the waiting actor is reported")
-    [report] = _warnings(caplog)
+    _until(lambda: len(_logged(caplog)) == 1, "the waiting actor is reported")
+    [report] = _logged(caplog)
     assert report.startswith("1 of 3 Ray actors of the reward pool are waiting to be placed, ")
     assert report.endswith(
         ": the cluster has 0 of its 2 CPUs free and each actor reserves 1; they start as CPUs "
@@ -161,8 +163,8 @@ def test_a_pool_larger_than_the_cluster_serves_loses_a_node_and_grows_when_one_j
     batch.join()
     assert [(r.status, r.reward) for r in box["results"]] == [("ok", 1.0)] * 16
     _until(lambda: _placed(pool) == (1, 2), "the lost actor's replacement waits", pool)
-    _until(lambda: len(_warnings(caplog)) == 2, "the new state is reported")
-    assert _warnings(caplog)[1].startswith(
+    _until(lambda: len(_logged(caplog)) == 2, "the new state is reported")
+    assert _logged(caplog)[1].startswith(
         "2 of 3 Ray actors of the reward pool are waiting to be placed, serving with 1: the "
         "cluster has 0 of its 1 CPUs free"
     )
@@ -172,10 +174,12 @@ def test_a_pool_larger_than_the_cluster_serves_loses_a_node_and_grows_when_one_j
     # A node joins: the waiting actors start there, and the pool says it is whole.
     cluster.start(cpus=2)
     _until(lambda: _placed(pool) == (3, 0), "the waiting actors are placed", pool)
-    _until(lambda: len(_warnings(caplog)) == 3, "the pool reports it is whole")
-    assert _warnings(caplog)[2] == "all 3 Ray actors of the reward pool are placed"
+    _until(lambda: len(_logged(caplog)) == 3, "the pool reports it is whole")
+    assert _logged(caplog)[2] == "all 3 Ray actors of the reward pool are placed"
     assert _statuses(router.score_sync(_slow(12, 0.05))) == ["ok"] * 12
     assert len(_nodes(pool)) == 2  # the head and the node that joined
+    for line in _logged(caplog)[1:]:
+        assert line in README, "the README quotes these lines"
 
 
 def _holder(cpus: int) -> Any:
@@ -204,7 +208,7 @@ def test_actors_null_grows_into_cpus_that_come_free(
         "the pool grows to the cluster's 3 CPUs",
     )
     assert "CPUs came free on the Ray cluster: the reward pool grows from 1 to 3 actors" in (
-        _warnings(caplog)
+        _logged(caplog)
     )
 
 
@@ -254,6 +258,8 @@ JOIN = textwrap.dedent(
 def test_a_cluster_with_token_authentication(tmp_path: Path) -> None:
     """``~/.ray/auth_token`` on the head turns token authentication on; a router that joins it
     by address without ``RAY_AUTH_MODE=token`` hears why at once, and with it, joins."""
+    if not hasattr(ray.exceptions, "AuthenticationError"):
+        pytest.skip(f"Ray {ray.__version__} has no token authentication")
     home = tmp_path / "home"
     (home / ".ray").mkdir(parents=True)
     (home / ".ray" / "auth_token").write_text("0123456789abcdef" * 4)
@@ -284,6 +290,8 @@ def test_a_cluster_with_token_authentication(tmp_path: Path) -> None:
             "`RAY_AUTH_TOKEN_PATH` names (`ray get-auth-token` on the head prints it); on a node "
             "of the cluster, `ray.address: auto` does this by itself"
         )
+        quoted = message.partition("(AuthenticationError: ")[0].replace(secured.address, HEAD)
+        assert quoted in README, "the README quotes this message"
         assert join(RAY_AUTH_MODE="token") == ["reward 1.0"]
         wrong = join(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN="f" * 64)
         assert wrong[1].startswith(f"ray.address: authentication with Ray at {secured.address!r}")

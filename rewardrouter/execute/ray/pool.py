@@ -368,8 +368,8 @@ class RayPool(TaskPool):
     def _cannot_start(self) -> str:
         return (
             f"Ray actors of the reward pool failed to start {self._start_failures} times in a "
-            f"row, the last with {self._start_cause}; the pool keeps trying and later calls "
-            f"run once one starts"
+            f"row (the last: {self._start_cause}); the pool keeps trying, and later calls run "
+            f"once one starts"
         )
 
     def _alive_nodes(self) -> set[str] | None:
@@ -634,11 +634,17 @@ def _awaitable(ref: Any) -> asyncio.Future[Any]:
 
 
 def _cause(exc: BaseException) -> str:
-    """The first line of a Ray error, which says what became of the actor."""
+    """The first line of a Ray error, which says what became of the actor (and, for a runtime
+    env that could not be set up, the last: the error of the set-up itself)."""
     if isinstance(exc, StopAsyncIteration):
         return "its task ended without a result"
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+    if not lines:
+        return type(exc).__name__
+    cause = f"{type(exc).__name__}: {lines[0]}"
+    if len(lines) > 1 and type(exc).__name__ == "RuntimeEnvSetupError":
+        cause += f" ... {lines[-1]}"
+    return cause
 
 
 class RayExecutor(PoolExecutor):
