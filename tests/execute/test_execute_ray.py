@@ -9,6 +9,7 @@ choosing the executor is then a compile problem).
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -100,6 +101,25 @@ def test_what_a_ray_actor_cannot_run_is_a_compile_problem(path: str, expected: s
     pytest.importorskip("ray")
     [problem] = _problems(router_config(path, executor="ray"))
     assert problem.startswith(f"routes.r.rewards.t.executor: {expected}")
+
+
+def test_an_address_where_nothing_answers_is_a_clear_error_at_once() -> None:
+    pytest.importorskip("ray")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # free once closed: nothing listens there
+    config = router_config("rr_execution.misbehave", executor="ray")
+    config["ray"] = {"address": f"127.0.0.1:{port}", "actors": 1}
+    start = time.perf_counter()
+    with compile_router(config) as router, pytest.raises(RewardRouterError) as info:
+        router.score_sync([row("abc")])
+    assert time.perf_counter() - start < BOUND  # not Ray's 20 s of retries, nor a hang
+    assert str(info.value) == (
+        f"ray.address: nothing answers at '127.0.0.1:{port}' (ConnectionRefusedError: [Errno "
+        f"111] Connection refused); start the cluster's head there (`ray start --head "
+        f"--port={port}`), or point `ray.address` at the head that `ray start --head` named "
+        f"(`auto` on a node of the cluster)"
+    )
 
 
 def test_a_router_that_starts_ray_imports_it_late_and_shuts_it_down() -> None:

@@ -158,8 +158,8 @@ def test_a_pool_larger_than_the_cluster_serves_loses_a_node_and_grows_when_one_j
     batch = threading.Thread(target=lambda: box.update(results=router.score_sync(_slow(16, 0.3))))
     batch.start()
     time.sleep(1.0)
-    lost = cluster.nodes[1]
-    lost.kill()
+    cluster.nodes[1].kill()
+    assert batch.is_alive()  # 16 calls of 0.3 s on two actors: the kill came mid-batch
     batch.join()
     assert [(r.status, r.reward) for r in box["results"]] == [("ok", 1.0)] * 16
     _until(lambda: _placed(pool) == (1, 2), "the lost actor's replacement waits", pool)

@@ -1,8 +1,9 @@
 """One actor of the ``ray`` executor: the Ray side of :mod:`~rewardrouter.execute.ray.pool`.
 
 A plain class: the pool turns it into a Ray actor class, so this module imports Ray only in
-:meth:`RewardActor.ready` (which runs on an actor), and an actor runs a task exactly as a worker process does (:mod:`~rewardrouter.execute.process.worker`:
-the same job loading, call loop and outcome batches).
+:meth:`RewardActor.ready` (which runs on an actor), and an actor runs a task exactly as a worker
+process does (:mod:`~rewardrouter.execute.process.worker`: the same job loading, call loop and
+outcome batches).
 
 Protocol: :meth:`RewardActor.run` ``(task_id, job_id, job_blob, items_blob, count)`` is a Ray
 streaming generator. ``job_blob`` pickles ``(fn, args, kwargs, group, timeout)`` and

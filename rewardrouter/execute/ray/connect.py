@@ -99,16 +99,20 @@ def connect(settings: RayConfig) -> Lease:
             # Through Ray Client the job's runtime env is the only one that can carry local
             # paths (see runtime_env.py); elsewhere the pool uploads them for its actors.
             job_env = settings.runtime_env if _is_client_address(address) else None
+            listening = False
             try:
                 if address is None:
                     ray.init(num_cpus=settings.num_cpus)
                 else:
-                    check_access(ray, address)  # a refusal is clear at once, not in 20 s
+                    # An address that refuses or does not answer is clear at once, not in 20 s;
+                    # and a head that answers is not one to be told to start.
+                    listening = check_access(ray, address)
                     ray.init(address=address, runtime_env=job_env)
             except RewardRouterError:
                 raise
             except Exception as exc:
-                raise RewardRouterError(_connect_failure(ray, address, exc)) from exc
+                failure = _connect_failure(ray, address, exc, listening)
+                raise RewardRouterError(failure) from exc
             started = address is None
         if started:
             _leases += 1
@@ -154,25 +158,29 @@ def _refused(address: str, exc: BaseException) -> str:
     )
 
 
-def check_access(ray: Any, address: str) -> None:
+def check_access(ray: Any, address: str) -> bool:
     """Ask the head at ``address`` whether it accepts this process, before ``ray.init``
     (which, refused, retries for 20 s and then names no cause): a refusal raises
-    :class:`RewardRouterError` at once, saying why and what to do. Anything else — no
-    answer, an older Ray without authentication, ``auto`` or a Ray Client address — is left
-    to ``ray.init``."""
-    authentication_error = getattr(ray.exceptions, "AuthenticationError", None)
-    # `auto` is left to Ray, which sends a token there whenever this machine has one.
-    if authentication_error is None or not re.match(r"^[^\s:/]+:\d+$", address):
-        return
+    :class:`RewardRouterError` at once, saying why and what to do, and so does an address where
+    nothing answers. Returns whether ``address`` is a ``host:port`` that answers (False for
+    ``auto`` and Ray Client addresses, which are left to ``ray.init``, as is every answer but a
+    refusal)."""
+    if not re.match(r"^[^\s:/]+:\d+$", address):
+        return False
     host, _, port = address.rpartition(":")
     try:
         with socket.create_connection((host, int(port)), timeout=ACCESS_SECONDS):
             pass
-    except OSError:
-        return  # nothing listens there: ray.init says so
-    gcs_client = getattr(ray, "_raylet", None) and getattr(ray._raylet, "GcsClient", None)
-    if gcs_client is None:
-        return
+    except OSError as exc:
+        raise RewardRouterError(
+            f"ray.address: nothing answers at {address!r} ({_first_line(exc)}); start the "
+            f"cluster's head there (`ray start --head --port={port}`), or point `ray.address` "
+            f"at the head that `ray start --head` named (`auto` on a node of the cluster)"
+        ) from None
+    authentication_error = getattr(ray.exceptions, "AuthenticationError", None)
+    gcs_client = getattr(getattr(ray, "_raylet", None), "GcsClient", None)
+    if authentication_error is None or gcs_client is None:  # a Ray without authentication
+        return True
     answer: concurrent.futures.Future[None] = concurrent.futures.Future()
 
     def ask() -> None:
@@ -190,14 +198,22 @@ def check_access(ray: Any, address: str) -> None:
     except authentication_error as exc:
         raise RewardRouterError(_refused(address, exc)) from None
     except Exception:
-        return
+        pass
+    return True
 
 
-def _connect_failure(ray: Any, address: str | None, exc: BaseException) -> str:
-    """What to say when ``ray.init`` failed."""
+def _connect_failure(ray: Any, address: str | None, exc: BaseException, listening: bool) -> str:
+    """What to say when ``ray.init`` failed; ``listening``: something answers at ``address``."""
     authentication_error = getattr(ray.exceptions, "AuthenticationError", ())
     if address is not None and isinstance(exc, authentication_error):
         return _refused(address, exc)
+    if listening:
+        return (
+            f"ray.address: could not join Ray at {address!r} ({_first_line(exc)}), although "
+            f"something answers there; check that it is the port of a Ray head (the one "
+            f"`ray start --head` prints), that the head runs Ray {ray.__version__} as this "
+            f"process does, and the head's logs (`/tmp/ray/session_latest/logs`)"
+        )
     where = "a local Ray instance" if address is None else f"Ray at {address!r}"
     return (
         f"ray.address: could not connect to {where} ({_first_line(exc)}); start a "

@@ -28,10 +28,11 @@ the task's outcome messages as the actor streams them:
   back to their job as if never sent (the next free actor takes them in chunks).
 
 Placement: an actor is asked of Ray and serves once Ray has placed and started it, however
-long that takes — the others serve meanwhile. An actor that waits ``REPORT_SECONDS`` (its node
-was lost and no CPUs are free, or ``ray.actors`` asks for more than the cluster has) is
-reported through the ``rewardrouter.ray`` logger, with the count and the reason, once per
-state, and again when all are placed (:attr:`RayPool.placement` has it too). Calls wait for an
+long that takes — the others serve meanwhile. Actors that wait for CPUs (their node was lost
+and no CPUs are free, or ``ray.actors`` asks for more than the cluster has) are reported
+through the ``rewardrouter.ray`` logger, with their count and the reason, once the count has
+held ``REPORT_SECONDS``, once per count, and again when all are placed
+(:attr:`RayPool.placement` has the counts too). Calls wait for an
 actor only when none is placed at all, and then at most ``ray.placement_timeout`` seconds; an
 actor that fails to start (a runtime env that cannot be set up) is asked again, later each
 time. With ``ray.actors: null`` the pool starts with the actors that the cluster's free CPUs
@@ -86,7 +87,7 @@ from rewardrouter.execute.wire import Message
 
 log = logging.getLogger("rewardrouter.ray")
 
-#: Seconds an actor may wait to be placed before the pool reports it.
+#: Seconds a count of actors waiting for CPUs must hold before the pool reports it.
 REPORT_SECONDS = 5.0
 #: Seconds between the pool's looks at its actors' nodes and placement and, with
 #: ``actors: null``, at the cluster's free CPUs; while it is idle, every ``IDLE_WATCHES`` looks.
