@@ -1,7 +1,7 @@
 """The ``ray`` executor on a real two-node Ray cluster on this machine (``rr_cluster``): reward
 modules shipped to a node that cannot import them, a pool larger than the cluster, a node lost
 mid-batch and one that joins later, ``actors: null`` growing into freed CPUs, calls that find no
-actor at all, and a cluster with token authentication.
+actor at all, and joining with and without the cluster's authentication token.
 
 The nodes are ``ray start`` processes with their own temp dirs and ports, killed (every process
 of a node at once) and started by the tests. One cluster serves the module: the tests run in
@@ -255,45 +255,42 @@ JOIN = textwrap.dedent(
 )
 
 
-def test_a_cluster_with_token_authentication(tmp_path: Path) -> None:
-    """``~/.ray/auth_token`` on the head turns token authentication on; a router that joins it
-    by address without ``RAY_AUTH_MODE=token`` hears why at once, and with it, joins."""
-    if not hasattr(ray.exceptions, "AuthenticationError"):
+def test_a_cluster_with_token_authentication(cluster: LocalCluster, tmp_path: Path) -> None:
+    """The cluster authenticates with a token, which this machine has in ``~/.ray/auth_token``:
+    a router that joins it by address without ``RAY_AUTH_MODE=token`` hears why at once, with
+    it joins, and with a wrong token hears that."""
+    token = cluster.env.get("RAY_AUTH_TOKEN")
+    if token is None:
         pytest.skip(f"Ray {ray.__version__} has no token authentication")
     home = tmp_path / "home"
     (home / ".ray").mkdir(parents=True)
-    (home / ".ray" / "auth_token").write_text("0123456789abcdef" * 4)
+    (home / ".ray" / "auth_token").write_text(token)
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
     env.update(HOME=str(home), PYTHONPATH=str(TESTS))
-    secured = LocalCluster(env={"HOME": str(home)})
-    try:
-        secured.start(cpus=1, head=True)
 
-        def join(**extra: str) -> list[str]:
-            done = subprocess.run(
-                [sys.executable, "-c", JOIN, secured.address],
-                capture_output=True, text=True, timeout=120, check=False, env={**env, **extra},
-            )  # fmt: skip
-            assert done.returncode == 0, done.stderr[-3000:]
-            return done.stdout.splitlines()
+    def join(**extra: str) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-c", JOIN, cluster.address],
+            capture_output=True, text=True, timeout=120, check=False, env={**env, **extra},
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done.stdout.splitlines()
 
-        seconds, message = join()
-        assert float(seconds) < 10.0  # not Ray's 20 s of retries
-        assert message.startswith(
-            f"ray.address: Ray at {secured.address!r} requires token authentication and this "
-            f"process sent no token (AuthenticationError: "
-        )
-        assert message.endswith(
-            "Ray sends one to an explicit address only when `RAY_AUTH_MODE=token` is set; set "
-            "`RAY_AUTH_MODE=token` in the environment of the process that runs the router, with "
-            "the cluster's token in `~/.ray/auth_token`, `RAY_AUTH_TOKEN` or the file that "
-            "`RAY_AUTH_TOKEN_PATH` names (`ray get-auth-token` on the head prints it); on a node "
-            "of the cluster, `ray.address: auto` does this by itself"
-        )
-        quoted = message.partition("(AuthenticationError: ")[0].replace(secured.address, HEAD)
-        assert quoted in README, "the README quotes this message"
-        assert join(RAY_AUTH_MODE="token") == ["reward 1.0"]
-        wrong = join(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN="f" * 64)
-        assert wrong[1].startswith(f"ray.address: authentication with Ray at {secured.address!r}")
-    finally:
-        secured.stop()
+    seconds, message = join()
+    assert float(seconds) < 10.0  # not Ray's 20 s of retries
+    assert message.startswith(
+        f"ray.address: Ray at {cluster.address!r} requires token authentication and this "
+        f"process sent no token (AuthenticationError: "
+    )
+    assert message.endswith(
+        "Ray sends one to an explicit address only when `RAY_AUTH_MODE=token` is set; set "
+        "`RAY_AUTH_MODE=token` in the environment of the process that runs the router, with "
+        "the cluster's token in `~/.ray/auth_token`, `RAY_AUTH_TOKEN` or the file that "
+        "`RAY_AUTH_TOKEN_PATH` names (`ray get-auth-token` on the head prints it); on a node "
+        "of the cluster, `ray.address: auto` does this by itself"
+    )
+    quoted = message.partition("(AuthenticationError: ")[0].replace(cluster.address, HEAD)
+    assert quoted in README, "the README quotes this message"
+    assert join(RAY_AUTH_MODE="token") == ["reward 1.0"]
+    _, wrong = join(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN="f" * 64)
+    assert wrong.startswith(f"ray.address: authentication with Ray at {cluster.address!r} failed")
