@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 import rr_ray
+import test_docs
 from rr_cluster import LocalCluster
 from rr_execution import router_config, row
 
@@ -257,8 +258,8 @@ JOIN = textwrap.dedent(
 
 def test_a_cluster_with_token_authentication(cluster: LocalCluster, tmp_path: Path) -> None:
     """The cluster authenticates with a token, which this machine has in ``~/.ray/auth_token``:
-    a router that joins it by address without ``RAY_AUTH_MODE=token`` hears why at once, with
-    it joins, and with a wrong token hears that."""
+    a router that joins it by address without ``RAY_AUTH_MODE=token`` hears why at once, with a
+    wrong token hears that, and the README's recipe, in token mode, scores on the cluster."""
     token = cluster.env.get("RAY_AUTH_TOKEN")
     if token is None:
         pytest.skip(f"Ray {ray.__version__} has no token authentication")
@@ -291,6 +292,20 @@ def test_a_cluster_with_token_authentication(cluster: LocalCluster, tmp_path: Pa
     )
     quoted = message.partition("(AuthenticationError: ")[0].replace(cluster.address, HEAD)
     assert quoted in README, "the README quotes this message"
-    assert join(RAY_AUTH_MODE="token") == ["reward 1.0"]
     _, wrong = join(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN="f" * 64)
     assert wrong.startswith(f"ray.address: authentication with Ray at {cluster.address!r} failed")
+
+    # The README's recipe, step 3: its config, a reward package no node has, its check command.
+    [config] = [b.code for b in test_docs.ALL if b.language == "yaml" and HEAD in b.code]
+    (tmp_path / "cluster_router.yaml").write_text(config.replace(HEAD, cluster.address))
+    (tmp_path / "my_rewards").mkdir()
+    (tmp_path / "my_rewards" / "__init__.py").write_text(test_docs.MY_REWARDS)
+    [command] = [b.code for b in test_docs.ALL if "rewardrouter check --config cluster" in b.code]
+    assert "export RAY_AUTH_MODE=token" in command
+    done = subprocess.run(
+        ["rewardrouter", "check", "--config", "cluster_router.yaml"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=180, check=False,
+        env={**env, "RAY_AUTH_MODE": "token", "PYTHONPATH": "",
+             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
