@@ -105,13 +105,13 @@ def node_loss(opts: argparse.Namespace) -> None:
             pool = scorer.executors["ray"].pool
             scorer.score_sync(symbolic(next(FRESH), 8 * len(SYMBOLIC))[0])  # warm-up
             n = opts.loss_samples
-            before, _ = timed(scorer, n)
+            before, failed = timed(scorer, n)
 
             def kill() -> None:  # a third of the way through the batch
                 time.sleep(before / 3)
                 lost.kill()
 
-            phases = [("before: 2 nodes", before, 0, 2)]
+            phases = [("before: 2 nodes", before, failed, 2)]
             during, failed = timed(scorer, n, kill)
             phases.append(("during: a node killed mid-batch", during, failed, 1))
             seconds, failed = timed(scorer, n)

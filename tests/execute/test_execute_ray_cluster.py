@@ -51,7 +51,7 @@ def cluster() -> Iterator[LocalCluster]:
         path = os.pathsep.join(p for p in (str(TESTS), os.environ.get("PYTHONPATH")) if p)
         made.join(
             log_to_driver=False,
-            runtime_env={"env_vars": {"PYTHONPATH": path}},  # the rr_* helpers, not the rest
+            runtime_env={"env_vars": {"PYTHONPATH": path}},  # the rr_* test modules, not the rest
         )
         yield made
     finally:
