@@ -1,7 +1,9 @@
 """``code`` on the local backend: real programs in the real sandbox, hostile ones included.
 
 Limits are tight (256 MiB, 8 processes, 1-2 s) so that a fork bomb or a memory bomb costs this
-machine nothing; every test ends by checking that no process of a sandbox user is left.
+machine nothing; every test ends by checking that no process of its own programs is left. Each
+program runs as a fresh user id that its report names, so the check looks at the processes of
+those ids alone: sandboxes that other processes of the machine run at the same time are theirs.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import socket
 import stat
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +25,13 @@ from rewardrouter.rewards.code.local import LocalSandbox, RunReport, probe
 from rewardrouter.rewards.code.settings import CodeLimits
 
 LIMITS = CodeLimits(timeout=1.5, memory_mb=256, processes=8, output_kb=64, disk_mb=8)
-SANDBOX_UIDS = 1_000_000  # the harness picks user ids above this one
+
+#: The user ids that the current test's programs ran as.
+_RAN_AS: set[int] = set()
 
 
-def _sandbox_processes() -> list[str]:
-    """Processes of this machine that run as a sandbox user id."""
+def _processes_of(uids: set[int]) -> list[str]:
+    """Processes of this machine that run as one of ``uids``."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -35,20 +39,38 @@ def _sandbox_processes() -> list[str]:
         except OSError:
             continue
         uid = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("Uid:"))
-        if uid >= SANDBOX_UIDS:
+        if uid in uids:
             found.append(f"{pid}: {status.splitlines()[0]}")
     return found
 
 
 @pytest.fixture(autouse=True)
 def _nothing_left_behind() -> Iterator[None]:
+    _RAN_AS.clear()
     yield
-    assert _sandbox_processes() == [], "a sandboxed program outlived its run"
+    assert _processes_of(_RAN_AS) == [], "a sandboxed program outlived its run"
+
+
+def sandboxed(
+    program: str,
+    cases: Sequence[dict[str, Any]],
+    *,
+    limits: CodeLimits = LIMITS,
+    workers: int = 2,
+    stop_on_failure: bool = False,
+) -> RunReport:
+    """``program`` run on ``cases``; the user id it ran as is checked after the test."""
+    sandbox = LocalSandbox(limits, workers=workers)
+    report = asyncio.run(sandbox.run(program, list(cases), stop_on_failure))
+    # as root each program runs as a fresh user id: without one the check would be vacuous
+    assert report.uid is not None or os.geteuid() != 0, report
+    if report.uid is not None:
+        _RAN_AS.add(report.uid)
+    return report
 
 
 def run(program: str, *cases: dict[str, Any], limits: CodeLimits = LIMITS) -> RunReport:
-    sandbox = LocalSandbox(limits, workers=2)
-    return asyncio.run(sandbox.run(program, list(cases) or [{"stdin": ""}]))
+    return sandboxed(program, list(cases) or [{"stdin": ""}], limits=limits)
 
 
 @pytest.fixture(scope="module")
@@ -280,12 +302,8 @@ def test_case_forms(program: str, case: dict[str, Any], expected: tuple[Any, ...
 
 
 def test_stop_on_failure_skips_the_rest() -> None:
-    sandbox = LocalSandbox(LIMITS, workers=1)
-    report = asyncio.run(
-        sandbox.run(
-            "raise SystemExit(int(input()))", [{"stdin": "0"}, {"stdin": "1"}, {"stdin": "0"}], True
-        )
-    )
+    cases = [{"stdin": "0"}, {"stdin": "1"}, {"stdin": "0"}]
+    report = sandboxed("raise SystemExit(int(input()))", cases, workers=1, stop_on_failure=True)
     assert [c.status for c in report.cases] == ["ok", "error", "skipped"]
 
 

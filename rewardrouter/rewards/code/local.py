@@ -62,10 +62,12 @@ class CaseRun:
 
 @dataclass(frozen=True)
 class RunReport:
-    """The cases of one program, in order, and the namespaces its runner entered."""
+    """The cases of one program, in order, the namespaces its runner entered, and the user id
+    the program ran as (a fresh one per program when the runner starts as root, else None)."""
 
     cases: tuple[CaseRun, ...]
     isolation: tuple[str, ...]
+    uid: int | None = None
 
 
 def _limits_json(limits: CodeLimits) -> dict[str, Any]:
@@ -186,11 +188,12 @@ def _report(reply: bytes, expected: int) -> RunReport:
         data = json.loads(reply)
         cases = tuple(CaseRun(**case) for case in data["cases"])
         isolation = tuple(data["isolation"])
+        uid = data["uid"]
     except (ValueError, KeyError, TypeError) as exc:
         raise SandboxError(f"unreadable report from the sandbox runner: {exc}") from None
     if len(cases) != expected:
         raise SandboxError(f"the sandbox runner reported {len(cases)} cases of {expected}")
-    return RunReport(cases, isolation)
+    return RunReport(cases, isolation, uid)
 
 
 @functools.cache
