@@ -1,7 +1,9 @@
 """Where each term's calls run: resolve ``executor: auto`` and check that the choice can work.
 
 ``auto`` sends CPU-heavy built-ins (``math``, ``dapo``, ...) to worker processes, where a deadline
-can kill them; async functions run inline on the event loop; other plain functions run on
+can kill them; async functions run inline on the event loop, and so do the light built-ins
+(``gpqa``, ``f1``, ``exact_match``, ...): pure graders whose time is linear in their input, for
+which a hand-off to a thread would cost more than the call; other plain functions run on
 threads. Any other setting names an executor of
 :data:`~rewardrouter.execute.registry.EXECUTORS`, whose own check runs here, at compile time
 (``process`` and ``ray`` need a plain ``def`` that a worker can import by name; ``ray`` needs
@@ -9,7 +11,7 @@ Ray installed; ``thread`` needs a plain ``def``).
 
 >>> from rewardrouter.compile.resolve import resolve_builtin
 >>> choose_executor(resolve_builtin("exact_match", {}), "auto")
-'thread'
+'inline'
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ def choose_executor(fn: RewardFn, setting: str) -> str:
         return setting
     if fn.cpu_heavy and not fn.is_async:
         return "process"
-    return "inline" if fn.is_async else "thread"
+    return "inline" if fn.is_async or isinstance(fn.fn, BuiltinReward) else "thread"
 
 
 def executor_problems(fn: RewardFn, executor: str, where: str) -> list[Problem]:

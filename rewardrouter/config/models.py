@@ -82,7 +82,8 @@ class RewardTerm(_Model):
         default="auto",
         description="inline (async, on the event loop), thread (blocking I/O), process (CPU-bound, "
         "killed at its deadline), ray (CPU-bound, on Ray actors across a cluster; see `ray`); "
-        "auto: process for CPU-heavy built-ins, inline for async functions, thread otherwise.",
+        "auto: process for CPU-heavy built-ins, inline for async functions and light built-ins, "
+        "thread otherwise.",
     )
     timeout: float | None = Field(
         default=None,

@@ -111,9 +111,11 @@ def test_auto_executor(fn: RewardFn, setting: Any, expected: str) -> None:
 
 
 def test_builtins_declare_their_executor() -> None:
-    # The reward library marks its CPU-heavy graders (symbolic math) with cpu_heavy.
+    # The reward library marks its CPU-heavy graders (symbolic math) with cpu_heavy; the others
+    # are light (linear in their input) and run inline, where a thread hop would cost more.
     exact = resolve_builtin("exact_match", {})
-    assert choose_executor(exact, "auto") == "thread"
+    assert choose_executor(exact, "auto") == "inline"
+    assert choose_executor(resolve_builtin("math", {}), "auto") == "process"
     reward = exact.fn
     assert isinstance(reward, BuiltinReward) and pickle.loads(pickle.dumps(reward)) == reward
 

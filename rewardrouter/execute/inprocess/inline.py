@@ -7,7 +7,8 @@ function must let cancellation through; one that blocks the loop (a long computa
 
 A plain function may run inline too (the cheapest path for trivial graders): it is called directly
 and its deadline is checked when it returns, so an overrun is recorded as ``timeout`` but nothing
-bounds a call that never returns. That is why ``auto`` never puts a plain function here.
+bounds a call that never returns. That is why ``auto`` puts no plain function here but the light
+built-ins, whose time is linear in their input.
 """
 
 from __future__ import annotations
