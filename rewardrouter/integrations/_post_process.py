@@ -26,7 +26,7 @@ from typing import Any, Literal, cast
 from rewardrouter.errors import RoutingError, SampleError
 from rewardrouter.execute.values import InvalidReturn, to_value
 from rewardrouter.integrations._metrics import warn
-from rewardrouter.integrations._self_reference import without_self_reference
+from rewardrouter.integrations._self_reference import without_self_references
 from rewardrouter.router import Router
 from rewardrouter.sample import status_of
 
@@ -45,7 +45,6 @@ class Processed:
     advantages: list[float]
     shaped: list[float | None]
     groups: list[Hashable]
-    routes: list[str | None]
 
 
 def training_rewards(samples: Sequence[Any], key: str | None) -> list[float | None]:
@@ -64,11 +63,16 @@ def training_rewards(samples: Sequence[Any], key: str | None) -> list[float | No
     return rewards
 
 
-def _route(router: Router, sample: Any) -> str | None:
-    try:
-        return router.decide(without_self_reference(sample)).route.name
-    except RoutingError:
-        return None  # no route, no route shaping: the global stages still apply
+def sample_routes(router: Router, samples: Sequence[Any]) -> list[str | None]:
+    """Each sample's route by the router's precedence; None for a sample no route accepts (no
+    route shaping for it: the global stages still apply)."""
+    routes: list[str | None] = []
+    for view in without_self_references(samples):
+        try:
+            routes.append(router.decide(view).route.name)
+        except RoutingError:
+            routes.append(None)
+    return routes
 
 
 def _positions(args: Any, n: int) -> list[Hashable]:
@@ -149,9 +153,10 @@ def post_process(
 ) -> Processed:
     """Run ``router``'s shaping and advantage chain over one batch, as ``framework`` groups it."""
     rewards = training_rewards(samples, key)
-    routes = [_route(router, s) for s in samples]
     groups = prompt_groups(args, samples, framework, prompt_group_sizes)
     processor = router.post_processor
+    # routes matter to route shaping alone
+    routes = sample_routes(router, samples) if processor.route_names else None
     estimator = processor.estimator
     normalizes = estimator is not None and estimator.kind != "none"
     rows = list(range(len(samples)))
@@ -167,7 +172,7 @@ def post_process(
     lengths = [getattr(samples[i], "response_length", None) for i in kept]
     out = processor(
         [rewards[i] for i in kept],
-        routes=[routes[i] for i in kept],
+        routes=None if routes is None else [routes[i] for i in kept],
         group_index=[codes[groups[i]] for i in kept],
         response_length=None if None in lengths else cast("list[float]", lengths),
         truncated=[status_of(samples[i]) == "truncated" for i in kept],
@@ -179,4 +184,4 @@ def post_process(
     else:
         advantages = [0.0 if s is None else float(s) for s in shaped]
     raw = [0.0 if r is None else float(r) for r in rewards]
-    return Processed(raw, advantages, shaped, groups, routes)
+    return Processed(raw, advantages, shaped, groups)

@@ -4,7 +4,8 @@ slime and vime copy an eval dataset's ``custom_rm_path`` onto each of its sample
 copies an adapter's into ``reward_spec``; the framework then calls that function directly. When
 it names a rewardrouter hook (``rewardrouter.integrations.slime.custom_rm``), the sample has
 already arrived where it should: the router must route it by its other fields, not call the hook
-again (which would recurse forever). :func:`without_self_reference` hides such names.
+again (which would recurse forever). :func:`without_self_reference` hides such names, and
+:func:`without_self_references` does so for a batch.
 
 >>> class S:
 ...     custom_rm_path = "rewardrouter.integrations.slime.custom_rm"
@@ -16,7 +17,8 @@ again (which would recurse forever). :func:`without_self_reference` hides such n
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
 from rewardrouter.sample import SampleInput, SampleLike, as_sample, metadata_of, spec_field
 
@@ -71,3 +73,25 @@ def without_self_reference(sample: SampleInput) -> SampleLike:
     ):
         return _HookHidden(sample)
     return sample
+
+
+def without_self_references(samples: Sequence[SampleInput]) -> list[SampleLike]:
+    """:func:`without_self_reference` of each sample, in order.
+
+    A sample object whose metadata is a dict and that names no function at all (no
+    ``custom_rm_path``, no ``reward_spec``: a trainer's usual sample) is passed on as it is after
+    one look at those fields, without a call per sample.
+    """
+    views: list[SampleLike] = []
+    for sample in samples:
+        metadata = getattr(sample, "metadata", None)
+        if (
+            type(metadata) is not dict
+            or "custom_rm_path" in metadata
+            or getattr(sample, "custom_rm_path", None) is not None
+            or getattr(sample, "reward_spec", None) is not None
+        ):
+            views.append(without_self_reference(sample))
+        else:
+            views.append(cast("SampleLike", sample))
+    return views

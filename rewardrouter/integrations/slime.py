@@ -44,9 +44,14 @@ from typing import Any
 
 from rewardrouter.errors import ConfigError, Problem
 from rewardrouter.integrations import _metrics
-from rewardrouter.integrations._post_process import Framework, post_process, training_rewards
+from rewardrouter.integrations._post_process import (
+    Framework,
+    post_process,
+    sample_routes,
+    training_rewards,
+)
 from rewardrouter.integrations._router_cache import shared_router
-from rewardrouter.integrations._self_reference import without_self_reference
+from rewardrouter.integrations._self_reference import without_self_references
 from rewardrouter.integrations._source import config_source
 from rewardrouter.results import RewardResult
 from rewardrouter.router import Router
@@ -134,6 +139,13 @@ def _record(sample: Any, result: RewardResult) -> None:
     metadata[RECORD] = {"route": result.route, "status": result.status, "terms": result.terms}
 
 
+def _record_of(sample: Any) -> dict[str, Any] | None:
+    """What :func:`_record` left in the sample's metadata; None when nothing."""
+    metadata = getattr(sample, "metadata", None)
+    record = metadata.get(RECORD) if isinstance(metadata, dict) else None
+    return record if isinstance(record, dict) else None
+
+
 def _warn_group_terms(router: Router, results: Sequence[RewardResult]) -> None:
     """Warn that a group-mode term was called with one sample (slime without ``--group-rm``)."""
     for result in results:
@@ -153,7 +165,7 @@ def _warn_group_terms(router: Router, results: Sequence[RewardResult]) -> None:
 async def _score_flat(args: Any, samples: Sequence[SampleLike], *, one: bool = False) -> list[Any]:
     keys = _Keys.of(args)
     router = _router(args, keys)
-    views = [without_self_reference(s) for s in samples]
+    views = without_self_references(samples)
     results = await router.score(views, args=args)
     if one:
         _warn_group_terms(router, results)
@@ -260,16 +272,17 @@ def rollout_metrics(
     flat = _flat(samples)
     key = keys.train or router.config.reward_key
     done = post_process(router, args, flat, key, framework)
-    results = []
-    for sample, route, reward in zip(flat, done.routes, training_rewards(flat, key), strict=True):
-        metadata = getattr(sample, "metadata", None)
-        record = metadata.get(RECORD) if isinstance(metadata, dict) else None
-        if isinstance(record, dict):
-            results.append(
-                RewardResult(reward, record["status"], record["route"], terms=record["terms"])
-            )
-        else:
-            results.append(RewardResult(reward, "kept" if reward is not None else "skipped", route))
+    records = [_record_of(sample) for sample in flat]
+    # samples scored elsewhere count by the route the router would give them, and their reward
+    routes = iter(
+        sample_routes(router, [s for s, r in zip(flat, records, strict=True) if r is None])
+    )
+    results = [
+        RewardResult(reward, "kept" if reward is not None else "skipped", next(routes))
+        if record is None
+        else RewardResult(reward, record["status"], record["route"], terms=record["terms"])
+        for record, reward in zip(records, training_rewards(flat, key), strict=True)
+    ]
     return {
         **_metrics.score_metrics(results),
         **_metrics.group_metrics(done.shaped, done.groups),

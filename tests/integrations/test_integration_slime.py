@@ -18,6 +18,7 @@ from argparse import Namespace
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -26,7 +27,10 @@ from rr_frameworks import SlimeSample as Sample
 from rewardrouter import ConfigError, RewardError, RewardRouterWarning, RoutingError
 from rewardrouter.integrations import _metrics
 from rewardrouter.integrations._router_cache import close_shared, shared_router
-from rewardrouter.integrations._self_reference import without_self_reference
+from rewardrouter.integrations._self_reference import (
+    without_self_reference,
+    without_self_references,
+)
 from rewardrouter.integrations._source import ConfigSource, parse_overrides
 from rewardrouter.integrations.slime import (
     batched_custom_rm,
@@ -238,6 +242,27 @@ def test_hidden_hook_view_pickles_like_the_sample() -> None:
     )
 
 
+HOOK = "rewardrouter.integrations.slime.custom_rm"
+
+
+def test_a_batch_hides_hook_names_as_each_sample_alone_does() -> None:
+    batch: list[Any] = [
+        sample("Paris", "Paris"),  # names nothing: passed on as it is
+        sample("Paris", "Paris", custom_rm_path=HOOK),
+        sample("Paris", "Paris", metadata={"custom_rm_path": HOOK}),
+        sample("Paris", "Paris", custom_rm_path="slime_rewards.think_format"),  # not a hook
+        {"response": "Paris", "label": "Paris", "metadata": {"dataset": SQUAD}},  # a dict row
+        SimpleNamespace(response="Paris", label="Paris", metadata=None),  # metadata not a dict
+    ]
+    views = without_self_references(batch)
+    assert views[0] is batch[0] and views[3] is batch[3]
+    for view, alone in zip(views, map(without_self_reference, batch), strict=True):
+        fields = ("response", "label", "metadata", "custom_rm_path")
+        assert [getattr(view, f, None) for f in fields] == [getattr(alone, f, None) for f in fields]
+    assert getattr(views[1], "custom_rm_path", "") is None
+    assert "custom_rm_path" not in views[2].metadata
+
+
 def test_custom_rm_path_outside_allowed_modules_is_refused() -> None:
     row = sample("Paris", "Paris", custom_rm_path="os.system")
     with pytest.raises(RoutingError, match="allowed_modules"):
@@ -304,6 +329,24 @@ def test_post_process_groups_by_group_index_with_exact_constant_groups(key: str 
             assert got == 0.0  # exactly: no float32 rounding residue divided by a tiny std
     groups = [group for group, _ in UNEVEN_GROUPS]
     assert advantages == pytest.approx(reference_grpo(values, groups), rel=1e-5, abs=1e-6)
+
+
+def test_post_process_runs_route_shaping_on_each_samples_route(tmp_path: Path) -> None:
+    config = tmp_path / "router.yaml"
+    config.write_text(
+        ROUTER.read_text().replace(
+            "post_process:", "    shaping: [{kind: scale, mul: 2.0}]\npost_process:"
+        )
+    )
+    rows = [
+        sample("x", "Paris", group_index=0, reward=1.0),  # squad: doubled
+        sample("x", "Paris", group_index=0, reward=1.0, custom_rm_path=HOOK),  # squad too
+        sample("x", "72", GSM8K, group_index=0, reward=1.0),  # gsm8k: as it is
+        sample("x", "72", "unknown/set", group_index=0, reward=1.0),  # no route: as it is
+    ]
+    raw, advantages = post_process_rewards(slime_args(config), rows)
+    assert raw == [1.0] * 4
+    assert advantages == pytest.approx(reference_grpo([2.0, 2.0, 1.0, 1.0], [0] * 4), rel=1e-5)
 
 
 def test_post_process_hook_from_inside_a_running_event_loop() -> None:
@@ -481,4 +524,20 @@ def test_log_hook_adds_routes_terms_statuses_and_constant_groups() -> None:
         "rewardrouter/status/aborted": 0.2,
         "rewardrouter/groups": 2.0,
         "rewardrouter/constant_groups": 0.5,
+    }
+
+
+def test_log_hook_counts_samples_scored_elsewhere_by_their_route() -> None:
+    rows = [
+        sample("x", "Paris", group_index=0, reward=1.0),
+        sample("x", "Paris", group_index=0, reward=0.0, custom_rm_path=HOOK),
+        sample("x", "72", GSM8K, group_index=1, reward=None),
+    ]
+    metrics: dict[str, Any] = {}
+    log_rollout(0, slime_args(), rows, metrics, 0.1)
+    assert {k: v for k, v in metrics.items() if "/status/" in k or k.endswith("/count")} == {
+        "rewardrouter/squad/count": 2.0,
+        "rewardrouter/gsm8k/count": 1.0,
+        "rewardrouter/status/kept": pytest.approx(2 / 3),
+        "rewardrouter/status/skipped": pytest.approx(1 / 3),
     }
