@@ -14,11 +14,16 @@ from rewardrouter.rewards.squad import normalize_answer
 # A letter as an answer: C, (c), [C], **C**, $C$, \text{C}, \textbf{(C)}. A bare lower-case letter
 # counts only where it ends the statement ("answer: c", "I choose b."): "the answer is a bit
 # subtle" and "I'd pick a different unit" hold articles, not options.
-_LETTER = (
-    r"(?:\*\*|\$|\\text(?:bf)?\{|\\mathrm\{)?\s*"
+#
+# Each run of whitespace has one quantifier that may take it (the whitespace before a letter is
+# its pattern's, not the letter's): two quantifiers side by side would try every split of a long
+# run of spaces before failing, and the time would grow with its square or cube.
+_MARK = r"(?:\*\*|\$|\\text(?:bf)?\{|\\mathrm\{)"
+_BARE_LETTER = (
     r"(?:\(\s*(?P<paren>[A-Za-z])\s*\)|\[\s*(?P<bracket>[A-Za-z])\s*\]|(?P<bare>[A-Za-z]))"
     r"(?![A-Za-z0-9'\u2019])"
 )
+_LETTER = rf"(?:{_MARK}\s*)?{_BARE_LETTER}"
 # What leads into the chosen letter: "the answer is", "Answer:", "final choice:", "the correct
 # option is", "I'd go with", "I pick / choose / select", "which leaves", "opt for".
 _LEAD = (
@@ -28,27 +33,42 @@ _LEAD = (
     r"|\b(?:go(?:ing)?\s+with|pick(?:ing|ed)?|choos(?:e|ing)|chose|select(?:ing|ed)?"
     r"|opt(?:ing)?\s+for|leaves?(?:\s+(?:us|me)\s+with)?|leaving(?:\s+(?:us|me)\s+with)?))"
 )
-_FILLER = r"\s*(?i:(?:the\s+)?(?:(?:option|choice|letter|answer)\b\s*)?)[:\-]?\s*"
+_FILLER = r"\s*(?i:(?:the\s+)?(?:(?:option|choice|letter|answer)\b\s*)?)(?:[:\-]\s*)?"
 _STATED = re.compile(_LEAD + _FILLER + _LETTER)
 # "(C) is correct", "C is the right answer": the letter, then the verdict
-_VERDICT_WORDS = ("correct", "right", "best")
-_BEFORE_VERDICT = re.compile(_LETTER + r"\s*[.)]?\s+(?i:is)\s+(?i:the\s+)?$")
-# a line holding nothing but the option: "C", "(C).", "**C**"
-_LONE = re.compile(r"[ \t>*#-]*" + _LETTER + r"[ \t]*[.):]?[ \t]*(?:\*\*|\$|\})?[ \t]*")
+_VERDICT_WORDS = frozenset({"correct", "right", "best"})
+_BEFORE_VERDICT = re.compile(_LETTER + r"(?:\s*[.)])?\s+(?i:is)\s+(?i:the\s+)?$")
+# a line holding nothing but the option: "C", "(C).", "**C**" (without a mark, the letter may
+# follow other whitespace than spaces and tabs)
+_LONE = re.compile(
+    rf"[ \t>*#-]*(?:{_MARK}\s*|[^\S \t]\s*)?{_BARE_LETTER}"
+    r"[ \t]*(?:[.):][ \t]*)?(?:(?:\*\*|\$|\})[ \t]*)?"
+)
+# an answer that is nothing but the option: a label, a box's content
+_ONLY_LETTER = re.compile(r"\s*" + _LETTER + r"\s*(?:[.)]\s*)?(?:(?:\}|\*\*|\$)\s*)?")
 _LONE_LINE_CHARS = 24
-# No statement is longer than this; the search starts with the end of a response.
+# No statement is longer than this; the search starts with the end of a response, in tails of
+# these lengths, and reads more only while a statement could end later than what it found.
 _STATEMENT_CHARS = 160
-_TAIL_CHARS = 600
-# Where a statement may start: the lead words, found with str.find before any regex runs (a
-# regex tried at every position of a long response is what makes choice extraction slow).
+_TAILS = (240, 600)
+# Where a statement may start: the lead words, found before any statement regex runs (a
+# statement regex tried at every position of a long response is what makes choice extraction
+# slow). None of them occurs inside another one but at its start, so one pass of `_WORDS` over
+# the lower-cased text finds every place where one of them starts.
 _LEAD_WORDS = (
     "answer", "choice", "selection", "correct", "right", "best", "go with", "going with",
     "pick", "choos", "chose", "select", "opt for", "opting for", "leav",
 )  # fmt: skip
+_WORDS = re.compile(
+    "|".join(
+        re.escape(w) for w in sorted({*_LEAD_WORDS, *_VERDICT_WORDS}, key=lambda w: (-len(w), w))
+    )
+)
 # The last line may restate the option with its text: "(B) Nitrogen", "**B.** 42 m/s".
 _OPTION_LINE = re.compile(r"^[ \t>*#-]*(?:\*\*)?[(\[]?(?P<bare>[A-Z])(?:[)\].:]|\*\*)")
 _ANSWER_PREFIX = re.compile(r"^.*?\b(?i:answer)\b[^:\n]{0,20}?(?:\b(?i:is)\b|:)\s*")
 _DEFAULT_LETTERS = string.ascii_uppercase[:10]
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 
 
 def _options(metadata: Mapping[str, Any], default: str) -> tuple[str, list[str]]:
@@ -113,27 +133,24 @@ def _letter_of(match: re.Match[str], text: str) -> str | None:
     return None
 
 
-def _positions(low: str, word: str, start: int) -> Iterator[int]:
-    at = low.find(word, start)
-    while at != -1:
-        yield at
-        at = low.find(word, at + 1)
+def _ascii_lower(text: str) -> str:
+    """``text`` with A to Z lower-cased, every character where it was (``str.lower`` makes
+    two characters of some, "İ" for one, and the positions of what follows would move)."""
+    return text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
 
 
 def _stated_letters(text: str, start: int) -> Iterator[tuple[int, re.Match[str]]]:
     """Every choice statement of ``text`` that starts at or after ``start``: where it ends, and
     its match."""
-    low = text.lower()
-    for word in _LEAD_WORDS:
-        for at in _positions(low, word, start):
-            match = _STATED.match(text, at)
-            if match is not None:
-                yield match.end(), match
-    for word in _VERDICT_WORDS:
-        for at in _positions(low, word, start):
+    for word in _WORDS.finditer(_ascii_lower(text), start):
+        at = word.start()
+        match = _STATED.match(text, at)
+        if match is not None:
+            yield match.end(), match
+        if word.group() in _VERDICT_WORDS:
             match = _BEFORE_VERDICT.search(text, max(start, at - 32), at)
             if match is not None:
-                yield at + len(word), match
+                yield word.end(), match
     offset = text.rfind("\n", 0, start) + 1 if start else 0
     for line in text[offset:].splitlines(keepends=True):
         if len(line.strip()) <= _LONE_LINE_CHARS:
@@ -155,14 +172,15 @@ def _last_stated(text: str, letters: str, start: int) -> tuple[int, str] | None:
 def _spoken_letter(text: str, letters: str, *, anchored: bool = False) -> str | None:
     """The option letter ``text`` states last (or, ``anchored``, that ``text`` consists of)."""
     if anchored:
-        match = re.fullmatch(r"\s*" + _LETTER + r"\s*[.)]?\s*(?:\}|\*\*|\$)?\s*", text)
+        match = _ONLY_LETTER.fullmatch(text)
         letter = _letter_of(match, text) if match else None
         return letter if letter is not None and letter in letters else None
-    # a statement found in the tail, ending past where any earlier one could end, is the last
-    tail = max(0, len(text) - _TAIL_CHARS)
-    best = _last_stated(text, letters, tail)
-    if tail and (best is None or best[0] <= tail + _STATEMENT_CHARS):
-        best = _last_stated(text, letters, 0)
+    # a statement found in a tail, ending past where any earlier one could end, is the last
+    for chars in (*_TAILS, len(text)):
+        tail = max(0, len(text) - chars)
+        best = _last_stated(text, letters, tail)
+        if not tail or (best is not None and best[0] > tail + _STATEMENT_CHARS):
+            break
     lines = text.rstrip().rsplit("\n", 1)
     last = _OPTION_LINE.match(lines[-1])
     if last is not None and last.group("bare") in letters:

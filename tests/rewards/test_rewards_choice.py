@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -200,3 +201,32 @@ def test_boxed_gpqa_reads_the_content() -> None:
     assert gpqa(BoxedAnswer("(D)"), "D", {}) == 1.0
     assert gpqa(BoxedAnswer("Helium"), "D", CHOICES) == 1.0
     assert gpqa(BoxedAnswer(""), "D", {}) == 0.0
+
+
+SPACES = " " * 20_000
+
+
+@pytest.mark.parametrize(
+    ("response", "label", "expected"),
+    [
+        # spaces after the lead words, then a word that is no option
+        pytest.param("Answer:" + SPACES + "Cz", "C", 0.0, id="after_the_lead"),
+        pytest.param("Answer:" + SPACES + "C", "C", 1.0, id="after_the_lead_then_the_option"),
+        # a line of spaces before a word that is no option
+        pytest.param(SPACES + "Cx\nAnswer: B", "B", 1.0, id="line_of_spaces"),
+        # spaces after a boxed letter, then more
+        pytest.param("\\boxed{C" + SPACES + "x}", "C", 0.0, id="in_the_box"),
+        # a non-breaking space before the option, on its own line
+        pytest.param("So:\n\u00a0(C)", "C", 1.0, id="other_whitespace_before_the_line"),
+        # a capital dotted I lower-cases to two characters: the statement after it is found
+        pytest.param("İ think so. Answer: C", "C", 1.0, id="text_that_lengthens_when_lowered"),
+    ],
+)
+def test_any_text_is_read_in_linear_time(response: str, label: str, expected: float) -> None:
+    # Two quantifiers over one run of spaces would try every split of it: hours for these.
+    done: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: done.update(reward=gpqa(response, label, {})))
+    thread.daemon = True
+    thread.start()
+    thread.join(timeout=30)
+    assert done == {"reward": expected}
