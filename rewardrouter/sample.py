@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from enum import Enum
 from typing import Any, Protocol, cast
 
 from rewardrouter.errors import Problem, RoutingError, did_you_mean
@@ -105,10 +106,18 @@ def status_of(sample: SampleLike) -> str:
     status = getattr(sample, "status", None)
     if status is None:
         return "completed"
-    if status == "completed":
-        return status  # type: ignore[no-any-return]
-    value = getattr(status, "value", status)
-    return str(value).lower()
+    if type(status) is str:
+        return status if status.islower() else status.lower()
+    if isinstance(status, Enum):  # a trainer's few Status members: each read once
+        text = _STATUS_TEXT.get(status)
+        if text is None:
+            text = _STATUS_TEXT[status] = str(status.value).lower()
+        return text
+    return str(getattr(status, "value", status)).lower()
+
+
+#: The text of each ``Status`` enum member met so far.
+_STATUS_TEXT: dict[Any, str] = {}
 
 
 def metadata_of(sample: SampleLike) -> Mapping[str, Any]:

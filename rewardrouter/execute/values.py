@@ -30,6 +30,8 @@ def to_value(raw: Any, key: str | None) -> float | None:
     number beyond float range (``10**400``), strings and other types, a dict without ``key``
     or a dict when no key is configured are :class:`InvalidReturn`.
     """
+    if type(raw) is float and raw - raw == 0.0:  # a finite float: the common case, at once
+        return raw
     if raw is None:
         return None
     if isinstance(raw, dict):

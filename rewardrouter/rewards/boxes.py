@@ -54,7 +54,8 @@ def final_run(text: str, *, loose: bool = False) -> tuple[list[str], int] | None
     if last is None:
         return None
     parts = [last[0]]
-    while len(parts) < _MAX_PARTS:
+    # a box joined to the run closes at most _MAX_CONNECTOR characters before it starts
+    while len(parts) < _MAX_PARTS and "}" in text[max(0, start - _MAX_CONNECTOR - 1) : start]:
         before = last_box_start(text, start)
         box = boxed_at(text, before)
         # the box must close before the next one starts, and only connectors lie between them

@@ -57,6 +57,7 @@ from rewardrouter.rewards.answer_forms import (
 from rewardrouter.rewards.answer_forms import clear_cache as clear_forms
 from rewardrouter.rewards.answer_text import normalize
 from rewardrouter.rewards.closed_form import Inexpressible, Ratio, TooLarge, Undefined
+from rewardrouter.rewards.labels import clear_label_cache
 from rewardrouter.rewards.latex_value import Huge, ParsedValue
 
 # An answer longer than this is not a final answer; math-verify on it could run for minutes.
@@ -339,7 +340,8 @@ def decided_match(answer: str, golds: Sequence[str]) -> bool | None:
 
 
 def clear_caches() -> None:
-    """Forget parsed answers and verdicts (benchmarks time a cold grader with this)."""
+    """Forget parsed answers, verdicts and labels (benchmarks time a cold grader with this)."""
+    clear_label_cache()
     verdict.cache_clear()
     quick_verdict.cache_clear()
     clear_forms()

@@ -9,6 +9,7 @@ against, and ``None`` when there is nothing to compare against (the grader then 
 from __future__ import annotations
 
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 from rewardrouter.rewards.boxes import final_answer
@@ -42,29 +43,43 @@ def _answer_of(text: str) -> str:
     return text
 
 
-def label_texts(label: Any, *, unbox: bool = True) -> list[str] | None:
+def label_texts(label: Any, *, unbox: bool = True) -> tuple[str, ...] | None:
     """The non-blank strings a response is compared against, or ``None`` when there are none.
 
     A list or tuple label accepts any of its entries; numbers are spelled plainly (``0.5``, never
     ``5e-01``); with ``unbox`` a label holding ``\\boxed{...}`` is replaced by its final boxed
     answer (:func:`~rewardrouter.rewards.boxes.final_answer`, a run of boxes included), and a
-    worked solution without a box by the final answer it states. ``None``, blank strings and empty lists give ``None``.
+    worked solution without a box by the final answer it states. ``None``, blank strings and
+    empty lists give ``None``. A string or number label is read once per process (every response
+    of a GRPO group shares it).
 
     >>> label_texts(["\\\\boxed{1/2}", 0.5, " "])
-    ['1/2', '0.5']
+    ('1/2', '0.5')
     """
+    if type(label) in (str, int, float):
+        return _texts_of(label, unbox)
     items = label if isinstance(label, list | tuple) else [label]
-    texts: list[str] = []
-    for item in items:
-        if item is None or isinstance(item, bool):
-            continue
-        text = _number_text(item) if isinstance(item, int | float) else str(item)
-        if unbox:
-            text = _answer_of(text)
-        text = text.strip()
-        if text:
-            texts.append(text)
+    texts = tuple(text for item in items if (text := _text_of(item, unbox)))
     return texts or None
+
+
+@lru_cache(maxsize=1024, typed=True)
+def _texts_of(label: str | int | float, unbox: bool) -> tuple[str, ...] | None:
+    text = _text_of(label, unbox)
+    return (text,) if text else None
+
+
+def _text_of(item: Any, unbox: bool) -> str:
+    """The text one label entry stands for; "" for none."""
+    if item is None or isinstance(item, bool):
+        return ""
+    text = _number_text(item) if isinstance(item, int | float) else str(item)
+    return (_answer_of(text) if unbox else text).strip()
+
+
+def clear_label_cache() -> None:
+    """Forget the labels read so far (benchmarks time a cold grader with this)."""
+    _texts_of.cache_clear()
 
 
 def after_thinking(response: str) -> str:

@@ -41,6 +41,10 @@ def token_f1(prediction: str, truth: str) -> float:
     pred_tokens, true_tokens = prediction.split(), truth.split()
     if not pred_tokens or not true_tokens:
         return float(pred_tokens == true_tokens)
+    if pred_tokens == true_tokens:
+        return 1.0
+    if set(pred_tokens).isdisjoint(true_tokens):
+        return 0.0
     common = sum((Counter(pred_tokens) & Counter(true_tokens)).values())
     if common == 0:
         return 0.0
