@@ -8,19 +8,28 @@ the way slime scores it with ``--group-rm``: ``batched_custom_rm(args, samples)`
 processes), each reward stored on its sample, then ``post_process_rewards(args, samples)``
 (GRPO advantages by ``group_index``).
 
-Each measurement runs in a fresh process:
+Each side runs in fresh processes, as slime's rollout process would run it: torch is imported
+before anything is timed (the trainer has imported it long before its first reward), and the
+rollout batch exists before the step starts. Then, timed apart:
 
-- **cold**: the first step of a process whose router has just been compiled and whose worker
-  processes have just started (both timed apart: "load" and "workers"; the first hook call of
-  a process pays both); every cache is empty;
-- **warm**: a second step of new prompts in the same process (workers up, imports done, the
-  first step's answers cached but not reused: other prompts).
+- **import**: the hook's module (``rewardrouter.integrations.slime``), which slime imports at
+  its first reward call; once per process;
+- **load**: the router config read and compiled; once per process;
+- **first hook call**: one sample (it would start worker processes if the exact checks left
+  the sample to math-verify; they do not);
+- **cold step**: the first step of the process: every cache of the graders empty (labels,
+  parsed answers, verdicts), no worker process started. It counts from the hook call to the
+  post-processed advantages, garbage collection included (shown apart: the objects the
+  trainer and the step allocated decide when CPython collects);
+- **warm step**: a second step of new prompts, made after the first (the first step's answers
+  cached but not reused: other prompts).
 
-The baseline grades one sample at a time, with no router: plain math-verify for math
+The one-off costs (import, load) are not part of a step; "first step" adds them to the cold
+step. The baseline grades one sample at a time, with no router: plain math-verify for math
 (``verify(parse(label), parse(response))``, as math-verify's README calls it), the same
 ``gpqa`` and ``f1`` graders for the rest, then slime's default normalization (rewards reshaped to
-``(-1, 16)``, centred, divided by std + 1e-6). Module imports are done before any timing, on
-both sides.
+``(-1, 16)``, centred, divided by std + 1e-6); its imports (math-verify, the graders) are done
+before timing.
 
     python benchmarks/step.py                # about two minutes on 2 cores
     python benchmarks/step.py --repeat 1 --prompts 128
@@ -30,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import logging
 import os
@@ -63,6 +73,7 @@ post_process:
   - {kind: grpo, std: group, eps: 1.0e-6, device: cpu}
 """
 GROUP = 16
+TARGET = 0.25  # seconds for a cold step on 2 cores
 
 
 def _args(config: Path) -> Namespace:
@@ -77,20 +88,38 @@ def _args(config: Path) -> Namespace:
     )
 
 
-def _ours(config: Path, prompts: int, seed: int) -> dict[str, float]:
-    """In this process: load the router, then a cold step and a warm one (seconds)."""
-    from rewardrouter.integrations.slime import batched_custom_rm, post_process_rewards
+class _Collections:
+    """Seconds CPython spends in garbage collection while it is on (``gc.callbacks``)."""
 
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._started = 0.0
+        gc.callbacks.append(self._record)
+
+    def _record(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._started
+
+
+def _ours(config: Path, prompts: int, seed: int) -> dict[str, float]:
+    """In this process: import the hooks, load the router, then a cold step and a warm one
+    (seconds)."""
     args = _args(config)
     first = answer_mix.step_batch(prompts, GROUP, seed)
-    second = answer_mix.step_batch(prompts, GROUP, seed + 1)
+    collections = _Collections()
 
+    start = time.perf_counter()
+    from rewardrouter.integrations.slime import batched_custom_rm, post_process_rewards
+
+    timings: dict[str, float] = {"import": time.perf_counter() - start}
     start = time.perf_counter()
     from rewardrouter.integrations._router_cache import shared_router
     from rewardrouter.integrations._source import config_source
 
     shared_router(config_source(args, "args"))
-    load = time.perf_counter() - start
+    timings["load"] = time.perf_counter() - start
 
     # the first hook call, on one math sample of another prompt (it starts worker processes only
     # when the exact checks leave the sample to math-verify)
@@ -98,8 +127,11 @@ def _ours(config: Path, prompts: int, seed: int) -> dict[str, float]:
     probe[0].metadata = {"dataset": "math"}
     start = time.perf_counter()
     asyncio.run(batched_custom_rm(args, probe))
-    timings: dict[str, float] = {"load": load, "workers": time.perf_counter() - start}
-    for name, batch in (("cold", first), ("warm", second)):
+    timings["workers"] = time.perf_counter() - start
+    for name in ("cold", "warm"):
+        # the next rollout's batch is generated after this step, as a trainer makes it
+        batch = first if name == "cold" else answer_mix.step_batch(prompts, GROUP, seed + 1)
+        collected = collections.seconds
         start, cpu = time.perf_counter(), time.process_time()
         rewards = asyncio.run(batched_custom_rm(args, batch))
         scored = time.perf_counter()
@@ -110,6 +142,7 @@ def _ours(config: Path, prompts: int, seed: int) -> dict[str, float]:
         timings[f"{name}_score"] = scored - start
         timings[name] = end - start
         timings[f"{name}_cpu"] = time.process_time() - cpu
+        timings[f"{name}_gc"] = collections.seconds - collected
         assert len(advantages) == len(batch)
         right = sum(
             (r == 1.0) == s.correct
@@ -140,7 +173,7 @@ def _graders_alone(batch: list[answer_mix.Sample]) -> float:
 def _baseline(prompts: int, seed: int) -> dict[str, float]:
     """In this process: the per-sample baseline on a cold step and a warm one (seconds)."""
     import torch
-    from math_verify import parse, verify
+    from math_verify import parse, verify  # imported before timing: a one-off cost
 
     from rewardrouter.rewards.choice import gpqa
     from rewardrouter.rewards.f1 import f1
@@ -163,10 +196,9 @@ def _baseline(prompts: int, seed: int) -> dict[str, float]:
         assert len(advantages) == len(batch)
         return rewards
 
-    first = answer_mix.step_batch(prompts, GROUP, seed)
-    second = answer_mix.step_batch(prompts, GROUP, seed + 1)
     timings: dict[str, float] = {}
-    for name, batch in (("cold", first), ("warm", second)):
+    for name, offset in (("cold", 0), ("warm", 1)):
+        batch = answer_mix.step_batch(prompts, GROUP, seed + offset)
         start, cpu = time.perf_counter(), time.process_time()
         rewards = step(batch)
         timings[name] = time.perf_counter() - start
@@ -188,11 +220,7 @@ def _child(argv: list[str]) -> int:
     parser.add_argument("--seed", type=int)
     args = parser.parse_args(argv)
     logging.getLogger("math_verify").setLevel(logging.ERROR)
-    # imports before any timing, on both sides
-    import math_verify  # noqa: F401
-    import torch  # noqa: F401
-
-    import rewardrouter.integrations.slime  # noqa: F401
+    import torch  # noqa: F401  (the trainer's, imported long before its first reward)
 
     if args.side == "ours":
         result = _ours(args.config, args.prompts, args.seed)
@@ -226,14 +254,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as folder:
         config = Path(folder) / "router.yaml"
         config.write_text(ROUTER_YAML)
-        ours = [
-            _fresh_process("ours", config, args.prompts, args.seed + 10 * i)
-            for i in range(args.repeat)
-        ]
-        base = [
-            _fresh_process("baseline", config, args.prompts, args.seed + 10 * i)
-            for i in range(args.repeat)
-        ]
+        ours, base = [], []
+        for i in range(args.repeat):  # side by side: one process of each in turn
+            ours.append(_fresh_process("ours", config, args.prompts, args.seed + 10 * i))
+            base.append(_fresh_process("baseline", config, args.prompts, args.seed + 10 * i))
 
     samples = args.prompts * GROUP
     cores = len(os.sched_getaffinity(0))
@@ -246,11 +270,15 @@ def main(argv: list[str] | None = None) -> int:
         used = f"{statistics.median(cpu):>9.3f}" if cpu else ""
         print(f"{name:<34}{min(values):>9.3f}{statistics.median(values):>10.3f}{used}")
 
+    row("import of the hooks (torch loaded)", [r["import"] for r in ours])
     row("router load (compile)", [r["load"] for r in ours])
     row("first hook call, one sample", [r["workers"] for r in ours])
     row("cold step: slime hooks", [r["cold"] for r in ours], [r["cold_cpu"] for r in ours])
     row("  of which scoring", [r["cold_score"] for r in ours])
+    row("  of which garbage collection", [r["cold_gc"] for r in ours])
+    row("first step: import + load + cold", [r["import"] + r["load"] + r["cold"] for r in ours])
     row("warm step: slime hooks", [r["warm"] for r in ours], [r["warm_cpu"] for r in ours])
+    row("  of which garbage collection", [r["warm_gc"] for r in ours])
     row("  the graders alone, cold caches", [r["graders"] for r in ours])
     row("cold step: per-sample baseline", [r["cold"] for r in base], [r["cold_cpu"] for r in base])
     row("warm step: per-sample baseline", [r["warm"] for r in base], [r["warm_cpu"] for r in base])
@@ -259,6 +287,10 @@ def main(argv: list[str] | None = None) -> int:
     cold = min(r["cold"] for r in base) / min(r["cold"] for r in ours)
     warm = min(r["warm"] for r in base) / min(r["warm"] for r in ours)
     print(f"\nspeed-up (best against best): cold {cold:.1f}x, warm {warm:.1f}x")
+    best, median = min(r["cold"] for r in ours), statistics.median(r["cold"] for r in ours)
+    print(f"target: a cold step <= {TARGET} s; best {best:.3f} s, median {median:.3f} s: "
+          f"{'met' if best <= TARGET else 'NOT met'} (best), "
+          f"{'met' if median <= TARGET else 'NOT met'} (median)")  # fmt: skip
     agree_ours = statistics.mean(r["cold_agree"] for r in ours)
     agree_base = statistics.mean(r["cold_agree"] for r in base)
     print(f"math and multiple-choice rewards matching how the answer was generated: "
