@@ -25,17 +25,25 @@ its first line, last line, or ``*`` markup, follows it.
 ``length_constraints:number_sentences`` and ``change_case:capital_word_frequency`` need NLTK's
 ``punkt_tab`` data (``python -m nltk.downloader punkt_tab``); without it those two instructions
 fail with that command in the message instead of a reward.
+
+Compiling a router checks that the extra is installed and that a ``score`` names a registered
+instruction without importing lm-eval (with NLTK, seconds of imports); the first row scored
+imports it, in the process that scores it.
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
+import importlib.util
 import io
 import json
 import logging
+import threading
 from collections.abc import Mapping
 from functools import cache
+from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
@@ -51,6 +59,10 @@ log = logging.getLogger("rewardrouter.ifeval")
 
 INSTALL = "pip install 'rewardrouter[ifeval]'"
 PUNKT_INSTRUCTIONS = ("length_constraints:number_sentences", "change_case:capital_word_frequency")
+#: The modules the checks import: lm-eval and what its ``ifeval`` extra brings.
+EXTRA_MODULES = ("lm_eval", "nltk", "langdetect", "immutabledict")
+
+_import_lock = threading.Lock()
 
 
 class IfevalLabelError(ValueError):
@@ -61,28 +73,36 @@ class IfevalDataMissing(LookupError):
     """An instruction whose check needs NLTK data that is not installed."""
 
 
+def missing_modules() -> list[str]:
+    """The modules of :data:`EXTRA_MODULES` that are not installed, found without importing any
+    (importing lm-eval's checks takes seconds: NLTK brings scipy and scikit-learn)."""
+    return [name for name in EXTRA_MODULES if importlib.util.find_spec(name) is None]
+
+
 @cache
 def checks() -> ModuleType:
     """lm-eval's ``lm_eval.tasks.ifeval.utils`` (strict and loose tests, the registry).
 
-    Imported once. Its import would try to download NLTK's ``punkt_tab`` and print to stdout; a
-    grader reaches no network and writes nothing to a trainer's stdout, so both are held off.
+    Imported once, by the first sample that needs it, in the process that scores it. Its import
+    would try to download NLTK's ``punkt_tab`` and print to stdout; a grader reaches no network
+    and writes nothing to a trainer's stdout, so both are held off.
     """
-    import nltk
+    with _import_lock:  # scoring threads share the swapped-out downloader
+        import nltk
 
-    asked: list[Any] = []
+        asked: list[Any] = []
 
-    def refuse(*args: Any, **kwargs: Any) -> bool:
-        asked.append(args)
-        return False
+        def refuse(*args: Any, **kwargs: Any) -> bool:
+            asked.append(args)
+            return False
 
-    download = nltk.download
-    nltk.download = refuse
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            from lm_eval.tasks.ifeval import utils
-    finally:
-        nltk.download = download
+        download = nltk.download
+        nltk.download = refuse
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                from lm_eval.tasks.ifeval import utils
+        finally:
+            nltk.download = download
     if asked:
         log.warning(
             "NLTK's punkt_tab data is not installed: %s fail until `python -m nltk.downloader "
@@ -94,8 +114,61 @@ def checks() -> ModuleType:
 
 
 def instruction_ids() -> list[str]:
-    """Every instruction id of lm-eval's IFEval registry."""
-    return sorted(checks().instructions_registry.INSTRUCTION_DICT)
+    """Every instruction id of lm-eval's IFEval registry (read from its source when it can be,
+    so that a config is checked without importing the checks)."""
+    ids = registry_source_ids()
+    if ids is None:
+        ids = frozenset(checks().instructions_registry.INSTRUCTION_DICT)
+    return sorted(ids)
+
+
+@cache
+def registry_source_ids() -> frozenset[str] | None:
+    """The keys of ``INSTRUCTION_DICT`` read from the source of lm-eval's
+    ``instructions_registry`` without running it; ``None`` when lm-eval is absent or the source
+    is not a literal dict whose keys are sums of string constants, left alone afterwards."""
+    spec = importlib.util.find_spec("lm_eval")
+    locations = list(spec.submodule_search_locations or ()) if spec is not None else []
+    if not locations:
+        return None
+    path = Path(locations[0], "tasks", "ifeval", "instructions_registry.py")
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    strings: dict[str, str] = {}
+
+    def string(node: ast.expr | None) -> str | None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.Name):
+            return strings.get(node.id)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = string(node.left), string(node.right)
+            return None if left is None or right is None else left + right
+        return None
+
+    keys: list[str | None] | None = None
+    for statement in tree.body:
+        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+            continue
+        target = statement.targets[0]
+        if not isinstance(target, ast.Name):
+            continue
+        if target.id == "INSTRUCTION_DICT" and isinstance(statement.value, ast.Dict):
+            keys = [string(key) for key in statement.value.keys]
+        elif (value := string(statement.value)) is not None:
+            strings[target.id] = value
+    # Any use but `INSTRUCTION_DICT.keys()` might change the dict after its literal.
+    uses = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == "INSTRUCTION_DICT"]
+    reads = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Attribute) and n.attr == "keys" and n.value in uses
+    ]
+    if keys is None or None in keys or len(uses) != 1 + len(reads):
+        return None
+    return frozenset(key for key in keys if key is not None)
 
 
 class IfevalSettings(BaseModel):
@@ -229,15 +302,16 @@ class IfevalReward:
 def build(settings: IfevalSettings, resources: Resources) -> Bound:
     """IFEval instructions checked by lm-eval's registry, strict or loose.
 
-    Raises :class:`ResolveError` with the install line when lm-eval is absent.
+    Raises :class:`ResolveError` with the install line when lm-eval is absent; imports nothing
+    (the checks are imported by the first sample scored).
     """
-    try:
-        checks()
-    except ImportError as exc:
+    absent = missing_modules()
+    if absent:
         raise ResolveError(
-            f"kind 'ifeval' uses lm-eval's IFEval checks, which are not installed ({exc})",
+            f"kind 'ifeval' uses lm-eval's IFEval checks, which are not installed "
+            f"(no module named {', '.join(map(repr, absent))})",
             INSTALL,
-        ) from None
+        )
     reward = resources.get(
         (IfevalReward, settings.model_dump_json()), lambda: IfevalReward(settings)
     )

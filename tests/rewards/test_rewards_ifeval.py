@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from typing import Any
 
@@ -165,13 +166,31 @@ def test_unknown_instruction_as_score_is_a_config_error(make_router: Any) -> Non
         router_for(make_router, score="punctuation:no_comas")
 
 
+@pytest.mark.parametrize("module", ifeval.EXTRA_MODULES)
 def test_missing_extra_names_the_install_line(
-    make_router: Any, monkeypatch: pytest.MonkeyPatch
+    make_router: Any, monkeypatch: pytest.MonkeyPatch, module: str
 ) -> None:
-    ifeval.checks.cache_clear()
-    monkeypatch.setitem(sys.modules, "lm_eval.tasks.ifeval", None)
-    try:
-        with pytest.raises(ConfigError, match=r"pip install 'rewardrouter\[ifeval\]'"):
-            router_for(make_router)
-    finally:
-        ifeval.checks.cache_clear()
+    monkeypatch.setitem(sys.modules, module, None)  # what `import` then refuses, find_spec too
+    with pytest.raises(ConfigError, match=rf"{module}(.|\n)*pip install 'rewardrouter\[ifeval\]'"):
+        router_for(make_router)
+
+
+def test_instruction_ids_read_from_source_are_the_registrys() -> None:
+    # read without importing lm-eval (compile stays fast); the registry itself is the truth
+    imported = ifeval.checks().instructions_registry.INSTRUCTION_DICT
+    assert ifeval.registry_source_ids() == frozenset(imported)
+
+
+def test_compiling_imports_nothing_of_lm_eval_and_the_first_row_does() -> None:
+    code = (
+        "import sys, rewardrouter\n"
+        "term = {'kind': 'ifeval', 'kwargs': {'score': 'punctuation:no_comma'}}\n"
+        "r = rewardrouter.compile_router({'default_route': 'i', 'routes': {'i': {'rewards': "
+        "{'t': term}}}})\n"
+        "heavy = {'lm_eval', 'nltk', 'langdetect'}\n"
+        "assert not heavy & set(sys.modules), heavy & set(sys.modules)\n"
+        "label = {'instruction_id_list': ['punctuation:no_comma'], 'kwargs': [{}]}\n"
+        "assert r.score_sync([{'response': 'a, b', 'label': label}]).rewards == [0.0]\n"
+        "assert heavy <= set(sys.modules)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
