@@ -129,7 +129,9 @@ def take(table: Tensor, ids: npt.NDArray[np.int64], out: Tensor | None = None) -
 
 def multiply(a: Tensor, b: Tensor, dtype: torch.dtype) -> Tensor:
     """``a * b`` (1-D float64 ``a``; ``b`` alike or 0-dim) computed in float64, then rounded to
-    ``dtype`` (exactly what ``(a * b).to(dtype)`` gives).
+    ``dtype`` once: exactly what ``(a * b).to(dtype)`` gives for float32 and bfloat16 (which goes
+    through torch). For float16, which no stage outputs, NumPy's single rounding can differ from
+    torch's by one step (torch rounds through float32 first; about 1 value in 16,000).
 
     The result is new unless ``dtype`` is float64, in which case it is written into ``a``.
     """
