@@ -14,13 +14,14 @@ FRAMEWORKS := verl==0.9.1 openrlhf==0.11.2 tensordict==0.10.0
 
 .PHONY: run test lint schema bench clean
 
-# What `make run` needs: rewardrouter and its runtime dependencies, nothing else.
+# What `make run` needs: rewardrouter, its runtime dependencies and the `ifeval` extra (the
+# shipped example data has an instruction-following route), nothing else.
 $(RUNTIME): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "$(TORCH_SPEC)"
 	echo "$(TORCH_SPEC)" > $(VENV)/constraints.txt
-	$(BIN)/pip install --quiet -c $(VENV)/constraints.txt -e .
+	$(BIN)/pip install --quiet -c $(VENV)/constraints.txt -e ".[ifeval]"
 	touch $(RUNTIME)
 
 # What `make test` and `make lint` add: test and lint tools, and the trainers' packages.

@@ -103,6 +103,15 @@ def checks() -> ModuleType:
                 from lm_eval.tasks.ifeval import utils
         finally:
             nltk.download = download
+        # langdetect loads its language profiles on the first detect() and publishes the
+        # factory before they are loaded: a second scoring thread then sees no profiles (or
+        # some) and the language checks answer wrongly. Load them here, once, under the lock;
+        # and fix its random seed, without which a short text's language varies run to run.
+        from langdetect import DetectorFactory
+        from langdetect.detector_factory import init_factory
+
+        DetectorFactory.seed = 0
+        init_factory()
     if asked:
         log.warning(
             "NLTK's punkt_tab data is not installed: %s fail until `python -m nltk.downloader "

@@ -194,3 +194,20 @@ def test_compiling_imports_nothing_of_lm_eval_and_the_first_row_does() -> None:
         "assert heavy <= set(sys.modules)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_the_first_rows_checked_at_once_see_every_language_profile() -> None:
+    # langdetect loads its profiles on first use and is not thread-safe while it does: rows
+    # scored together in a fresh process, as a trainer's first batch is, must all be judged
+    # with every profile loaded, and the same way each run.
+    code = (
+        "import rewardrouter\n"
+        "term = {'kind': 'ifeval'}\n"
+        "r = rewardrouter.compile_router({'default_route': 'i', 'routes': {'i': {'rewards': "
+        "{'t': term}}}})\n"
+        "label = {'instruction_id_list': ['change_case:english_lowercase'], 'kwargs': [{}]}\n"
+        "rows = [{'response': 'the sea is wide and blue and never still', 'label': label}] * 32\n"
+        "rewards = r.score_sync(rows).rewards\n"
+        "assert rewards == [1.0] * 32, rewards\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
