@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from rewardrouter.cli.compose import add_config_arguments, router_config
+from rewardrouter.cli.compose import add_config_arguments, compose_job
 from rewardrouter.cli.jsonl import read_rows
 from rewardrouter.config.stages import PostProcessStage
 from rewardrouter.errors import RewardRouterError
@@ -31,10 +32,13 @@ class ExplainError(RewardRouterError):
     """The sample to explain could not be read from the arguments."""
 
 
-def _sample_rows(opts: argparse.Namespace) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The row to explain and the rows of its prompt group (just itself without a data file)."""
+def _sample_rows(
+    opts: argparse.Namespace, columns: Mapping[Any, str]
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The row to explain and the rows of its prompt group (just itself without a data file);
+    ``columns`` is the job's ``data.columns``, read as the job reads it."""
     if opts.data is not None:
-        rows = read_rows(opts.data)
+        rows = read_rows(opts.data, columns=columns)
         if opts.line not in rows.lines:
             raise ExplainError(
                 f"--line {opts.line}: {opts.data} has no row on line {opts.line} (rows are on "
@@ -156,7 +160,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--prompt", default="")
     parser.add_argument("--metadata", default="{}", help="a JSON object")
     opts = parser.parse_intermixed_args(argv)
-    row, group = _sample_rows(opts)
-    with compile_router(router_config(opts.config, opts.overrides)) as router:
+    job = compose_job(opts.overrides, opts.config)
+    row, group = _sample_rows(opts, job.data.columns)
+    with compile_router(job.router()) as router:
         explain(router, row, group, Console())
     return 0

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from rewardrouter.errors import Problem, RewardRouterError
-from rewardrouter.sample import row_problems
+from rewardrouter.errors import Problem, RewardRouterError, did_you_mean
+from rewardrouter.sample import response_problem, row_problems
 
 #: Problems listed in one error; the rest are counted.
 SHOWN = 20
@@ -122,6 +122,37 @@ def _field(problem: Problem) -> str:
     return f"`{problem.path}` {problem.message}" + (f"; {problem.hint}" if problem.hint else "")
 
 
+def _mapped_row_problems(row: dict[str, Any], columns: Mapping[Any, str] | None) -> list[Problem]:
+    """Copy each mapped column of ``row`` under its field's name, then the row's problems.
+
+    A mapped column the row lacks is a problem of its own, naming the mapping, the row's
+    columns and what to do (a row scored without its label would get a plausible reward); the
+    field's other checks, which would suggest a mapping of their own, are left out.
+    """
+    lacking: set[str] = set()
+    problems: list[Problem] = []
+    keys = [str(k) for k in row]
+    for field, column in (columns or {}).items():
+        if column in row:
+            row[field] = row[column]
+            continue
+        if field == "response" and response_problem({**row, "response": None}) is None:
+            continue  # an aborted row, or one carrying its reward, needs no response
+        lacking.add(str(field))
+        mapped = set((columns or {}).values())  # a column another field reads is no guess
+        close = did_you_mean(column, [k for k in keys if k not in mapped])
+        problems.append(
+            Problem(
+                f"data.columns.{field}",
+                f"reads `{field}` from column {column!r}, which this row does not have "
+                f"(columns: {', '.join(keys) or 'none'})",
+                f"{close + ' ' if close else ''}give every row a {column!r} column, or map "
+                f"`{field}` to the column that holds it: data.columns.{field}=<column>",
+            )
+        )
+    return problems + [p for p in row_problems(row) if p.path not in lacking]
+
+
 def read_rows(
     path: Path, limit: int | None = None, columns: Mapping[Any, str] | None = None
 ) -> Rows:
@@ -142,10 +173,7 @@ def read_rows(
             for number, raw in enumerate(handle, 1):
                 row, problem = _read_line(raw)
                 if row is not None:
-                    for field, column in (columns or {}).items():
-                        if column in row:
-                            row[field] = row[column]
-                    problem = "; ".join(map(_field, row_problems(row))) or None
+                    problem = "; ".join(map(_field, _mapped_row_problems(row, columns))) or None
                 if problem is not None:
                     sep = ":" if problem[:1].isdigit() else ": "
                     problems.append(f"{path}:{number}{sep}{problem}")

@@ -16,7 +16,7 @@ import rr_testfns
 from rich.console import Console
 
 from rewardrouter import ConfigError, load_config
-from rewardrouter.cli import validate
+from rewardrouter.cli import explain, validate
 from rewardrouter.cli.compose import compose_job
 from rewardrouter.cli.score import run_job
 from rewardrouter.errors import RewardRouterError
@@ -149,6 +149,53 @@ def test_a_label_column_can_be_mapped(tmp_path: Path) -> None:
     done = job(tmp_path, lines({"response": "x", "solution": "x"}), "data.columns.label=solution")
     assert done.status == 0, done.output
     assert done.rows[0]["reward"] == 1.0
+
+
+def test_a_mapped_column_a_row_lacks_is_located_with_the_mapping(tmp_path: Path) -> None:
+    # Line 2 holds its answer under 'sol': scored, it would get no label and a plausible reward.
+    data = lines(
+        {"completion": "4", "solution": "4"},
+        {"completion": "4", "sol": "4"},
+    )
+    done = job(tmp_path, data, "data.columns.response=completion", "data.columns.label=solution")
+    assert done.status == 2
+    assert (
+        "data.jsonl:2: `data.columns.label` reads `label` from column 'solution', which this row "
+        "does not have (columns: completion, sol); give every row a 'solution' column, or map "
+        "`label` to the column that holds it: data.columns.label=<column>"
+    ) in done.message
+    assert "data.jsonl:1" not in done.message
+    assert not (tmp_path / "rewards.jsonl").exists()
+
+
+def test_a_typo_in_a_mapped_column_is_not_told_to_map_what_was_mapped(tmp_path: Path) -> None:
+    done = job(
+        tmp_path, lines({"completion": "4", "label": "4"}), "data.columns.response=compltion"
+    )
+    assert done.status == 2
+    assert (
+        "data.jsonl:1: `data.columns.response` reads `response` from column 'compltion', which "
+        "this row does not have (columns: completion, label); did you mean 'completion'?"
+    ) in done.message
+    # the unmapped check's own advice (map it with data.columns.response=completion) is left out
+    assert "`response` is missing" not in done.message
+
+
+def test_an_aborted_row_needs_no_mapped_response(tmp_path: Path) -> None:
+    data = lines({"completion": "4", "label": "4"}, {"status": "aborted", "label": "4"})
+    done = job(tmp_path, data, "data.columns.response=completion")
+    assert done.status == 0, done.output
+    assert [r["status"] for r in done.rows] == ["ok", "aborted"]
+
+
+def test_explain_reads_the_mapped_columns_as_the_job_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data.jsonl"
+    data.write_text(lines({"completion": "4", "solution": "4"}))
+    mapped = ["data.columns.response=completion", "data.columns.label=solution"]
+    assert explain.main([*mapped, "--data", str(data), "--line", "1"]) == 0
+    assert "reward 1.0 status ok" in " ".join(capsys.readouterr().out.split())
 
 
 @pytest.mark.parametrize("data", [pytest.param("", id="empty"), pytest.param("\n \n", id="blank")])
