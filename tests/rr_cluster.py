@@ -54,11 +54,28 @@ def machine_token() -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+_handed_out: set[int] = set()
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct ports free now and never handed out before by this process: the
+    sockets stay bound until all are chosen (one bound and closed at a time can give the same
+    port twice, which ``ray start`` refuses)."""
+    held: list[socket.socket] = []
+    try:
+        ports: list[int] = []
+        while len(ports) < count:
+            sock = socket.socket()
+            held.append(sock)
+            sock.bind(("127.0.0.1", 0))
+            port: int = sock.getsockname()[1]
+            if port not in _handed_out:
+                _handed_out.add(port)
+                ports.append(port)
+        return ports
+    finally:
+        for sock in held:
+            sock.close()
 
 
 @dataclass(eq=False)
@@ -108,16 +125,16 @@ class LocalCluster:
         """Start a node with ``cpus`` CPUs (the head first) and wait until the cluster has it."""
         temp_dir = Path(tempfile.mkdtemp(prefix="n", dir=self.root))  # short: socket paths
         log = temp_dir / "start.log"
+        ports = free_ports(5)
         args = [
             RAY, "start", "--block", "--disable-usage-stats", f"--num-cpus={cpus}",
             f"--temp-dir={temp_dir}", "--node-ip-address=127.0.0.1",
             "--object-store-memory=100000000", "--min-worker-port=0", "--max-worker-port=0",
-            f"--dashboard-agent-listen-port={free_port()}",
-            f"--dashboard-agent-grpc-port={free_port()}", f"--metrics-export-port={free_port()}",
-            f"--runtime-env-agent-port={free_port()}",
+            f"--dashboard-agent-listen-port={ports[0]}", f"--dashboard-agent-grpc-port={ports[1]}",
+            f"--metrics-export-port={ports[2]}", f"--runtime-env-agent-port={ports[3]}",
         ]  # fmt: skip
         if head:
-            port = free_port()
+            port = ports[4]
             self.address = f"127.0.0.1:{port}"
             args += ["--head", f"--port={port}", "--include-dashboard=false"]
         else:

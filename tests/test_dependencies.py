@@ -1,4 +1,5 @@
-"""Runtime dependencies are declared exactly, and ``make run`` installs only them.
+"""Runtime dependencies are declared exactly, and ``make run`` installs only them (and the
+``ifeval`` extra, which the shipped example data needs).
 
 Every third-party module that rewardrouter imports (inside functions too) comes from a declared
 runtime requirement, or is optional and imported only where it is used; every runtime
@@ -26,6 +27,7 @@ OPTIONAL = {
     "verl": "verl itself: the estimator registers only inside a verl process",
     "lm_eval": "the `ifeval` extra (kind: ifeval)",
     "nltk": "the `ifeval` extra (lm-eval[ifeval] brings it)",
+    "langdetect": "the `ifeval` extra (lm-eval[ifeval] brings it)",
 }
 
 
@@ -81,7 +83,7 @@ def test_optional_modules_are_imported_only_where_used() -> None:
     }
 
 
-def test_make_run_installs_the_runtime_dependencies_only(tmp_path: Path) -> None:
+def test_make_run_installs_runtime_dependencies_and_the_ifeval_extra(tmp_path: Path) -> None:
     shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
 
@@ -92,6 +94,6 @@ def test_make_run_installs_the_runtime_dependencies_only(tmp_path: Path) -> None
         return done.stdout
 
     run, test = planned("run"), planned("test")
-    assert re.search(r"pip install .*-e \.$", run, re.MULTILINE)
+    assert re.search(r'pip install .*-e "\.\[ifeval\]"$', run, re.MULTILINE)
     assert "[dev" not in run and "verl" not in run
     assert '-e ".[dev,frameworks]"' in test and "verl==" in test
