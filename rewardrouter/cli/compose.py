@@ -91,6 +91,37 @@ def _is_hydra(key: str) -> bool:
     return key.split(".")[0].split("/")[0] == "hydra"
 
 
+#: Overrides that choose the router, as ``--config FILE`` does.
+ROUTER_CHOICE = ("router=", "+router=", "++router=")
+
+
+def config_file_problems(config_file: Path | None, overrides: Sequence[str]) -> list[Problem]:
+    """``--config FILE`` given with ``router=NAME`` (two routers: one would be dropped without
+    a word), or a ``--config`` value that is a flag or an override (``--config router=mixed``:
+    its file was left out), each as a :class:`Problem`; the same for every command."""
+    if config_file is None:
+        return []
+    value = str(config_file)
+    if not config_file.exists() and (value.startswith("-") or "=" in value):
+        return [
+            Problem(
+                "--config",
+                f"needs a router YAML file, found {value!r}",
+                "write the file right after it: --config my_router.yaml",
+            )
+        ]
+    choice = [o for o in overrides if o.startswith(ROUTER_CHOICE)]
+    if choice:
+        return [
+            Problem(
+                "router",
+                f"both --config {value} and {choice[0]} name the router",
+                "keep one: --config FILE for a YAML of your own, router=NAME for a shipped one",
+            )
+        ]
+    return []
+
+
 def register_config_file(path: Path) -> str:
     """Make a router YAML the ``router`` option :data:`FILE_OPTION`; returns that override."""
     ConfigStore.instance().store(
@@ -161,6 +192,9 @@ def created_problems(
 def compose_job(overrides: Sequence[str] = (), config_file: Path | None = None) -> JobConfig:
     """The job config that ``rewardrouter [--config FILE] [overrides]`` would run, validated."""
     overrides = list(overrides)
+    problems = config_file_problems(config_file, overrides)
+    if problems:
+        raise ConfigError(problems, "the command line")
     if config_file is not None:
         overrides = [register_config_file(config_file), *overrides]
     plain = plain_value_keys(overrides)

@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from rewardrouter.cli.compose import (
+    config_file_problems,
     created_problems,
     plain_value_keys,
     precheck,
@@ -129,27 +130,69 @@ def _job(cfg: DictConfig) -> float:
 
 
 def job_arguments(argv: list[str]) -> list[str]:
-    """The main job's arguments with ``--config FILE`` read: the file becomes the ``router``
-    option, and naming both a file and ``router=`` is refused."""
+    """The main job's arguments with ``--config FILE`` read (anywhere among the others): the
+    file becomes the ``router`` option, and naming both a file and ``router=`` is refused."""
     out: list[str] = []
     args = iter(argv)
     for arg in args:
         if arg == "--config" or arg.startswith("--config="):
             value = arg.partition("=")[2] if "=" in arg else next(args, "")
             if not value:
-                raise ConfigError([Problem("--config", "needs a file: --config my_router.yaml")])
+                raise ConfigError(
+                    [Problem("--config", "needs a file: --config my_router.yaml")],
+                    "the command line",
+                )
             if _config_file:
-                raise ConfigError([Problem("--config", "given twice; name one router file")])
+                raise ConfigError(
+                    [Problem("--config", "given twice; name one router file")], "the command line"
+                )
             _config_file.append(Path(value))
         else:
             out.append(arg)
-    if _config_file:  # last: Hydra reads its flags (-m, --cfg job) before the overrides
+    if _config_file:
+        problems = config_file_problems(_config_file[0], out)
+        if problems:
+            raise ConfigError(problems, "the command line")
+        # last: Hydra reads its flags (-m, --cfg job) before the overrides
         out.append(register_config_file(_config_file[0]))
-    if _config_file and any(a.startswith(("router=", "+router=", "++router=")) for a in argv):
-        raise ConfigError(
-            [Problem("router", "both --config FILE and router=NAME name the router; keep one")]
-        )
     return out
+
+
+#: Flags that take the next word as their value (``--config FILE``, Hydra's ``--cfg job``).
+_VALUE_FLAGS = {"--config", "--cfg", "-c", "--package", "-p", "--config-path", "-cp"}
+_VALUE_FLAGS |= {"--config-name", "-cn", "--config-dir", "-cd", "--experimental-rerun"}
+_HYDRA_INFO = {"all", "config", "defaults", "defaults-tree", "plugins", "searchpath"}
+
+
+def word_problems(argv: list[str]) -> list[Problem]:
+    """Words of the main job's command line that are neither a flag, a flag's value nor a
+    ``key=value`` override (``rewardrouter router=mixed check``: the command written last)."""
+    problems = []
+    for i, arg in enumerate(argv):
+        before = argv[i - 1] if i else ""
+        if arg.startswith(("-", "+", "~")) or "=" in arg or before in _VALUE_FLAGS:
+            continue
+        if before == "--info" and arg in _HYDRA_INFO:
+            continue
+        if arg in SUBCOMMANDS:  # what follows is the command's own arguments
+            rest = " ".join([*argv[:i], *argv[i + 1 :]])
+            return [
+                Problem(
+                    "<command>",
+                    f"{arg!r} is a command, written after other arguments",
+                    f"write the command first: rewardrouter {arg} {rest}".rstrip(),
+                )
+            ]
+        close = did_you_mean(arg, SUBCOMMANDS)
+        problems.append(
+            Problem(
+                "<command>",
+                f"{arg!r} is neither a command nor a key=value override",
+                f"{close + ' ' if close else ''}commands (written first): "
+                f"{', '.join(SUBCOMMANDS)}; rewardrouter --help shows them",
+            )
+        )
+    return problems
 
 
 def main() -> None:
@@ -161,30 +204,21 @@ def main() -> None:
     argv = sys.argv[1:]
     _plain.clear()
     _config_file.clear()
-    if argv[:1] in (["--help"], ["-h"], ["help"]):
-        print(USAGE, end="")
+    job = not argv or argv[0] not in SUBCOMMANDS
+    if argv[:1] == ["help"] or (job and {"--help", "-h"} & set(argv)):
+        print(USAGE, end="")  # --help anywhere among the job's arguments, as when first
         sys.exit(0)
-    if argv[:1] in (["--version"], ["-V"]):
+    if job and {"--version", "-V"} & set(argv):
         print(f"rewardrouter {installed_version()}")
         sys.exit(0)
-    if argv[:1] == ["--hydra-help"]:
-        argv = ["--help", *argv[1:]]
+    if "--hydra-help" in argv:
+        argv = ["--help", *(a for a in argv if a != "--hydra-help")]
     try:
         if argv and argv[0] in SUBCOMMANDS:
             sys.exit(run_subcommand(argv[0], argv[1:]))
-        if argv and not argv[0].startswith(("-", "+", "~")) and "=" not in argv[0]:
-            close = did_you_mean(argv[0], SUBCOMMANDS)
-            raise ConfigError(
-                [
-                    Problem(
-                        "<command>",
-                        f"{argv[0]!r} is neither a command nor a key=value override",
-                        f"{close + ' ' if close else ''}commands: {', '.join(SUBCOMMANDS)}; "
-                        f"rewardrouter --help shows them",
-                    )
-                ],
-                "the command line",
-            )
+        problems = word_problems(argv)
+        if problems:
+            raise ConfigError(problems, "the command line")
         argv = job_arguments(argv)
         precheck(argv)
     except RewardRouterError as exc:

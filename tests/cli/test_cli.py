@@ -172,4 +172,6 @@ def test_the_main_job_takes_a_router_file_and_imports_rewards_from_the_current_f
     assert [r["reward"] for r in rows(tmp_path / "out.jsonl")] == [1.0, 0.0]
     both = run(tmp_path, "--config", "router.yaml", "router=mixed")
     assert both.returncode == 2
-    assert "both --config FILE and router=NAME" in " ".join(both.stderr.split())
+    assert "both --config router.yaml and router=mixed name the router" in " ".join(
+        both.stderr.split()
+    )
