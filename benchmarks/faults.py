@@ -14,12 +14,12 @@
     per process, is counted in the baseline), every process a bad call started gone.
 (b) ``rewardrouter serve`` (a separate process) answering ``/health`` while it scores a batch of
     20,000 samples that no route accepts, a batch of ``--serve-batch`` samples, and one request
-    of 60 MB graded on a thread of the server (``exact_match``'s normalization of 60 MB is one
-    C call of over a second, which holds the interpreter) and in a worker process; target:
-    every ``/health`` within 0.5 s. The idle server is the baseline.
+    of 60 MB graded on a thread of the server's scoring process (``exact_match``'s normalization
+    of 60 MB is one C call of over a second, which holds that interpreter) and in a worker
+    process; target: every ``/health`` within 0.5 s. The idle server is the baseline.
 
     python benchmarks/faults.py [--samples 10000] [--timeout 2] [--workers N]
-                                [--serve-batch 600000]
+                                [--serve-batch 600000] [--only batch|serve]
 """
 
 from __future__ import annotations
@@ -463,10 +463,13 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=2.0, help="seconds per call")
     parser.add_argument("--workers", type=int, default=available_cpus())
     parser.add_argument("--serve-batch", type=int, default=600_000)
+    parser.add_argument("--only", choices=["batch", "serve"], help="run (a) or (b) alone")
     opts = parser.parse_args()
     print(f"{available_cpus()} CPUs")
-    run_batch(opts.samples, opts.timeout, opts.workers)
-    run_server(opts.serve_batch)
+    if opts.only != "serve":
+        run_batch(opts.samples, opts.timeout, opts.workers)
+    if opts.only != "batch":
+        run_server(opts.serve_batch)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,9 @@ Group-mode functions record every call in ``CALLS`` so tests can count them.
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import os
+import socket
 import time
 from typing import Any
 
@@ -59,6 +62,17 @@ async def async_slow(args: Any, sample: Any) -> float:
 def returns(args: Any, sample: Any) -> Any:
     """Returns ``sample.metadata['value']`` as it is: for invalid-return tests."""
     return sample.metadata["value"]
+
+
+def holds_the_interpreter(args: Any, sample: Any) -> float:
+    """Holds its interpreter's lock until told, as a grader's long C call does: connects to the
+    Unix socket ``metadata['socket']``, sends its process id and a newline, then waits for one
+    byte in a C call that keeps the lock (``ctypes.PyDLL`` does not release it)."""
+    with socket.socket(socket.AF_UNIX) as conn:
+        conn.connect(sample.metadata["socket"])
+        conn.sendall(f"{os.getpid()}\n".encode())
+        ctypes.PyDLL(None).recv(conn.fileno(), ctypes.create_string_buffer(1), 1, 0)
+    return 1.0
 
 
 def raises(args: Any, sample: Any) -> float:

@@ -1,4 +1,5 @@
-"""``rewardrouter serve``: read a router as every command does, compile it, serve it over HTTP.
+"""``rewardrouter serve``: read a router as every command does, serve it over HTTP (compiled in
+the server's scoring process).
 
     rewardrouter serve --config my_router.yaml --port 8000
     rewardrouter serve router=mixed default_route=gsm8k --port 8000
@@ -11,7 +12,6 @@ from __future__ import annotations
 import argparse
 
 from rewardrouter.cli.compose import add_config_arguments, router_config
-from rewardrouter.router import compile_router
 from rewardrouter.serve import add_serve_arguments, run_server, token_from
 
 
@@ -30,5 +30,4 @@ def main(argv: list[str]) -> int:
     add_serve_arguments(parser)
     args = parser.parse_intermixed_args(argv)
     token_from(args.auth_env)  # a missing token stops the command before the router compiles
-    with compile_router(router_config(args.config, args.overrides)) as router:
-        return run_server(router, args)
+    return run_server(router_config(args.config, args.overrides), args)

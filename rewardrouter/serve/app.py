@@ -1,4 +1,4 @@
-"""The compiled router behind HTTP: slime's ``remote_rm`` endpoint, a batch endpoint, a health check.
+"""The router behind HTTP: slime's ``remote_rm`` endpoint, a batch endpoint, a health check.
 
 ::
 
@@ -30,319 +30,79 @@ failure), or ``{"error": message, "status": ...}`` for that sample alone. The st
   as ``Authorization: Bearer <token>``;
 - 404 / 405: no such endpoint, or the wrong method;
 - 413: the body is larger than ``max_request_mb``;
-- 500: anything unexpected. No request ever stops the server.
+- 500: anything unexpected;
+- 503: the scoring process died while scoring the request (the message says how; the server
+  starts a new one), or no scoring process could be started again.
 
-Requests are scored off the server's event loop, on a scoring thread with a loop of its own:
-decoding a large body, routing and scoring it, encoding the reply. A JSON list is decoded
-element by element and a long reply encoded in slices, so no single call holds the interpreter
-for long, and ``/health`` answers during any request.
+No request stops the server.
+
+This process only reads bodies as bytes, hands them to the scoring process
+(:mod:`rewardrouter.serve.process`) and writes the replies it gets back: decoding, routing,
+scoring and encoding happen there (:mod:`rewardrouter.serve.scoring`), so a grader that holds
+the interpreter, or the garbage collector of a large batch, never delays ``/health``, which this
+process answers by itself (503 while a new scoring process starts, or when none could).
 """
 
 from __future__ import annotations
 
-import asyncio
 import hmac
-import json
 import logging
-import re
-import threading
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from rewardrouter.config.problems import problems_from_validation
-from rewardrouter.errors import ConfigError, RewardError, RoutingError
-from rewardrouter.results import RewardResult
-from rewardrouter.router import Router
-from rewardrouter.sample import Sample
+from rewardrouter.config.load import validate
+from rewardrouter.config.models import RouterConfig
+from rewardrouter.serve.process import ScoringFailed, ScoringProcess
+from rewardrouter.serve.scoring import BATCH, REWARD
 
 log = logging.getLogger("rewardrouter.serve")
-
-T = TypeVar("T")
 
 #: Requests larger than this many MiB get 413 (batches of judge prompts can be large; aiohttp's
 #: own default is 1 MiB).
 MAX_REQUEST_MB = 64.0
-#: Elements of a JSON list decoded, or encoded, per call.
-SLICE = 10_000
 
-
-class Scoring:
-    """A thread with an event loop of its own, where requests are decoded, scored and encoded:
-    the server's loop only reads bodies and writes replies, so it always answers."""
-
-    def __init__(self) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, name="rewardrouter-serve-scoring", daemon=True
-        )
-        self._thread.start()
-
-    async def run(self, work: Coroutine[Any, Any, T]) -> T:
-        """Await ``work`` run on the scoring loop."""
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self._loop))
-
-    def close(self) -> None:
-        """Stop the loop once the work on it is done (the server has stopped taking requests)."""
-
-        async def finish() -> None:
-            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            await asyncio.gather(*tasks, return_exceptions=True)
-            await self._loop.shutdown_asyncgens()
-            self._loop.stop()
-
-        asyncio.run_coroutine_threadsafe(finish(), self._loop)
-        self._thread.join()
-        self._loop.close()
-
-
-ROUTER = web.AppKey("router", Router)
-SCORING = web.AppKey("scoring", Scoring)
+CONFIG = web.AppKey("config", RouterConfig)
+SCORING = web.AppKey("scoring", ScoringProcess)
 TOKEN = web.AppKey("token", str)
 LIMIT_MB = web.AppKey("limit_mb", float)
-
-
-class RewardRequest(BaseModel):
-    """One sample as a client posts it; the fields of slime's ``remote_rm`` body."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    prompt: Any = ""
-    response: str
-    label: Any = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-
-class BadRequest(Exception):
-    """A request the server cannot score: replied to with ``status`` and a JSON error."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def error_reply(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
 
 
-_SPACE = re.compile(r"[ \t\n\r]*")
-
-
-def _skip(text: str, at: int) -> int:
-    """The first position at or after ``at`` that is not JSON whitespace."""
-    return _SPACE.match(text, at).end()  # type: ignore[union-attr]  # `*` always matches
-
-
-def decode(body: bytes) -> Any:
-    """The JSON value of a request body; a list is decoded element by element.
-
-    Raises :class:`BadRequest` (400) for a body that is not UTF-8 JSON or nests deeper than the
-    decoder can follow.
-
-    >>> decode(b' [1, {"a": [2]} ,3] ')
-    [1, {'a': [2]}, 3]
-    """
-    try:
-        text = body.decode()
-        start = _skip(text, 0)
-        return _list(text, start) if text.startswith("[", start) else json.loads(text)
-    except UnicodeDecodeError as exc:
-        raise BadRequest(400, f"the body is not UTF-8 ({exc})") from None
-    except ValueError as exc:
-        raise BadRequest(400, f"the body is not JSON ({exc})") from None
-    except RecursionError:
-        raise BadRequest(400, "the body nests JSON too deeply to be read") from None
-
-
-def _list(text: str, start: int) -> list[Any]:
-    """The JSON list at ``text[start]`` (``[``), read one element per decoder call."""
-    decoder = json.JSONDecoder()
-    items: list[Any] = []
-    at = _skip(text, start + 1)
-    if text.startswith("]", at):
-        at += 1
-    else:
-        while True:
-            item, at = decoder.raw_decode(text, at)
-            items.append(item)
-            at = _skip(text, at)
-            if text.startswith(",", at):
-                at = _skip(text, at + 1)
-            elif text.startswith("]", at):
-                at += 1
-                break
-            else:
-                raise json.JSONDecodeError("Expecting ',' delimiter", text, at)
-    if _skip(text, at) != len(text):
-        raise json.JSONDecodeError("Extra data", text, at)
-    return items
-
-
-def encode(value: Any) -> bytes:
-    """``value`` as JSON; a long list in slices (see :func:`decode`)."""
-    if not isinstance(value, list) or len(value) <= SLICE:
-        return json.dumps(value).encode()
-    parts = (json.dumps(value[i : i + SLICE])[1:-1] for i in range(0, len(value), SLICE))
-    return ("[" + ",".join(parts) + "]").encode()
-
-
-def reply(value: Any, status: int = 200) -> web.Response:
-    return web.Response(body=encode(value), status=status, content_type="application/json")
-
-
-def _samples(items: list[Any], batched: bool) -> list[Sample]:
-    """The samples of a request's objects; every problem of every object is reported."""
-    samples: list[Sample] = []
-    problems: list[str] = []
-    for i, item in enumerate(items):
-        prefix: list[str | int] = [i] if batched else []
-        if not isinstance(item, dict):
-            at = f"[{i}]: " if batched else ""
-            found = type(item).__name__
-            problems.append(f"{at}expected a JSON object with `response`, found {found}")
-            continue
-        try:
-            request = RewardRequest.model_validate(item)
-        except ValidationError as exc:
-            problems += map(str, problems_from_validation(exc, item, RewardRequest, prefix))
-            continue
-        samples.append(Sample(**request.model_dump()))
-    if problems:
-        raise BadRequest(400, "; ".join(problems))
-    return samples
-
-
-async def _score(router: Router, samples: list[Sample]) -> Sequence[RewardResult]:
-    try:
-        results = await router.score(samples)
-    except RoutingError as exc:
-        raise BadRequest(400, str(exc)) from None
-    except RewardError as exc:
-        raise BadRequest(422, str(exc)) from None
-    for i, result in enumerate(results):
-        if result.failed:
-            log.warning(
-                "sample %d, route %r: %s (%s); replied %s under on_error",
-                i,
-                result.route,
-                result.status,
-                result.error_message,
-                result.reward,
-            )
-    return results
-
-
-async def _score_each(router: Router, samples: list[Sample]) -> list[RewardResult | dict[str, str]]:
-    """Each sample's result, or ``{"error", "status"}`` for one that could not be scored (no
-    route, no response, or a failed call of an ``on_error: raise`` term): one sample's problem
-    never fails the others."""
-    problems = dict(router.check(samples, post_process=False))
-    scorable = [s for i, s in enumerate(samples) if i not in problems]
-    scored = await router.score(scorable, failures="record")
-    raised = set(scored.failures)
-    results = iter(enumerate(scored))
-    out: list[RewardResult | dict[str, str]] = []
-    for i in range(len(samples)):
-        if i in problems:
-            out.append({"error": f"sample {i}: {problems[i]}", "status": "unroutable"})
-            continue
-        j, result = next(results)
-        if result.failed:
-            log.warning(
-                "sample %d, route %r: %s (%s); replied %s",
-                i,
-                result.route,
-                result.status,
-                result.error_message,
-                result.reward,
-            )
-        if j in raised:
-            message = f"sample {i}, route {result.route!r}: {result.error_message}"
-            out.append({"error": message, "status": result.status})
-        else:
-            out.append(result)
-    return out
+async def _scored(request: web.Request, endpoint: int) -> web.Response:
+    """The scoring process's reply to the request's body."""
+    body = await request.read()
+    status, reply = await request.app[SCORING].score(endpoint, body)
+    return web.Response(body=reply, status=status, content_type="application/json")
 
 
 async def reward(request: web.Request) -> web.Response:
     """slime's ``remote_rm``: one sample in, its reward (a number) out, anything else a 4xx; or
     OpenRLHF's batch body."""
-    body = await request.read()
-    return await request.app[SCORING].run(_reward(request.app[ROUTER], body))
-
-
-async def _reward(router: Router, body: bytes) -> web.Response:
-    data = decode(body)
-    if isinstance(data, dict) and "query" in data:
-        return await _openrlhf(router, data)
-    [result] = await _score_each(router, _samples([data], batched=False))
-    if isinstance(result, dict):
-        status = 400 if result["status"] == "unroutable" else 422
-        return reply(result, status)
-    if result.reward is None:
-        why = result.error_message or "no term applied"
-        return reply(
-            {
-                "error": f"no reward for this sample (route {result.route!r}, status "
-                f"{result.status}: {why}); slime's remote_rm needs a number: give the term "
-                f"`on_error: {{value: x}}`, or a term that applies to such samples",
-                "status": result.status,
-            },
-            422,
-        )
-    return reply(result.reward)
-
-
-async def _openrlhf(router: Router, data: dict[str, Any]) -> web.Response:
-    """OpenRLHF's ``{"query", "prompts", "labels"}`` body (see the openrlhf integration)."""
-    from rewardrouter.integrations._route_shaping import OPENRLHF, check_route_shaping
-    from rewardrouter.integrations.openrlhf import openrlhf_reply, openrlhf_samples
-
-    queries, prompts, labels = data.get("query"), data.get("prompts"), data.get("labels")
-    if not isinstance(queries, list) or not isinstance(prompts, list):
-        raise BadRequest(400, "OpenRLHF's body needs lists `query` and `prompts` (and `labels`)")
-    if labels is not None and not isinstance(labels, list):
-        raise BadRequest(400, f"`labels` must be a list, found {type(labels).__name__}")
-    if len(prompts) != len(queries) or (labels is not None and len(labels) != len(queries)):
-        raise BadRequest(400, "`query`, `prompts` and `labels` must have one entry per sample")
-    try:
-        check_route_shaping(router, OPENRLHF)
-    except ConfigError as exc:
-        raise BadRequest(400, str(exc)) from None
-    results = await _score(router, openrlhf_samples(queries, prompts, labels))
-    return reply(openrlhf_reply(router, results))
+    return await _scored(request, REWARD)
 
 
 async def batch(request: web.Request) -> web.Response:
-    """A JSON list of samples in, one entry per sample out (same length and order): the reward,
-    ``null`` when no term applied, or ``{"error", "status"}`` for a sample that could not be
-    scored."""
-    body = await request.read()
-    return await request.app[SCORING].run(_batch(request.app[ROUTER], body))
-
-
-async def _batch(router: Router, body: bytes) -> web.Response:
-    data = decode(body)
-    if not isinstance(data, list):
-        raise BadRequest(400, f"expected a JSON list of samples, found {type(data).__name__}")
-    results = await _score_each(router, _samples(data, batched=True))
-    return reply([r if isinstance(r, dict) else r.reward for r in results])
+    """A JSON list of samples in, one entry per sample out (same length and order)."""
+    return await _scored(request, BATCH)
 
 
 async def health(request: web.Request) -> web.Response:
-    """Liveness, answered on the server's own loop; the routes only for an authorized caller."""
-    if not _authorized(request):
-        return web.json_response({"status": "ok"})
-    router = request.app[ROUTER]
-    return web.json_response(
-        {
-            "status": "ok",
-            "routes": sorted(router.routes),
-            "default_route": router.config.default_route,
-        }
-    )
+    """Liveness, answered by this process alone; the routes only for an authorized caller."""
+    scoring = request.app[SCORING]
+    problem = scoring.failure or scoring.restarting
+    status = "failed" if scoring.failure else "restarting" if problem else "ok"
+    body: dict[str, Any] = {"status": status}
+    if _authorized(request):
+        config = request.app[CONFIG]
+        body.update(routes=sorted(config.routes), default_route=config.default_route)
+        if problem:
+            body["error"] = problem
+    return web.json_response(body, status=503 if problem else 200)
 
 
 def _authorized(request: web.Request) -> bool:
@@ -368,8 +128,8 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
                 headers={"WWW-Authenticate": "Bearer"},
             )
         return await handler(request)
-    except BadRequest as exc:
-        return error_reply(exc.status, str(exc))
+    except ScoringFailed as exc:
+        return error_reply(503, str(exc))
     except web.HTTPRequestEntityTooLarge:
         limit = request.app[LIMIT_MB]
         return error_reply(
@@ -379,23 +139,28 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
         if exc.status < 400:
             raise
         return error_reply(exc.status, exc.reason)
-    except RecursionError:  # a sample nested deeper than some step can follow
-        return error_reply(400, "the request nests data too deeply to be scored")
     except Exception as exc:
         log.exception("unexpected failure serving %s %s", request.method, request.path)
         return error_reply(500, f"internal error: {type(exc).__name__}: {exc}")
 
 
 def make_app(
-    router: Router, *, token: str | None = None, max_request_mb: float = MAX_REQUEST_MB
+    config: RouterConfig | Mapping[str, Any],
+    *,
+    token: str | None = None,
+    max_request_mb: float = MAX_REQUEST_MB,
 ) -> web.Application:
-    """The aiohttp application serving ``router``; the caller owns (and closes) the router.
+    """The aiohttp application serving the router of ``config`` (validated here; compiled in
+    the scoring process the application starts with it and stops at its cleanup).
 
     ``token``: every request but ``/health`` must carry ``Authorization: Bearer <token>``.
-    ``max_request_mb``: larger bodies get 413.
+    ``max_request_mb``: larger bodies get 413. Starting the application raises
+    :class:`~rewardrouter.ConfigError` when the router does not compile.
     """
+    if not isinstance(config, RouterConfig):
+        config = validate(config, RouterConfig)
     app = web.Application(middlewares=[json_errors], client_max_size=int(max_request_mb * 2**20))
-    app[ROUTER] = router
+    app[CONFIG] = config
     app[LIMIT_MB] = max_request_mb
     if token is not None:
         app[TOKEN] = token
@@ -404,10 +169,12 @@ def make_app(
     app.router.add_get("/health", health)
 
     async def start_scoring(app: web.Application) -> None:
-        app[SCORING] = Scoring()
+        scoring = ScoringProcess(app[CONFIG])
+        await scoring.start()
+        app[SCORING] = scoring
 
     async def stop_scoring(app: web.Application) -> None:
-        await asyncio.get_running_loop().run_in_executor(None, app[SCORING].close)
+        await app[SCORING].close()
 
     app.on_startup.append(start_scoring)
     app.on_cleanup.append(stop_scoring)

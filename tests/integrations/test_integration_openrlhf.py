@@ -172,14 +172,13 @@ def test_serve_answers_openrlhfs_http_client() -> None:
     """OpenRLHF's own HTTP client against the router's server, on loopback."""
 
     async def run() -> Any:
-        with compile_router(load_config(ROUTER)) as router:
-            async with TestServer(make_app(router), host="127.0.0.1") as server:
-                executor = SingleTurnAgentExecutor(str(server.make_url("/reward")))
-                return await executor._fetch_rewards_via_http(
-                    [p + r + "</s>" for p, r, _ in ROWS],
-                    [p for p, _, _ in ROWS],
-                    [json.dumps(label) for _, _, label in ROWS],
-                )
+        async with TestServer(make_app(load_config(ROUTER)), host="127.0.0.1") as server:
+            executor = SingleTurnAgentExecutor(str(server.make_url("/reward")))
+            return await executor._fetch_rewards_via_http(
+                [p + r + "</s>" for p, r, _ in ROWS],
+                [p for p, _, _ in ROWS],
+                [json.dumps(label) for _, _, label in ROWS],
+            )
 
     [reply] = asyncio.run(run())
     assert reply["rewards"] == pytest.approx(expected(ROWS))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import select
 import shutil
 import signal
@@ -62,10 +63,11 @@ ROUTED_SAMPLES: list[dict[str, Any]] = [
 
 @pytest.fixture
 def served() -> Iterator[tuple[str, Router]]:
-    """The test config served in-process on an ephemeral port: (base url, the router)."""
+    """The test config served on an ephemeral port (its scoring process a child of this one):
+    (base url, the same router compiled here, for the expected rewards)."""
     servers = Servers()
     with compile_router(CONFIG) as router:
-        server = servers.app(make_app(router))
+        server = servers.app(make_app(CONFIG))
         yield server.url("").rstrip("/"), router
         servers.stop()
 
@@ -297,14 +299,23 @@ def _listening(process: subprocess.Popen[str], within: float) -> str:
     return line.rsplit(" ", 1)[1].strip()
 
 
+def command_env(home: Path, **extra: str) -> dict[str, str]:
+    """The environment of a `rewardrouter serve` under test: this interpreter's scripts, the
+    tests' reward modules on the import path (after an inherited PYTHONPATH: the package under
+    test comes first), ``extra``."""
+    path = [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []
+    return {
+        "PATH": str(Path(sys.executable).parent),
+        "HOME": str(home),
+        "PYTHONPATH": os.pathsep.join([*path, str(Path(__file__).resolve().parents[1])]),
+        **extra,
+    }
+
+
 def test_serve_command_end_to_end(tmp_path: Path) -> None:
     config = tmp_path / "router.yaml"
     config.write_text(json.dumps({**CONFIG, "default_route": None}))  # YAML is a superset of JSON
-    env = {
-        "PATH": str(Path(sys.executable).parent),
-        "HOME": str(tmp_path),
-        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
-    }
+    env = command_env(tmp_path)
     command = [
         EXE,
         "serve",

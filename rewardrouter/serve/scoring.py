@@ -1,0 +1,211 @@
+"""What the scoring process does with a request body: decode it, check it, score it, encode the
+reply. :func:`answer` takes the body as bytes and gives the HTTP status and the JSON reply as
+bytes; nothing here touches HTTP (the server's own process does that, see
+:mod:`rewardrouter.serve.process`).
+
+>>> import asyncio
+>>> from rewardrouter import compile_router
+>>> with compile_router({"default_route": "qa",
+...                      "routes": {"qa": {"rewards": {"c": {"kind": "exact_match"}}}}}) as router:
+...     asyncio.run(answer(router, BATCH, b'[{"response": "Paris", "label": "Paris"}, 7]'))
+(400, b'{"error": "[1]: expected a JSON object with `response`, found int"}')
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from rewardrouter.config.problems import problems_from_validation
+from rewardrouter.errors import ConfigError, RewardError, RoutingError
+from rewardrouter.results import RewardResult
+from rewardrouter.router import Router
+from rewardrouter.sample import Sample
+
+log = logging.getLogger("rewardrouter.serve")
+
+#: The endpoints, as the server names them to the scoring process.
+REWARD = 1  # POST /reward: one sample (slime), or OpenRLHF's body
+BATCH = 2  # POST /batch: a list of samples
+
+
+class RewardRequest(BaseModel):
+    """One sample as a client posts it; the fields of slime's ``remote_rm`` body."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    prompt: Any = ""
+    response: str
+    label: Any = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class BadRequest(Exception):
+    """A request the server cannot score: replied to with ``status`` and a JSON error."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+async def answer(router: Router, endpoint: int, body: bytes) -> tuple[int, bytes]:
+    """The status and JSON reply for ``body`` posted to ``endpoint`` (:data:`REWARD` or
+    :data:`BATCH`). Never raises: an unexpected failure is a 500 (and logged)."""
+    try:
+        status, value = await (_reward if endpoint == REWARD else _batch)(router, body)
+    except BadRequest as exc:
+        status, value = exc.status, {"error": str(exc)}
+    except RecursionError:  # a sample nested deeper than some step can follow
+        status, value = 400, {"error": "the request nests data too deeply to be scored"}
+    except Exception as exc:
+        log.exception("unexpected failure scoring a request")
+        status, value = 500, {"error": f"internal error: {type(exc).__name__}: {exc}"}
+    return status, json.dumps(value).encode()
+
+
+def decode(body: bytes) -> Any:
+    """The JSON value of a request body.
+
+    Raises :class:`BadRequest` (400) for a body that is not UTF-8 JSON or nests deeper than the
+    decoder can follow.
+
+    >>> decode(b' [1, {"a": [2]} ,3] ')
+    [1, {'a': [2]}, 3]
+    """
+    try:
+        return json.loads(body.decode())
+    except UnicodeDecodeError as exc:
+        raise BadRequest(400, f"the body is not UTF-8 ({exc})") from None
+    except ValueError as exc:
+        raise BadRequest(400, f"the body is not JSON ({exc})") from None
+    except RecursionError:
+        raise BadRequest(400, "the body nests JSON too deeply to be read") from None
+
+
+def _samples(items: list[Any], batched: bool) -> list[Sample]:
+    """The samples of a request's objects; every problem of every object is reported."""
+    samples: list[Sample] = []
+    problems: list[str] = []
+    for i, item in enumerate(items):
+        prefix: list[str | int] = [i] if batched else []
+        if not isinstance(item, dict):
+            at = f"[{i}]: " if batched else ""
+            found = type(item).__name__
+            problems.append(f"{at}expected a JSON object with `response`, found {found}")
+            continue
+        try:
+            request = RewardRequest.model_validate(item)
+        except ValidationError as exc:
+            problems += map(str, problems_from_validation(exc, item, RewardRequest, prefix))
+            continue
+        samples.append(Sample(**request.model_dump()))
+    if problems:
+        raise BadRequest(400, "; ".join(problems))
+    return samples
+
+
+async def _score(router: Router, samples: list[Sample]) -> Sequence[RewardResult]:
+    try:
+        results = await router.score(samples)
+    except RoutingError as exc:
+        raise BadRequest(400, str(exc)) from None
+    except RewardError as exc:
+        raise BadRequest(422, str(exc)) from None
+    for i, result in enumerate(results):
+        if result.failed:
+            log.warning(
+                "sample %d, route %r: %s (%s); replied %s under on_error",
+                i,
+                result.route,
+                result.status,
+                result.error_message,
+                result.reward,
+            )
+    return results
+
+
+async def _score_each(router: Router, samples: list[Sample]) -> list[RewardResult | dict[str, str]]:
+    """Each sample's result, or ``{"error", "status"}`` for one that could not be scored (no
+    route, no response, or a failed call of an ``on_error: raise`` term): one sample's problem
+    never fails the others."""
+    problems = dict(router.check(samples, post_process=False))
+    scorable = [s for i, s in enumerate(samples) if i not in problems]
+    scored = await router.score(scorable, failures="record")
+    raised = set(scored.failures)
+    results = iter(enumerate(scored))
+    out: list[RewardResult | dict[str, str]] = []
+    for i in range(len(samples)):
+        if i in problems:
+            out.append({"error": f"sample {i}: {problems[i]}", "status": "unroutable"})
+            continue
+        j, result = next(results)
+        if result.failed:
+            log.warning(
+                "sample %d, route %r: %s (%s); replied %s",
+                i,
+                result.route,
+                result.status,
+                result.error_message,
+                result.reward,
+            )
+        if j in raised:
+            message = f"sample {i}, route {result.route!r}: {result.error_message}"
+            out.append({"error": message, "status": result.status})
+        else:
+            out.append(result)
+    return out
+
+
+async def _reward(router: Router, body: bytes) -> tuple[int, Any]:
+    """slime's ``remote_rm``: one sample in, its reward (a number) out, anything else a 4xx; or
+    OpenRLHF's batch body."""
+    data = decode(body)
+    if isinstance(data, dict) and "query" in data:
+        return await _openrlhf(router, data)
+    [result] = await _score_each(router, _samples([data], batched=False))
+    if isinstance(result, dict):
+        return (400 if result["status"] == "unroutable" else 422), result
+    if result.reward is None:
+        why = result.error_message or "no term applied"
+        return 422, {
+            "error": f"no reward for this sample (route {result.route!r}, status "
+            f"{result.status}: {why}); slime's remote_rm needs a number: give the term "
+            f"`on_error: {{value: x}}`, or a term that applies to such samples",
+            "status": result.status,
+        }
+    return 200, result.reward
+
+
+async def _openrlhf(router: Router, data: dict[str, Any]) -> tuple[int, Any]:
+    """OpenRLHF's ``{"query", "prompts", "labels"}`` body (see the openrlhf integration)."""
+    from rewardrouter.integrations._route_shaping import OPENRLHF, check_route_shaping
+    from rewardrouter.integrations.openrlhf import openrlhf_reply, openrlhf_samples
+
+    queries, prompts, labels = data.get("query"), data.get("prompts"), data.get("labels")
+    if not isinstance(queries, list) or not isinstance(prompts, list):
+        raise BadRequest(400, "OpenRLHF's body needs lists `query` and `prompts` (and `labels`)")
+    if labels is not None and not isinstance(labels, list):
+        raise BadRequest(400, f"`labels` must be a list, found {type(labels).__name__}")
+    if len(prompts) != len(queries) or (labels is not None and len(labels) != len(queries)):
+        raise BadRequest(400, "`query`, `prompts` and `labels` must have one entry per sample")
+    try:
+        check_route_shaping(router, OPENRLHF)
+    except ConfigError as exc:
+        raise BadRequest(400, str(exc)) from None
+    results = await _score(router, openrlhf_samples(queries, prompts, labels))
+    return 200, openrlhf_reply(router, results)
+
+
+async def _batch(router: Router, body: bytes) -> tuple[int, Any]:
+    """A JSON list of samples in, one entry per sample out (same length and order): the reward,
+    ``null`` when no term applied, or ``{"error", "status"}`` for a sample that could not be
+    scored."""
+    data = decode(body)
+    if not isinstance(data, list):
+        raise BadRequest(400, f"expected a JSON list of samples, found {type(data).__name__}")
+    results = await _score_each(router, _samples(data, batched=True))
+    return 200, [r if isinstance(r, dict) else r.reward for r in results]
