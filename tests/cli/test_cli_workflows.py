@@ -15,6 +15,7 @@ import pytest
 from rewardrouter.cli import check, explain, validate
 from rewardrouter.cli.compose import compose_job
 from rewardrouter.cli.figure import build_figure
+from rewardrouter.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "examples" / "data" / "mixed.jsonl"
@@ -241,6 +242,68 @@ def test_validate_bad_file(
 def test_validate_composed_config_with_bad_override(capsys: pytest.CaptureFixture[str]) -> None:
     assert validate.main(["router=mixed", "default_route=nope"]) == 1
     assert "default_route: route 'nope' does not exist" in capsys.readouterr().out
+
+
+def test_validate_names_the_target_of_every_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good, bad = tmp_path / "good.yaml", tmp_path / "bad.yml"
+    good.write_text("routes:\n  a:\n    rewards:\n      t: {kind: exact_match}\n")
+    bad.write_text("routes:\n  a:\n    rewards:\n      t: {kind: exact_mach}\n")
+    missing, folder = tmp_path / "missing.yaml", tmp_path
+    argv = [str(good), str(bad), str(missing), str(folder)]
+    assert validate.main(argv) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert f"valid {good}" in out
+    assert f"invalid {bad} (1 problem):" in out
+    assert f"  - {bad}: routes.a.rewards.t.kind: unknown built-in kind 'exact_mach'" in out
+    assert (
+        f"  - {missing}: <root>: file not found; check the path (relative to the current folder)"
+        in out
+    )
+    assert f"  - {folder}: <root>: is a folder; name a YAML file" in out
+    assert out[-1] == f"3 of 4 targets invalid: {bad}, {missing}, {folder}"
+
+
+@pytest.mark.parametrize(
+    ("argv", "label"),
+    [
+        pytest.param([], "composed config router=default", id="default"),
+        pytest.param(
+            ["router=mixed", "shaping=grpo"],
+            "composed config router=mixed shaping=grpo",
+            id="mixed",
+        ),
+    ],
+)
+def test_validate_names_the_composed_router(
+    capsys: pytest.CaptureFixture[str], argv: list[str], label: str
+) -> None:
+    assert validate.main(argv) == 0
+    assert capsys.readouterr().out.splitlines() == [f"valid {label}"]
+    assert validate.main([*argv, "default_route=nope"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"invalid {label} default_route=nope (1 problem):"
+    assert out[1].startswith(f"  - {label} default_route=nope: default_route: route 'nope'")
+
+
+def test_validate_reads_a_file_of_any_extension_as_a_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    router = tmp_path / "router.json"
+    router.write_text('{"routes": {"a": {"rewards": {"t": {"kind": "exact_match"}}}}}')
+    assert validate.main([str(router)]) == 0
+    assert capsys.readouterr().out.split() == ["valid", str(router)]
+
+
+def test_validate_refuses_overrides_next_to_files(tmp_path: Path) -> None:
+    good = tmp_path / "good.yaml"
+    good.write_text("routes:\n  a:\n    rewards:\n      t: {kind: exact_match}\n")
+    with pytest.raises(
+        ConfigError, match="overrides apply to the composed config, not to files"
+    ) as exc:
+        validate.main([str(good), "shaping=grpo"])
+    assert f"rewardrouter validate --config {good} shaping=grpo" in str(exc.value)
 
 
 # -- sweeps and the run report ---------------------------------------------------------------
