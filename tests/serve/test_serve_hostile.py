@@ -312,15 +312,54 @@ def test_a_killed_scoring_process_fails_its_requests_with_503_and_is_replaced(
     )
 
 
+#: A router whose reward module knows when a new scoring process imports it (rr_second_import).
+SECOND_IMPORT_CONFIG = {
+    "default_route": "r",
+    "routes": {"r": {"rewards": {"t": {"path": "rr_second_import.reward"}}}},
+}
+
+
+def test_requests_wait_for_the_new_scoring_process_and_health_says_restarting(
+    command: Any, tmp_path: Path
+) -> None:
+    path = tmp_path / "import.sock"
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(path))
+    listener.listen(1)
+    listener.settimeout(60)
+    env = {"RR_MARKER": str(tmp_path / "imported"), "RR_SECOND_IMPORT_WAITS": str(path)}
+    process, base = command(SECOND_IMPORT_CONFIG, env=env)
+    body = json.dumps(SAMPLE).encode()
+    [first] = _children(process.pid)
+    os.kill(first, signal.SIGKILL)
+    conn, _ = listener.accept()  # the new scoring process imports the module: it waits
+    with conn, listener:
+        conn.settimeout(60)
+        second = int(conn.makefile().readline())
+        outcome: dict[str, Any] = {}
+        waiting = threading.Thread(
+            target=lambda: outcome.update(reply=send(base + "/reward", body)[:2]), daemon=True
+        )
+        waiting.start()  # a request that cannot be scored until the new process is ready
+        status, health, _ = send(base + "/health")
+        answered_by_then = "reply" in outcome
+        conn.sendall(b"x")
+    waiting.join(60)
+    assert not answered_by_then
+    assert (status, health["status"]) == (503, "restarting")
+    assert health["error"].startswith(f"the scoring process (pid {first}) was killed by signal 9")
+    assert second != first and _children(process.pid) == [second]
+    assert outcome["reply"] == (200, 1.0)
+    assert send(base + "/health")[:2] == (
+        200,
+        {"status": "ok", "routes": ["r"], "default_route": "r"},
+    )
+
+
 def test_a_scoring_process_that_cannot_be_started_again_stops_the_server_loudly(
     command: Any, tmp_path: Path
 ) -> None:
-    marker = tmp_path / "imported"
-    config = {
-        "default_route": "r",
-        "routes": {"r": {"rewards": {"t": {"path": "rr_imported_once.reward"}}}},
-    }
-    process, base = command(config, env={"RR_IMPORTED_ONCE": str(marker)})
+    process, base = command(SECOND_IMPORT_CONFIG, env={"RR_MARKER": str(tmp_path / "imported")})
     assert send(base + "/reward", json.dumps(SAMPLE).encode())[:2] == (200, 1.0)
     [scoring] = _children(process.pid)
     os.kill(scoring, signal.SIGKILL)
