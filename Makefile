@@ -33,8 +33,9 @@ $(STAMP): $(RUNTIME)
 run: $(RUNTIME)
 	$(BIN)/rewardrouter router=mixed
 
+# Two workers, each test file on one of them (a file's servers and clusters are its own).
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check rewardrouter tests benchmarks
