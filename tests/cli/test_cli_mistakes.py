@@ -365,6 +365,29 @@ def test_constant_groups_are_counted_on_the_rewards_grpo_sees(tmp_path: Path) ->
     assert done.summary["objective"]["value"] == 0.0
 
 
+def test_report_png_draws_the_rewards_grpo_sees(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the same clipped group: report.png shows the shaped 1.0s, not the raw 1.2 and 1.5
+    import rewardrouter.cli.score as score
+
+    drawn: list[tuple[Any, ...]] = []
+    real = score.write_figure
+    monkeypatch.setattr(score, "write_figure", lambda *args: (drawn.append(args), real(*args))[1])
+    config = tmp_path / "router.yaml"
+    config.write_text(
+        FAILING + "    shaping:\n      - {kind: clip, max: 1.0}\npost_process:\n  - {kind: grpo}\n"
+    )
+    rows = [{"response": "x", "group_index": 0, "metadata": {"value": v}} for v in (1.2, 1.5)]
+    done = job(tmp_path, lines(*rows), config=config)
+    assert done.status == 0, done.output
+    [(path, by_route, advantages, label)] = drawn
+    assert path == tmp_path / "report.png" and path.stat().st_size > 0
+    assert {route: list(values) for route, values in by_route.items()} == {"values": [1.0, 1.0]}
+    assert list(advantages) == [0.0, 0.0]
+    assert label == "shaped reward"
+
+
 # -- overrides and config groups ----------------------------------------------------------------
 
 
