@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import multiprocessing
 import pickle
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from rewardrouter import ConfigError
-from rewardrouter.rewards import BUILTINS, BuiltinReward, known_kinds, lookup
+from rewardrouter.rewards import BUILTINS, BuiltinReward, kind_names, known_kinds, lookup
 
 SLIME_NAMES = ["math", "dapo", "deepscaler", "f1", "gpqa", "random"]
 
@@ -43,6 +45,17 @@ def test_slime_names_are_known() -> None:
     for name in SLIME_NAMES:
         assert name in kinds
         assert f"boxed_{name}" in kinds or not BUILTINS[name].boxable
+
+
+def test_every_kind_has_a_row_in_the_readmes_kinds_table() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    table = readme.partition("### Built-in kinds")[2].partition("\n\n`math`")[0]
+    rows = {name for cell in re.findall(r"^\| (`[^|]+`) \|", table, re.M) for name in
+            re.findall(r"`([a-z0-9_<>]+)`", cell)}  # fmt: skip
+    # the `boxed_<kind>` row stands for every boxed variant of a kind
+    named = {k for k in kind_names() if not (k.startswith("boxed_") and k[6:] in BUILTINS)}
+    assert named - rows == set()
+    assert "boxed_<kind>" in rows
 
 
 def test_every_builtin_states_a_contract() -> None:
