@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -54,6 +55,7 @@ from aiohttp import web
 
 from rewardrouter.config.load import validate
 from rewardrouter.config.models import RouterConfig
+from rewardrouter.errors import ConfigError, Problem
 from rewardrouter.serve.process import ScoringFailed, ScoringProcess
 from rewardrouter.serve.scoring import BATCH, REWARD
 
@@ -144,6 +146,21 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
         return error_reply(500, f"internal error: {type(exc).__name__}: {exc}")
 
 
+def size_problem(megabytes: object, given: str | None = None) -> str | None:
+    """Why ``megabytes`` (written ``given`` on the command line) cannot be the largest request
+    body (None: it can)."""
+    if (
+        isinstance(megabytes, bool)
+        or not isinstance(megabytes, int | float)
+        or not (megabytes > 0 and math.isfinite(megabytes))
+    ):
+        return (
+            f"{given or repr(megabytes)} is not a size: expected a positive number of MiB; give one, or "
+            f"leave it out for the default {MAX_REQUEST_MB:g}"
+        )
+    return None
+
+
 def make_app(
     config: RouterConfig | Mapping[str, Any],
     *,
@@ -157,6 +174,9 @@ def make_app(
     ``max_request_mb``: larger bodies get 413. Starting the application raises
     :class:`~rewardrouter.ConfigError` when the router does not compile.
     """
+    problem = size_problem(max_request_mb)
+    if problem is not None:
+        raise ConfigError([Problem("max_request_mb", problem)])
     if not isinstance(config, RouterConfig):
         config = validate(config, RouterConfig)
     app = web.Application(middlewares=[json_errors], client_max_size=int(max_request_mb * 2**20))

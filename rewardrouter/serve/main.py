@@ -9,7 +9,8 @@ with them; the command (``rewardrouter.cli.serve``) reads the router as every co
 
 Prints ``rewardrouter serve: listening on http://HOST:PORT`` once the scoring process has
 compiled the router and the socket is bound (``--port 0`` takes any free port, and that line says
-which). A port that cannot be bound exits with status 1, and so does a server whose scoring
+which). A port that cannot be bound (in use, privileged, a host not of this machine) exits with status 1
+with an error naming the option, its value and what to do, and so does a server whose scoring
 process died and could not be started again (the cause is printed).
 """
 
@@ -17,32 +18,76 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import logging
-import math
 import os
 import signal
+import socket
 import sys
 
 from aiohttp import web
 
 from rewardrouter.config.models import RouterConfig
 from rewardrouter.errors import ConfigError, Problem
-from rewardrouter.serve.app import MAX_REQUEST_MB, SCORING, make_app
+from rewardrouter.serve.app import MAX_REQUEST_MB, SCORING, make_app, size_problem
 from rewardrouter.serve.process import ScoringFailed
+
+#: What to do about a port that cannot be used.
+_PORT_HINT = "pass another --port, e.g. --port 8000, or --port 0 for any free port"
+_HOST_HINT = "pass --host 127.0.0.1 (this machine only) or --host 0.0.0.0 (every interface)"
+
+
+def port_problem(port: object, given: str | None = None) -> str | None:
+    """Why ``port`` (written ``given`` on the command line) cannot be a TCP port (None: it
+    can)."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        return (
+            f"{given or repr(port)} is not a port: expected a whole number from 0 to 65535; "
+            f"{_PORT_HINT}"
+        )
+    return None
 
 
 def _port(text: str) -> int:
-    port = int(text)
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{port} is not a port: expected 0 to 65535")
-    return port
+    try:
+        port: object = int(text)
+    except ValueError:
+        port = text
+    problem = port_problem(port, text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return int(text)
 
 
 def _megabytes(text: str) -> float:
-    value = float(text)
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"{text} is not a size: expected a positive number")
-    return value
+    try:
+        value: object = float(text)
+    except ValueError:
+        value = text
+    problem = size_problem(value, text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return float(text)
+
+
+def listen_error(host: str, port: int, exc: OSError) -> str:
+    """The error of a socket that cannot listen on ``host:port``: which option, its value and
+    what to do."""
+    if isinstance(exc, socket.gaierror):
+        return f"--host {host}: no such host or address ({exc.strerror}); {_HOST_HINT}"
+    if exc.errno == errno.EADDRINUSE:
+        return f"--port {port}: {host}:{port} is in use by another program; {_PORT_HINT}"
+    if exc.errno == errno.EACCES:
+        return (
+            f"--port {port}: permission denied: ports below 1024 need administrator rights; "
+            f"{_PORT_HINT}"
+        )
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"--host {host}: not an address of this machine; {_HOST_HINT}"
+    return (
+        f"--host {host} --port {port}: cannot listen there: {exc.strerror or exc}; check both, "
+        f"or {_PORT_HINT}"
+    )
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -94,10 +139,14 @@ async def serve(
 ) -> None:
     """Serve the router of ``config`` on ``host:port`` until SIGINT or SIGTERM.
 
-    Raises :class:`~rewardrouter.ConfigError` when the router does not compile, and
-    :class:`~rewardrouter.serve.process.ScoringFailed` (after stopping) when its scoring process
-    died and could not be started again.
+    Raises :class:`~rewardrouter.ConfigError` when the router does not compile or ``port`` is
+    not a port, :class:`OSError` when the socket cannot listen (:func:`listen_error` words it),
+    and :class:`~rewardrouter.serve.process.ScoringFailed` (after stopping) when its scoring
+    process died and could not be started again.
     """
+    problem = port_problem(port)
+    if problem is not None:
+        raise ConfigError([Problem("port", problem)])
     app = make_app(config, token=token, max_request_mb=max_request_mb)
     runner = web.AppRunner(app, shutdown_timeout=5.0)
     loop = asyncio.get_running_loop()
@@ -134,7 +183,7 @@ def run_server(config: RouterConfig, args: argparse.Namespace) -> int:
     try:
         asyncio.run(serve(config, args.host, args.port, token, args.max_request_mb))
     except OSError as exc:
-        print(f"error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        print(f"error: {listen_error(args.host, args.port, exc)}", file=sys.stderr)
         return 1
     except ScoringFailed as exc:
         print(f"error: the server stopped: {exc}", file=sys.stderr)

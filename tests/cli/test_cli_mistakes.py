@@ -6,7 +6,11 @@ status is the one the command line gives (2 for a mistake, 1 for failed calls).
 
 from __future__ import annotations
 
+import asyncio
+import errno
 import json
+import math
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -519,7 +523,28 @@ def test_a_byte_order_mark_is_not_a_mistake(tmp_path: Path) -> None:
     ("argv", "message"),
     [
         pytest.param(["chek", "router=mixed"], "did you mean 'check'?", id="command_typo"),
-        pytest.param(["serve", "--port", "99999"], "99999 is not a port", id="port_out_of_range"),
+        pytest.param(
+            ["serve", "--port", "99999"],
+            "argument --port: 99999 is not a port: expected a whole number from 0 to 65535; "
+            "pass another --port, e.g. --port 8000, or --port 0 for any free port",
+            id="port_out_of_range",
+        ),
+        pytest.param(
+            ["serve", "--port", "80a"],
+            "argument --port: 80a is not a port: expected a whole number from 0 to 65535",
+            id="port_not_a_number",
+        ),
+        pytest.param(
+            ["serve", "--max-request-mb", "64MB"],
+            "argument --max-request-mb: 64MB is not a size: expected a positive number of MiB; "
+            "give one, or leave it out for the default 64",
+            id="size_with_a_unit",
+        ),
+        pytest.param(
+            ["serve", "--max-request-mb", "-1"],
+            "argument --max-request-mb: -1 is not a size",
+            id="negative_size",
+        ),
     ],
 )
 def test_command_line_mistakes_exit_2(
@@ -535,6 +560,61 @@ def test_command_line_mistakes_exit_2(
         main()
     assert exited.value.code == 2
     assert message in " ".join(capsys.readouterr().err.split())
+
+
+def test_a_port_in_use_is_named_with_what_to_do(capsys: pytest.CaptureFixture[str]) -> None:
+    from rewardrouter.cli import serve
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert serve.main(["--port", str(port)]) == 1
+    assert (
+        f"error: --port {port}: 127.0.0.1:{port} is in use by another program; pass another "
+        f"--port, e.g. --port 8000, or --port 0 for any free port"
+    ) in " ".join(capsys.readouterr().err.split())
+
+
+def test_a_host_of_another_machine_is_named_with_what_to_do(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from rewardrouter.cli import serve
+
+    assert serve.main(["--host", "192.0.2.1", "--port", "0"]) == 1  # TEST-NET-1: nobody's
+    assert (
+        "error: --host 192.0.2.1: not an address of this machine; pass --host 127.0.0.1 (this "
+        "machine only) or --host 0.0.0.0 (every interface)"
+    ) in " ".join(capsys.readouterr().err.split())
+
+
+def test_a_privileged_port_is_named_with_what_to_do() -> None:
+    from rewardrouter.serve.main import listen_error
+
+    denied = OSError(errno.EACCES, "Permission denied")  # as bind() raises it without root
+    assert listen_error("0.0.0.0", 80, denied) == (
+        "--port 80: permission denied: ports below 1024 need administrator rights; pass another "
+        "--port, e.g. --port 8000, or --port 0 for any free port"
+    )
+
+
+@pytest.mark.parametrize("size", [0, -1.0, math.inf, math.nan, "64"])
+def test_the_server_api_refuses_a_request_size_that_is_not_one(size: object) -> None:
+    from rewardrouter.serve import make_app
+
+    with pytest.raises(ConfigError, match=r"max_request_mb: .* is not a size: expected a positive"):
+        make_app(
+            {"routes": {"a": {"rewards": {"t": {"kind": "exact_match"}}}}}, max_request_mb=size
+        )  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("port", [-1, 65536, 80.5, "8000"])
+def test_the_server_api_refuses_a_port_that_is_not_one(port: object) -> None:
+    from rewardrouter.config.models import RouterConfig
+    from rewardrouter.serve import serve
+
+    with pytest.raises(ConfigError, match=r"port: .* is not a port: expected a whole number"):
+        asyncio.run(serve(RouterConfig(), "127.0.0.1", port))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
