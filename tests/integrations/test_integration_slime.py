@@ -527,6 +527,43 @@ def test_log_hook_adds_routes_terms_statuses_and_constant_groups() -> None:
     }
 
 
+@pytest.mark.parametrize("reward_key", [None, "score"])
+def test_record_of_a_sample_scored_by_one_term_is_its_result(reward_key: str | None) -> None:
+    """A route of one term that returns a float (an rm_type built-in here) is the common case,
+    read from the batch's columns: its record says what the router's own result says."""
+    rows = [
+        sample(answer, "Paris", group_index=0, metadata={"rm_type": "exact_match"})
+        for answer in ("x", "Paris", "paris")
+    ]
+    args = slime_args(reward_key=reward_key)
+    rewards = run(batched_custom_rm(args, rows))
+    expected = run(
+        shared_router(ConfigSource(str(ROUTER)), reward_key=reward_key).score(
+            [sample(r.response, r.label, metadata={"rm_type": "exact_match"}) for r in rows]
+        )
+    )
+    assert [e.status for e in expected] == ["ok"] * 3
+    assert [e.reward for e in expected] == [0.0, 1.0, 1.0]
+    if reward_key is None:
+        assert rewards == [0.0, 1.0, 1.0]
+    else:
+        assert rewards == [{"score": 0.0}, {"score": 1.0}, {"score": 1.0}]
+    for row, result in zip(rows, expected, strict=True):
+        assert row.metadata["rewardrouter"] == {
+            "route": result.route,
+            "status": "ok",
+            "terms": result.terms,
+        }
+    for row, reward in zip(rows, rewards, strict=True):
+        row.reward = reward
+    metrics: dict[str, Any] = {}
+    log_rollout(0, args, rows, metrics, 0.1)
+    route = expected[0].route
+    assert metrics[f"rewardrouter/{route}/count"] == 3.0
+    assert metrics[f"rewardrouter/{route}/reward"] == pytest.approx(2 / 3)
+    assert metrics["rewardrouter/status/ok"] == 1.0
+
+
 def test_log_hook_counts_samples_scored_elsewhere_by_their_route() -> None:
     rows = [
         sample("x", "Paris", group_index=0, reward=1.0),
