@@ -13,7 +13,9 @@ and grades each prediction against its gold with:
   ``__init__`` files, which import the training stacks, are skipped).
 
 It prints, per test function (a class of cases) and in total, how many verdicts agree with the
-suite's expectation, and lists the cases where a peer agrees and ``math`` does not.
+suite's expectation, and lists the cases where a peer agrees and ``math`` does not. Last, it
+lists any of the suite's pairs found in the project's ``tests/`` (exit status 1 if one is): the
+suite is read here at run time, and the project's tests hold cases of their own.
 
     git clone https://github.com/huggingface/Math-Verify /tmp/Math-Verify
     python benchmarks/external_suites.py /tmp/Math-Verify
@@ -26,9 +28,12 @@ left out. Every grader call runs under a 10-second alarm; an overrun counts as a
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
 import importlib.util
+import itertools
 import logging
+import re
 import signal
 import sys
 import types
@@ -102,6 +107,44 @@ def read_cases(checkout: Path) -> tuple[list[Case], Counter[str]]:
                         )
                     )
     return cases, skipped
+
+
+def _bare(text: str) -> str:
+    """A case's answer without what only wraps it (spaces, ``$``, ``\\(``, one ``\\boxed{}``),
+    so that a pair copied and re-wrapped is still the same pair."""
+    text = re.sub(r"\s+", "", text)
+    for wrapper in ("$", "\\(", "\\)", "\\[", "\\]"):
+        text = text.replace(wrapper, "")
+    boxed = re.fullmatch(r"\\boxed\{(.*)\}", text)
+    return boxed.group(1) if boxed else text
+
+
+def copied_pairs(cases: list[Case], tests: Path) -> list[tuple[str, int, Case]]:
+    """Where the project's ``tests`` hold one of the suite's gold/prediction pairs: two string
+    literals of one tuple, list or call that are the pair's answers (either order, re-wrapped or
+    not). The project writes its own cases; the suite is read here, at run time, only."""
+    pairs = {
+        frozenset((_bare(c.gold), _bare(c.pred))): c
+        for c in cases
+        if _bare(c.gold) != _bare(c.pred)
+    }
+    found = []
+    for path in sorted(tests.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call):
+                items = [*node.args, *(k.value for k in node.keywords)]
+            elif isinstance(node, ast.Tuple | ast.List):
+                items = list(node.elts)
+            else:
+                continue
+            texts = [
+                i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)
+            ]
+            for a, b in itertools.combinations(texts, 2):
+                case = pairs.get(frozenset((_bare(a), _bare(b))))
+                if case is not None:
+                    found.append((str(path), node.lineno, case))
+    return sorted(found, key=lambda f: (f[0], f[1]))
 
 
 class _Overrun(BaseException):
@@ -255,7 +298,13 @@ def main(argv: list[str] | None = None) -> int:
     for case, peers in with_peer[: args.show]:
         print(f"  [{case.suite}] gold {case.gold[:70]!r} pred {case.pred[-90:]!r} "
               f"expected {int(case.expected)}; right: {', '.join(peers)}")  # fmt: skip
-    return 0
+
+    copies = copied_pairs(cases, Path(__file__).resolve().parents[1] / "tests")
+    print(f"\npairs of this suite in the project's tests/: {len(copies)}")
+    for where, line, case in copies:
+        print(f"  {where}:{line}: [{case.suite}] {case.gold!r} / {case.pred!r}; write a case of "
+              f"the same class of our own")  # fmt: skip
+    return 1 if copies else 0
 
 
 if __name__ == "__main__":

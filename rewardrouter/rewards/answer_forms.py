@@ -389,7 +389,7 @@ def _inequality(text: str, depth: int) -> tuple[str, Form] | None:
 
 
 def as_decimal_comma(form: Collection) -> Number | None:
-    """A bare pair like ``0,111`` or ``1000,99`` read as one number with a decimal comma, when it
+    """A bare pair like ``0,375`` or ``2500,25`` read as one number with a decimal comma, when it
     cannot be a thousands grouping (as ``1,234`` can); None otherwise."""
     match = re.fullmatch(r"(-?)(\d+),(\d+)", form.raw)
     if match is None:

@@ -4,13 +4,13 @@
 Unicode symbols in LaTeX (``π``, ``√2``, ``≤``, the minus sign), drops ``\\left`` / ``\\right`` and style
 commands, a sentence's final period, degree marks, currency signs and units after a value
 (``5 \\text{ cm}``, ``6 inches``; never converted), reads a percent sign or word (``28\\%``,
-``28 percent``, ``28 pct``) into a flag, and removes digit grouping (``1{,}000``, ``1,000``,
-``1\\,000\\,000``, ``1 000``, never ``0,111`` or ``1,5``, which may be decimal commas).
+``45 percent``, ``7 pct``) into a flag, and removes digit grouping (``1{,}000``, ``1,000``,
+``1\\,000\\,000``, ``1 000``, never ``0,375`` or ``1,5``, which may be decimal commas).
 
 >>> normalize("$1{,}000 \\\\text{ cm}.$")
 ('1000', False)
->>> normalize("28 percent")
-('28', True)
+>>> normalize("45 percent")
+('45', True)
 """
 
 from __future__ import annotations

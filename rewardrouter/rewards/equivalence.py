@@ -18,7 +18,7 @@ inequalities, matrices, assignments, text) and compared by :func:`compare_forms`
 - ``x = 5`` against ``5`` by its right side;
 - a percentage against a plain number: equal when the number is the percentage's number (``28\\%``
   and ``28``, the MATH convention) or its value (``28\\%`` and ``0.28``);
-- a bare pair that cannot be a thousands grouping (``0,111``, ``1000,99``) against a number: read
+- a bare pair that cannot be a thousands grouping (``0,375``, ``2500,25``) against a number: read
   with a decimal comma.
 
 Whatever these rules cannot decide goes to math-verify: ``verify(parse(gold), parse(answer))``
@@ -186,7 +186,7 @@ def _scalar_against_list(scalar: Form, listed: Collection) -> bool | None:
     is unequal), after reading a bare pair with a decimal comma."""
     decimal = as_decimal_comma(listed)
     if decimal is not None and compare_forms(scalar, decimal):
-        return True  # 0,111 for 0.111
+        return True  # 0,375 for 0.375
     return _sets((scalar,), listed.items)
 
 

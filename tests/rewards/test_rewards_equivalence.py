@@ -171,9 +171,14 @@ def test_deliberate_departures_from_math_verify(answer: str, gold: str) -> None:
 
 
 DEPARTURES_UNEQUAL = [
-    # two different numbers; math-verify's parser stops at \frac{1}{ and reads both as 1
+    # two different numbers; math-verify's parser stops at \frac{3}{ and reads both as 2
     pytest.param(
-        "$1 + \\frac{1}{\\mathrm{e}}$", "$1 - \\frac{1}{\\mathrm{e}}$", id="truncated_parse"
+        "$2 + \\frac{3}{\\mathrm{e}}$", "$2 - \\frac{3}{\\mathrm{e}}$", id="truncated_parse"
+    ),
+    pytest.param(
+        "$3 + \\frac{1}{\\mathrm{e}^2}$",
+        "$3 - \\frac{1}{\\mathrm{e}^2}$",
+        id="truncated_parse_power",
     ),
     # a box taken back is no part of the answer; math-verify joins the boxes
     pytest.param("so \\boxed{1} or rather \\boxed{2}", "$1, 2$", id="box_taken_back"),
@@ -206,9 +211,12 @@ def test_an_answer_cannot_be_written_to_agree_at_a_few_points() -> None:
 
 
 def test_answers_match_falls_back_to_math_verify() -> None:
-    # an equation (no name on its left) is math-verify's
-    assert quick_verdict("2x+4y-3=0", "y=-\\frac{1}{2}x+\\frac{3}{4}") is None
-    assert answers_match("2x+4y-3=0", ["y=-\\frac{1}{2}x+\\frac{3}{4}"])
+    # an equation (no name on its left) is math-verify's, the same line or another
+    assert quick_verdict("3x-6y+12=0", "y=\\frac{1}{2}x+2") is None
+    assert answers_match("3x-6y+12=0", ["y=\\frac{1}{2}x+2"])
+    assert answers_match("4x+2y-6=0", ["y=-2x+3"])
+    assert not answers_match("3x-6y+12=0", ["y=\\frac{1}{2}x+3"])
+    assert not answers_match("4x+2y-6=0", ["y=2x+3"])
     assert not answers_match("", ["5"])
     assert not answers_match("1" * 2000, ["1" * 2000])  # not a final answer
 

@@ -137,8 +137,8 @@ EXTRACTION = [
     *_cases(
         "percent_words",
         [
-            ("28\\%", "\\boxed{28 percent}", "\\boxed{27 percent}"),
-            ("28\\%", "\\boxed{28 pct}", "\\boxed{82 pct}"),
+            ("45\\%", "\\boxed{45 percent}", "\\boxed{54 percent}"),
+            ("7\\%", "\\boxed{7 pct}", "\\boxed{70 pct}"),
             ("12.5\\%", "\\boxed{12.5 \\text{ percent}}", "\\boxed{1.25 \\text{ percent}}"),
         ],
     ),
@@ -155,8 +155,8 @@ EXTRACTION = [
     *_cases(
         "decimal_comma",
         [
-            ("0.111", "\\boxed{0,111}", "\\boxed{0,112}"),
-            ("1000.99", "\\boxed{1000,99}", "\\boxed{1000,9}"),
+            ("0.375", "\\boxed{0,375}", "\\boxed{0,376}"),
+            ("2500.25", "\\boxed{2500,25}", "\\boxed{2500,2}"),
             ("1.5", "\\boxed{1,5}", "\\boxed{1,05}"),
         ],
     ),

@@ -19,7 +19,7 @@ ROUTER = {
     "routes": {"math": {"match": ["math"], "rewards": {"correct": {"kind": "math", "timeout": 60}}}}
 }
 # An equation is read by math-verify only; the others by the exact checks.
-EQUATION = ("\\boxed{2x+4y-3=0}", "y=-\\frac{1}{2}x+\\frac{3}{4}")
+EQUATION = ("\\boxed{x-2y+4=0}", "y=\\frac{x}{2}+2")
 
 
 def _sample(response: str, label: str) -> SimpleNamespace:
@@ -61,7 +61,7 @@ def test_dapo_quick_path_returns_the_full_dict() -> None:
     reward = BuiltinReward("dapo")
     decided = reward.quick(None, _sample("Answer: **3**", "3"))
     assert decided == {"score": 1.0, "acc": True, "pred": "3"}
-    assert reward.quick(None, _sample("Answer: 2x+4y-3=0", EQUATION[1])) is UNDECIDED
+    assert reward.quick(None, _sample("Answer: x-2y+4=0", EQUATION[1])) is UNDECIDED
 
 
 def test_graders_without_a_quick_path_leave_everything_undecided() -> None:
