@@ -134,9 +134,9 @@ def _rollouts(
         values = [rewards[r] for r in rows]
         if any(v != values[0] for v in values[1:]):
             raise RolloutRewardsDiffer(
-                f"all samples in rollout {key!r} must share one reward; rows {rows} have "
-                f"rewards {values}. miles trains one reward per rollout: give every sample "
-                f"of a rollout the same reward, or distinct rollout_id values"
+                f"samples {rows} of rollout {key!r} carry different rewards {values}; miles "
+                f"trains one reward per rollout: give every sample of a rollout the same "
+                f"reward, or each answer its own rollout_id"
             )
         for r in rows:
             stand_in[r] = rows[0]

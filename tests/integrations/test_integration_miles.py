@@ -127,21 +127,21 @@ def answer(reward: float, group: int | None = 0, **fields: Any) -> Sample:
 
 def test_one_reward_per_rollout_normalized_once_and_copied_to_its_rows(tmp_path: Path) -> None:
     """Rows sharing a rollout_id (else an index) are one answer: group 0 holds two rollouts
-    (0.0 and 1.0, the second spread over three rows), so each row gets -0.5 or +0.5, not the
-    -0.75 / +0.25 that counting rows would give."""
+    (3.0 and 5.0, the second spread over three rows), so each row gets -1 or +1, not the
+    -1.5 / +0.5 that counting rows would give."""
     rows = [
-        answer(0.0, index=0, rollout_id=10),
-        answer(1.0, index=1, rollout_id=11),
-        answer(1.0, index=1, rollout_id=11),
-        answer(1.0, index=1, rollout_id=11),
+        answer(3.0, index=0, rollout_id=40),
+        answer(5.0, index=1, rollout_id=41),
+        answer(5.0, index=1, rollout_id=41),
+        answer(5.0, index=1, rollout_id=41),
         answer(2.0, group=1, index=2),  # no rollout_id: the index names the rollout
         answer(2.0, group=1, index=2),
         answer(4.0, group=1, index=3),
     ]
     args = miles_args(rewardrouter_config=str(router_with(tmp_path, CENTER)))
     raw, advantages = post_process_rewards(args, rows)
-    assert raw == [0.0, 1.0, 1.0, 1.0, 2.0, 2.0, 4.0]
-    assert advantages == [-0.5, 0.5, 0.5, 0.5, -1.0, -1.0, 1.0]
+    assert raw == [3.0, 5.0, 5.0, 5.0, 2.0, 2.0, 4.0]
+    assert advantages == [-1.0, 1.0, 1.0, 1.0, -1.0, -1.0, 1.0]
 
 
 def test_rows_without_rollout_identity_are_answers_of_their_own(tmp_path: Path) -> None:
@@ -152,16 +152,21 @@ def test_rows_without_rollout_identity_are_answers_of_their_own(tmp_path: Path) 
 
 def test_siblings_with_different_rewards_are_refused(tmp_path: Path) -> None:
     rows = [
-        answer(0.0, index=0, rollout_id=10),
-        answer(2.0, index=1, rollout_id=11),
-        answer(6.0, index=1, rollout_id=11),
+        answer(1.0, index=0, rollout_id=7),
+        answer(0.5, index=1, rollout_id=8),
+        answer(3.0, index=2, rollout_id=9),
+        answer(0.5, index=1, rollout_id=8),
+        answer(0.25, index=1, rollout_id=8),
     ]
     args = miles_args(rewardrouter_config=str(router_with(tmp_path, CENTER)))
-    with pytest.raises(
-        SampleError, match=r"rollout 11 .*rows \[1, 2\] have rewards \[2\.0, 6\.0\]"
-    ) as caught:
+    with pytest.raises(SampleError) as caught:
         post_process_rewards(args, rows)
-    assert isinstance(caught.value, ValueError)  # what miles' own normalization raises
+    assert str(caught.value) == (
+        "samples [1, 3, 4] of rollout 8 carry different rewards [0.5, 0.5, 0.25]; miles trains "
+        "one reward per rollout: give every sample of a rollout the same reward, or each answer "
+        "its own rollout_id"
+    )
+    assert isinstance(caught.value, ValueError)  # the kind of error miles' normalization raises
 
 
 def test_each_lora_adapter_numbers_its_groups_from_zero(tmp_path: Path) -> None:
