@@ -49,9 +49,24 @@ class Processed:
 
 def training_rewards(samples: Sequence[Any], key: str | None) -> list[float | None]:
     """Each sample's training reward as the trainer reads it (``reward[key]`` for dict rewards)."""
+    return _rewards_and_truncation(samples, key)[0]
+
+
+def _rewards_and_truncation(
+    samples: Sequence[Any], key: str | None
+) -> tuple[list[float | None], list[bool]]:
+    """:func:`training_rewards`, and whether each sample was truncated, in one pass."""
     rewards: list[float | None] = []
+    truncated: list[bool] = []
     for i, sample in enumerate(samples):
-        reward = None if status_of(sample) == "aborted" else getattr(sample, "reward", None)
+        status = getattr(sample, "status", None)
+        if status is not None and status != "completed":
+            status = status_of(sample)
+        reward = None if status == "aborted" else getattr(sample, "reward", None)
+        truncated.append(status == "truncated")
+        if type(reward) is float and reward - reward == 0.0:  # a finite float: to_value's own
+            rewards.append(reward)
+            continue
         try:
             rewards.append(to_value(reward, key))
         except InvalidReturn as exc:
@@ -60,7 +75,7 @@ def training_rewards(samples: Sequence[Any], key: str | None) -> list[float | No
                 f"--reward-key (or the router config's reward_key) against what the reward "
                 f"function returns"
             ) from None
-    return rewards
+    return rewards, truncated
 
 
 def sample_routes(router: Router, samples: Sequence[Any]) -> list[str | None]:
@@ -152,14 +167,15 @@ def post_process(
     prompt_group_sizes: Sequence[int] | None = None,
 ) -> Processed:
     """Run ``router``'s shaping and advantage chain over one batch, as ``framework`` groups it."""
-    rewards = training_rewards(samples, key)
-    groups = prompt_groups(args, samples, framework, prompt_group_sizes)
+    rewards, truncated = _rewards_and_truncation(samples, key)
+    groups = all_groups = prompt_groups(args, samples, framework, prompt_group_sizes)
+    spread: list[int] | None = None
     processor = router.post_processor
     # routes matter to route shaping alone
     routes = sample_routes(router, samples) if processor.route_names else None
     estimator = processor.estimator
     normalizes = estimator is not None and estimator.kind != "none"
-    rows = list(range(len(samples)))
+    raw = [0.0 if r is None else float(r) for r in rewards]
     if (
         framework == "miles"
         and estimator is not None
@@ -167,21 +183,33 @@ def post_process(
         and estimator.group_by == "index"
     ):
         rows = _rollouts(samples, groups, rewards)
-    kept = sorted(set(rows))
-    codes = {g: c for c, g in enumerate(dict.fromkeys(groups[i] for i in kept))}
-    lengths = [getattr(samples[i], "response_length", None) for i in kept]
+        kept = sorted(set(rows))
+        if len(kept) < len(rows):  # one row per rollout goes in; each sample reads its row's
+            samples = [samples[i] for i in kept]
+            rewards = [rewards[i] for i in kept]
+            groups = [groups[i] for i in kept]
+            truncated = [truncated[i] for i in kept]
+            routes = None if routes is None else [routes[i] for i in kept]
+            at = {row: k for k, row in enumerate(kept)}
+            spread = [at[r] for r in rows]
+    codes: dict[Hashable, int] = {}
+    for g in groups:
+        if g not in codes:
+            codes[g] = len(codes)
+    lengths = [getattr(sample, "response_length", None) for sample in samples]
     out = processor(
-        [rewards[i] for i in kept],
-        routes=None if routes is None else [routes[i] for i in kept],
-        group_index=[codes[groups[i]] for i in kept],
+        rewards,
+        routes=routes,
+        group_index=[codes[g] for g in groups],
         response_length=None if None in lengths else cast("list[float]", lengths),
-        truncated=[status_of(samples[i]) == "truncated" for i in kept],
+        truncated=truncated,
     )
-    at = {row: k for k, row in enumerate(kept)}
-    shaped = [out.shaped[at[r]] for r in rows]
+    shaped, advantages = out.shaped, out.advantages
+    if spread is not None:
+        shaped = [shaped[k] for k in spread]
+        advantages = [advantages[k] for k in spread]
     if normalizes:
-        advantages = [float(out.advantages[at[r]]) for r in rows]
+        advantages = [float(a) for a in advantages]
     else:
         advantages = [0.0 if s is None else float(s) for s in shaped]
-    raw = [0.0 if r is None else float(r) for r in rewards]
-    return Processed(raw, advantages, shaped, groups)
+    return Processed(raw, advantages, shaped, all_groups)

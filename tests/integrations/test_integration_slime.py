@@ -349,6 +349,34 @@ def test_post_process_runs_route_shaping_on_each_samples_route(tmp_path: Path) -
     assert advantages == pytest.approx(reference_grpo([2.0, 2.0, 1.0, 1.0], [0] * 4), rel=1e-5)
 
 
+def test_post_process_reads_each_status_as_written(tmp_path: Path) -> None:
+    """Truncated samples (slime's enum member, or the word in any case) take the truncation
+    penalty; aborted ones have no reward; "completed" and no status at all are plain rows."""
+    config = tmp_path / "router.yaml"
+    config.write_text(
+        ROUTER.read_text().replace(
+            "post_process:", "post_process:\n  - {kind: truncation_penalty, value: -1.0}"
+        )
+    )
+    statuses: list[Any] = [
+        Sample.Status.TRUNCATED,
+        "truncated",
+        "Truncated",
+        Sample.Status.COMPLETED,
+        "completed",
+        None,
+        Sample.Status.ABORTED,
+        "ABORTED",
+    ]
+    rows = [sample("x", "Paris", group_index=0, reward=1.0, status=s) for s in statuses]
+    raw, advantages = post_process_rewards(slime_args(config), rows)
+    assert raw == [1.0] * 6 + [0.0, 0.0]
+    shaped = [-1.0, -1.0, -1.0, 1.0, 1.0, 1.0]
+    expected = reference_grpo([*shaped, None, None], [0] * 8)
+    assert advantages == pytest.approx(expected, rel=1e-5)
+    assert advantages[-2:] == [0.0, 0.0]
+
+
 def test_post_process_hook_from_inside_a_running_event_loop() -> None:
     """slime may call the synchronous hook from code that runs an event loop."""
 
