@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
@@ -118,6 +119,19 @@ def problems_from_validation(
             message = f"unknown kind {found!r}; expected one of {expected}"
             hint = did_you_mean(str(found), [t.strip(" '") for t in str(expected).split(",")])
             path = [*path, "kind"] if path and path[-1] != "kind" else path
+        elif loc and loc[-1] == "[key]":  # a key of a mapping whose keys are fixed names
+            key = str(err.get("input"))
+            expected = [
+                t.strip(" '") for t in re.split(r",| or ", err.get("ctx", {}).get("expected", ""))
+            ]
+            expected = [t for t in expected if t]
+            message = f"unknown key {key!r}"
+            hint = did_you_mean(key, expected)
+            if expected:
+                hint = (hint + " " if hint else "") + f"expected one of: {', '.join(expected)}"
+        elif kind == "list_type" and isinstance(node, str | int | float):
+            message = f"must be a list, found {node!r}"
+            hint = f"write it as a list: [{node}]"
         elif kind == "union_tag_not_found":
             message = "stage has no `kind`"
             hint = f"add `kind:` — one of {err.get('ctx', {}).get('expected_tags', '')}"

@@ -185,6 +185,17 @@ def test_a_typo_in_a_mapped_column_is_not_told_to_map_what_was_mapped(tmp_path: 
     assert "`response` is missing" not in done.message
 
 
+def test_a_typo_in_a_mapped_field_is_named_as_the_key(tmp_path: Path) -> None:
+    # the value is fine; the field name is not (it was reported as "found 'solution'")
+    done = job(tmp_path, lines(GOOD), "data.columns.lable=solution")
+    assert done.status == 2
+    assert (
+        "data.columns.lable: unknown key 'lable' did you mean 'label'? expected one of: "
+        "response, label, prompt, metadata, group_index"
+    ) in done.message
+    assert "found 'solution'" not in done.message
+
+
 def test_an_aborted_row_needs_no_mapped_response(tmp_path: Path) -> None:
     data = lines({"completion": "4", "label": "4"}, {"status": "aborted", "label": "4"})
     done = job(tmp_path, data, "data.columns.response=completion")

@@ -94,6 +94,20 @@ def test_config_is_frozen(tmp_path: Path) -> None:
             id="term_without_function",
         ),
         pytest.param(
+            GOOD.replace("[openai/gsm8k]", "openai/gsm8k"),
+            (),
+            [
+                "routes.gsm8k.match: must be a list, found 'openai/gsm8k'\n    write it as a list: [openai/gsm8k]"
+            ],
+            id="match_not_a_list",
+        ),
+        pytest.param(
+            GOOD + "route_by: dataset\n",
+            (),
+            ["route_by: must be a list, found 'dataset'\n    write it as a list: [dataset]"],
+            id="route_by_not_a_list",
+        ),
+        pytest.param(
             GOOD.replace("gsm8k:\n", "openai/gsm8k:\n"),
             (),
             [
