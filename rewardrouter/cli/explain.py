@@ -37,28 +37,51 @@ def _sample_rows(
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The row to explain and the rows of its prompt group (just itself without a data file);
     ``columns`` is the job's ``data.columns``, read as the job reads it."""
+    given = [
+        f"--{f}"
+        for f in ("response", "label", "prompt", "metadata")
+        if getattr(opts, f) is not None
+    ]
     if opts.data is not None:
-        rows = read_rows(opts.data, columns=columns)
-        if opts.line not in rows.lines:
+        if given:
             raise ExplainError(
-                f"--line {opts.line}: {opts.data} has no row on line {opts.line} (rows are on "
+                f"{', '.join(given)} and --data both give the sample; with --data FILE the sample "
+                f"is the file's row on --line: drop {', '.join(given)}, or drop --data"
+            )
+        line = 1 if opts.line is None else opts.line
+        rows = read_rows(opts.data, columns=columns, setting="--data")
+        if line not in rows.lines:
+            raise ExplainError(
+                f"--line {line}: {opts.data} has no row on line {line} (rows are on "
                 f"lines {rows.lines[0]} to {rows.lines[-1]}; blank lines hold none)"
             )
-        row = rows.rows[rows.lines.index(opts.line)]
+        row = rows.rows[rows.lines.index(line)]
         group = row.get("group_index")
         members = [r for r in rows.rows if group is not None and r.get("group_index") == group]
         if not members:
             row = _alone(row)
             members = [row]
         return row, members
+    if opts.line is not None:
+        raise ExplainError(
+            f"--line {opts.line} picks a row of --data FILE, and no --data was given: add "
+            f"--data FILE, or drop --line"
+        )
     if opts.response is None:
         raise ExplainError("give a sample: --data FILE --line N, or --response TEXT [--label ...]")
+    example = """e.g. --metadata '{"dataset": "gsm8k"}'"""
     try:
-        metadata = json.loads(opts.metadata)
+        metadata = json.loads(opts.metadata) if opts.metadata is not None else {}
     except json.JSONDecodeError as exc:
-        raise ExplainError(f"--metadata: invalid JSON ({exc.msg}); pass an object") from None
+        raise ExplainError(
+            f"--metadata: {opts.metadata!r} is not JSON ({exc.msg}); pass a JSON object, {example}"
+        ) from None
+    if not isinstance(metadata, dict):
+        raise ExplainError(
+            f"--metadata: found a JSON {type(metadata).__name__}; pass a JSON object, {example}"
+        )
     row = {
-        "prompt": opts.prompt,
+        "prompt": opts.prompt if opts.prompt is not None else "",
         "response": opts.response,
         "label": opts.label,
         "metadata": metadata,
@@ -154,11 +177,11 @@ def main(argv: list[str]) -> int:
     )
     add_config_arguments(parser)
     parser.add_argument("--data", type=Path, help="a JSONL file holding the sample")
-    parser.add_argument("--line", type=int, default=1, help="1-based row of --data (default 1)")
+    parser.add_argument("--line", type=int, default=None, help="1-based row of --data (default 1)")
     parser.add_argument("--response", help="the response text (instead of --data)")
     parser.add_argument("--label", default=None)
-    parser.add_argument("--prompt", default="")
-    parser.add_argument("--metadata", default="{}", help="a JSON object")
+    parser.add_argument("--prompt", default=None)
+    parser.add_argument("--metadata", default=None, help="a JSON object (default {})")
     opts = parser.parse_intermixed_args(argv)
     job = compose_job(opts.overrides, opts.config)
     row, group = _sample_rows(opts, job.data.columns)

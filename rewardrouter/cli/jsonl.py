@@ -154,7 +154,10 @@ def _mapped_row_problems(row: dict[str, Any], columns: Mapping[Any, str] | None)
 
 
 def read_rows(
-    path: Path, limit: int | None = None, columns: Mapping[Any, str] | None = None
+    path: Path,
+    limit: int | None = None,
+    columns: Mapping[Any, str] | None = None,
+    setting: str = "data.path",
 ) -> Rows:
     """Every JSON object line of ``path`` (blank lines skipped), up to ``limit`` rows.
 
@@ -164,7 +167,8 @@ def read_rows(
     """
     if not path.is_file():
         what = "is a folder" if path.is_dir() else "file not found"
-        raise DataError(f"data.path: {what}: {path}; pass data.path=<a JSONL file>")
+        how = f"{setting}=" if "." in setting else f"{setting} "
+        raise DataError(f"{setting}: {what}: {path}; pass {how}<a JSONL file>")
     rows: list[dict[str, Any]] = []
     lines: list[int] = []
     problems: list[str] = []
@@ -183,7 +187,7 @@ def read_rows(
                     if limit is not None and len(rows) >= limit:
                         break
     except OSError as exc:
-        raise DataError(f"data.path: cannot read {path}: {exc.strerror or exc}") from None
+        raise DataError(f"{setting}: cannot read {path}: {exc.strerror or exc}") from None
     if problems:
         _reject(path, problems, "in its rows; nothing was scored")
     if not rows:

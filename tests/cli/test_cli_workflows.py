@@ -15,7 +15,7 @@ import pytest
 from rewardrouter.cli import check, explain, validate
 from rewardrouter.cli.compose import compose_job
 from rewardrouter.cli.figure import build_figure
-from rewardrouter.errors import ConfigError
+from rewardrouter.errors import ConfigError, RewardRouterError
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "examples" / "data" / "mixed.jsonl"
@@ -192,6 +192,51 @@ def test_explain_a_sample_given_on_the_command_line_under_an_advantage_stage(
     assert explain.main([*argv, "--metadata", '{"dataset": "gsm8k"}']) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "reward 1.1 status ok" in out and "computed for the sample alone" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(
+            ["--data", str(DATA), "--line", "3", "--response", "\\boxed{72}"],
+            "--response and --data both give the sample; with --data FILE the sample is the "
+            "file's row on --line: drop --response, or drop --data",
+            id="response_with_data",
+        ),
+        pytest.param(
+            ["--data", str(DATA), "--label", "72", "--metadata", "{}"],
+            "--label, --metadata and --data both give the sample",
+            id="label_and_metadata_with_data",
+        ),
+        pytest.param(
+            ["--response", "\\boxed{72}", "--line", "3"],
+            "--line 3 picks a row of --data FILE, and no --data was given: add --data FILE, or "
+            "drop --line",
+            id="line_without_data",
+        ),
+        pytest.param(
+            ["--response", "x", "--metadata", "gsm8k"],
+            "--metadata: 'gsm8k' is not JSON (Expecting value); pass a JSON object, e.g. "
+            '--metadata \'{"dataset": "gsm8k"}\'',
+            id="metadata_not_json",
+        ),
+        pytest.param(
+            ["--response", "x", "--metadata", '["gsm8k"]'],
+            "--metadata: found a JSON list; pass a JSON object",
+            id="metadata_not_an_object",
+        ),
+        pytest.param(
+            ["--data", "missing.jsonl"],
+            "--data: file not found: missing.jsonl; pass --data <a JSONL file>",
+            id="data_not_found",
+        ),
+    ],
+)
+def test_explain_names_the_argument_at_fault(argv: list[str], message: str) -> None:
+    # each would have explained another sample than the one asked for, or named another option
+    with pytest.raises(RewardRouterError) as caught:
+        explain.main(["router=mixed", *argv])
+    assert message in str(caught.value)
 
 
 def test_explain_a_line_without_a_row(tmp_path: Path) -> None:
