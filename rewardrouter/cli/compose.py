@@ -73,6 +73,30 @@ def _parse(overrides: Sequence[str]) -> list[Override]:
     return parsed
 
 
+def syntax_problems(overrides: Sequence[str]) -> list[Problem]:
+    """Each ``key=value`` that Hydra's override grammar cannot read, named with what to do
+    (Hydra's own error names the token, not the override)."""
+    parser = OverridesParser.create()
+    problems = []
+    for text in overrides:
+        if text.startswith("-") or "=" not in text:
+            continue
+        try:
+            parser.parse_overrides([text])
+        except HydraException as exc:
+            why = " ".join(str(exc).split()).split(" See https://")[0]
+            key = text.lstrip("+~").partition("=")[0]
+            problems.append(
+                Problem(
+                    key,
+                    f"the override {text!r} cannot be read: {why}",
+                    "close every bracket, and quote a value that holds brackets, braces or "
+                    "commas meant as text: 'key=\"a,b\"' (a bare a,b is a sweep)",
+                )
+            )
+    return problems
+
+
 def plain_value_keys(overrides: Sequence[str]) -> set[str]:
     """Keys of the plain ``key=value`` overrides of config values (not groups, not hydra)."""
     groups = config_groups()
@@ -164,6 +188,9 @@ def precheck(argv: Sequence[str]) -> None:
     """Compose a single run's config once before Hydra runs it, so that a group option that
     does not exist (``shaping=grpoo``) is a :class:`ConfigError` with a "did you mean", like
     every other mistake. Sweeps (``-m``, ``a=1,2``) are left to Hydra."""
+    problems = syntax_problems(argv)
+    if problems:
+        raise ConfigError(problems, "the command line")
     if any(a in ("-m", "--multirun") or a.startswith("-") for a in argv):
         return
     if any(o.is_sweep_override() for o in _parse(argv)):
@@ -192,7 +219,7 @@ def created_problems(
 def compose_job(overrides: Sequence[str] = (), config_file: Path | None = None) -> JobConfig:
     """The job config that ``rewardrouter [--config FILE] [overrides]`` would run, validated."""
     overrides = list(overrides)
-    problems = config_file_problems(config_file, overrides)
+    problems = syntax_problems(overrides) + config_file_problems(config_file, overrides)
     if problems:
         raise ConfigError(problems, "the command line")
     if config_file is not None:

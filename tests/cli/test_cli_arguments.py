@@ -136,3 +136,27 @@ def test_help_and_version_are_ours_wherever_they_are_written(
     status, out = rewardrouter(monkeypatch, capsys, *where("--version"))
     assert status == 0
     assert out.startswith("rewardrouter ") and "Hydra" not in out
+
+
+@pytest.mark.parametrize("command", [[], ["check"], ["validate"]])
+@pytest.mark.parametrize(
+    ("override", "why"),
+    [
+        pytest.param("routes.exact.rewards.correct.weight=[0.5", "'[0.5'", id="open_bracket"),
+        pytest.param("data.path={x", "'{x'", id="open_brace"),
+        pytest.param("data.limit=1,", "mismatched input '<EOF>'", id="trailing_comma"),
+    ],
+)
+def test_an_override_hydra_cannot_read_is_named(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: list[str],
+    override: str,
+    why: str,
+) -> None:
+    status, out = rewardrouter(monkeypatch, capsys, *command, override)
+    key = override.partition("=")[0]
+    assert status == (1 if command == ["validate"] else 2)  # validate: 1 for what is invalid
+    assert f"{key}: the override {override!r} cannot be read: " in out
+    assert why in out
+    assert "close every bracket, and quote a value that holds brackets" in out
