@@ -25,7 +25,8 @@ refuses it):
 1. ``unshare`` new network, PID, IPC and mount namespaces (with a user namespace when not root):
    no network interface but a loopback that is down, and an ``init`` process whose exit makes
    the kernel kill every process the program started, ``setsid`` escapees included;
-2. in the mount namespace, private size-capped tmpfs over ``/tmp``, ``/var/tmp``, ``/dev/shm``;
+2. in the mount namespace, private size-capped tmpfs over ``/tmp``, ``/var/tmp``, ``/dev/shm``
+   (the interpreter's directories under them, a virtualenv in ``/tmp``, bound back read-only);
 3. each case in a fresh process forked from ``init``, in its own process group and working
    directory, with RLIMIT_CPU / AS / FSIZE / NPROC / CORE set, and (when started as root) its
    user and group switched to ``uid``: an otherwise unused id, so the process limit counts this
@@ -54,12 +55,16 @@ CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
+MS_RDONLY = 1
 MS_NOSUID = 2
 MS_NODEV = 4
 MS_BIND = 4096
+MS_REMOUNT = 32
 MS_MOVE = 8192
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
+#: Covered by a private tmpfs in the sandbox's mount namespace.
+PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 PR_SET_PDEATHSIG = 1
 
 EXIT_MEMORY = 3  # the program ran out of its address space
@@ -118,18 +123,31 @@ def _private_mounts(size_bytes: int, interpreter: list[str]) -> bool:
     """
     if not _mount(b"none", "/", None, MS_REC | MS_PRIVATE):
         return False
+    wanted = sorted({os.path.realpath(p) for p in interpreter if os.path.isdir(p)})
+    wanted = [p for p in wanted if not any(p.startswith(q + os.sep) for q in wanted)]
+    # An environment under a directory the tmpfs covers (a virtualenv in /tmp): held open now
+    # and bound back read-only onto the tmpfs, or the program could not import its packages.
+    held = {
+        path: os.open(path, os.O_PATH | os.O_DIRECTORY)
+        for path in wanted
+        if any(path.startswith(where + os.sep) for where in PRIVATE_DIRS)
+    }
     options = f"size={max(size_bytes, 1 << 20)},mode=1777".encode()
     if not _mount(b"tmpfs", "/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, options):
         return False
-    for where in ("/var/tmp", "/dev/shm"):
+    for where in PRIVATE_DIRS[1:]:
         if os.path.isdir(where):
             _mount(b"tmpfs", where, b"tmpfs", MS_NOSUID | MS_NODEV, options)
-    wanted = sorted({os.path.realpath(p) for p in interpreter if os.path.isdir(p)})
-    wanted = [p for p in wanted if not any(p.startswith(q + os.sep) for q in wanted)]
+    for path, fd in held.items():
+        os.makedirs(path, mode=0o755, exist_ok=True)
+        if not _mount(f"/proc/self/fd/{fd}".encode(), path, None, MS_BIND | MS_REC):
+            return False
+        _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_REC)
+        os.close(fd)
     exposed: list[tuple[str, str]] = []
     for path in wanted:
         blocked = _blocked(path)
-        if blocked is not None and not blocked.startswith("/tmp"):
+        if path not in held and blocked is not None and not blocked.startswith("/tmp"):
             exposed.append((path, blocked))
     if not exposed:
         return True
