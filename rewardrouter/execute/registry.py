@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 from rewardrouter.execute.executor import Call, Executor, Setup, closed
 from rewardrouter.execute.inprocess.inline import InlineExecutor
 from rewardrouter.execute.inprocess.threads import ThreadExecutor
-from rewardrouter.execute.outcome import UNDECIDED, Outcome, group_outcomes
+from rewardrouter.execute.outcome import UNDECIDED, FloatReturns, Outcome, group_outcomes
 from rewardrouter.execute.process.pool import ProcessExecutor
 from rewardrouter.execute.ray.pool import RayExecutor
 from rewardrouter.sample import SampleLike
@@ -38,7 +39,7 @@ def register_executor(name: str, executor: type[Executor]) -> None:
     EXECUTORS[name] = executor
 
 
-def decide_here(call: Call, samples: Sequence[SampleLike]) -> tuple[list[Outcome], list[int]]:
+def decide_here(call: Call, samples: Sequence[SampleLike]) -> tuple[Sequence[Outcome], list[int]]:
     """Run the callee's bounded quick path on ``samples`` in this process (see
     :class:`~rewardrouter.execute.outcome.Undecided`; ``math`` has one: its exact checks).
 
@@ -51,17 +52,20 @@ def decide_here(call: Call, samples: Sequence[SampleLike]) -> tuple[list[Outcome
     quick = getattr(fn, "quick", None)
     if call.group or quick is None or not getattr(fn, "has_quick", False):
         return [], list(range(len(samples)))
-    outcomes: list[Outcome] = []
+    values: list[Any] = []
     rest: list[int] = []
+    args, kwargs = call.args, call.kwargs
     for i, sample in enumerate(samples):
         try:
-            value = quick(call.args, sample, **call.kwargs)
+            value = quick(args, sample, **kwargs)
         except Exception:
             value = UNDECIDED
         if value is UNDECIDED:
             rest.append(i)
-        outcomes.append(Outcome(value))
-    return outcomes, rest
+        values.append(value)
+    if not rest and all(type(v) is float for v in values):
+        return FloatReturns(values), rest  # decided, all floats: no object per sample
+    return [Outcome(v) for v in values], rest
 
 
 class Executors:
@@ -101,6 +105,7 @@ class Executors:
             decided, rest = decide_here(call, samples)
             if decided:
                 if rest:
+                    assert isinstance(decided, list)  # a list whenever samples are left
                     sent = await self[name].run(call, [samples[i] for i in rest])
                     for i, outcome in zip(rest, sent, strict=True):
                         decided[i] = outcome
