@@ -244,14 +244,35 @@ def router_config(config_file: Path | None, overrides: Sequence[str]) -> RouterC
     return compose_job(overrides, config_file).router()
 
 
+class _OneConfig(argparse.Action):
+    """``--config FILE`` given once: a second one is refused, as by the main job (argparse
+    would keep the last and drop the first without a word)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        if getattr(namespace, self.dest, None) is not None:
+            raise ConfigError(
+                [Problem("--config", "given twice; name one router file")], "the command line"
+            )
+        setattr(namespace, self.dest, values)
+
+
+def add_config_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--config FILE``, given at most once."""
+    parser.add_argument(
+        "--config", type=Path, default=None, metavar="FILE", action=_OneConfig, help=help
+    )
+
+
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     """``--config FILE`` and trailing ``key=value`` overrides, shared by every command."""
-    parser.add_argument(
-        "--config",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="a router YAML file of your own (instead of router=NAME from the shipped conf/)",
+    add_config_option(
+        parser, "a router YAML file of your own (instead of router=NAME from the shipped conf/)"
     )
     parser.add_argument(
         "overrides",

@@ -23,7 +23,7 @@ import yaml
 from rich.console import Console
 from rich.markup import escape
 
-from rewardrouter.cli.compose import ROUTER_CHOICE, compose_job
+from rewardrouter.cli.compose import ROUTER_CHOICE, add_config_option, compose_job
 from rewardrouter.config.job import JobConfig
 from rewardrouter.config.load import load_config
 from rewardrouter.config.models import RouterConfig
@@ -96,9 +96,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="rewardrouter validate", description=__doc__.splitlines()[0]
     )
-    parser.add_argument(
-        "--config", type=Path, default=None, metavar="FILE", help="a router YAML of your own"
-    )
+    add_config_option(parser, "a router YAML of your own")
     parser.add_argument(
         "targets", nargs="*", help="YAML files, or overrides for the composed config"
     )

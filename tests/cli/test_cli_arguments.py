@@ -160,3 +160,18 @@ def test_an_override_hydra_cannot_read_is_named(
     assert f"{key}: the override {override!r} cannot be read: " in out
     assert why in out
     assert "close every bracket, and quote a value that holds brackets" in out
+
+
+@pytest.mark.parametrize("command", [[], ["check"], ["explain"], ["validate"], ["serve"]])
+def test_a_second_config_file_is_refused_by_every_command(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    router_file: str,
+    command: list[str],
+) -> None:
+    # argparse kept the last --config and dropped the first without a word
+    Path("other.yaml").write_text(ROUTER)
+    argv = ["--config", router_file, "--config", "other.yaml"]
+    status, out = rewardrouter(monkeypatch, capsys, *command, *argv)
+    assert status == 2
+    assert "- --config: given twice; name one router file" in out
