@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -202,6 +202,7 @@ def run_job(job: JobConfig, output_dir: Path, console: Console) -> float:
     failed = set(scored.failures)
     warnings = count_warnings((i, r) for i, r in enumerate(scored.results) if i not in failed)
     check = processed.constant_groups if processed else None
+    hint = label_hint(rows, warnings)
     write_summary(
         output_dir / "summary.json",
         {
@@ -218,6 +219,7 @@ def run_job(job: JobConfig, output_dir: Path, console: Console) -> float:
             },
             "routes": [s.as_dict() for s in stats],
             "warnings": [_warning_dict(w, rows) for w in warnings],
+            "hints": [hint] if hint else [],
             "failures": [_failure_dict(i, scored.results[i], rows) for i in scored.failures[:KEPT]],
         },
     )
@@ -233,6 +235,8 @@ def run_job(job: JobConfig, output_dir: Path, console: Console) -> float:
         more = ", …" if warning.count > len(warning.samples) else ""
         at = f"line{'s' if warning.count > 1 else ''} {lines}{more}"
         console.print(f"[yellow]warning:[/] {escape(str(warning))} ({at})", highlight=False)
+    if hint:
+        console.print(f"[yellow]hint:[/] {escape(hint)}", highlight=False)
     if check is not None:
         verdict = (
             "all exactly 0" if check.all_zero else f"max |advantage| {check.max_abs_advantage}"
@@ -256,6 +260,21 @@ def run_job(job: JobConfig, output_dir: Path, console: Console) -> float:
     if post_error is not None:
         raise post_error
     return value
+
+
+def label_hint(rows: Rows, warnings: Sequence[ScoreWarning]) -> str | None:
+    """The likely cause when terms did not apply and no row of the file has a ``label`` (after
+    ``data.columns``): the answers are in a column of another name, or not in the file."""
+    if not any(w.code in ("not_applicable", "skipped") for w in warnings):
+        return None
+    if any("label" in row for row in rows.rows):
+        return None
+    keys = sorted({str(k) for row in rows.rows for k in row})
+    return (
+        f"no row of {rows.path} has a `label` (columns: {', '.join(keys)}), and graders that "
+        f"compare with one return None (not applicable) without it; if the answers are in "
+        f"another column, map it: data.columns.label=<column>"
+    )
 
 
 def column_missing(config: ObjectiveConfig, rows: Rows) -> None:

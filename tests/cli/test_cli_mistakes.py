@@ -349,6 +349,28 @@ def test_a_term_that_does_not_apply_is_a_counted_warning(tmp_path: Path) -> None
     assert "warning: routes.gsm8k.rewards.correct: 1 sample(s): returned None" in done.message
 
 
+def test_a_file_without_labels_gets_a_hint_to_map_the_column(tmp_path: Path) -> None:
+    # the answers are in a column of another name: every `correct` is None, the format bonus
+    # alone is the reward; the warnings count it and the hint names the likely cause
+    rows = [
+        {"response": "\\boxed{72}", "target_text": "72", "group_index": 0, **MATH},
+        {"response": "\\boxed{70}", "target_text": "72", "group_index": 0, **MATH},
+    ]
+    done = job(tmp_path, lines(*rows), "router=mixed")
+    assert done.status == 0, done.output
+    [hint] = done.summary["hints"]
+    assert "no row of" in hint and "columns: group_index, metadata, response, target_text" in hint
+    assert "hint: no row of" in done.message and "data.columns.label=<column>" in done.message
+    mapped = job(tmp_path, lines(*rows), "router=mixed", "data.columns.label=target_text")
+    assert mapped.summary["hints"] == [] and mapped.summary["warnings"] == []
+    assert [r["terms"]["correct"] for r in mapped.rows] == [1.0, 0.0]
+
+
+def test_a_blank_label_gets_no_hint(tmp_path: Path) -> None:
+    rows = [{"response": "\\boxed{72}", "label": "", "group_index": 0, **MATH}]
+    assert job(tmp_path, lines(*rows), "router=mixed").summary["hints"] == []
+
+
 def test_extreme_kept_rewards_are_summarized_and_drawn(tmp_path: Path) -> None:
     # rows that carry their reward need no response; GRPO over 1e308s overflows to null
     rows = [{"reward": r, "group_index": 0} for r in (1e308, -1e308, 1e308)]
