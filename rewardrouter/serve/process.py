@@ -163,7 +163,8 @@ class ScoringProcess:
         if current is None:
             return
         if current.done():
-            current.result().writer.close()
+            if current.exception() is None:  # else no process is left: none could be started
+                current.result().writer.close()
         else:  # a new process is being started: the watch stops it
             current.set_exception(ScoringFailed("the server is stopping"))
             current.exception()  # retrieved: no "never retrieved" warning

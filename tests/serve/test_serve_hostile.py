@@ -6,6 +6,7 @@ behind."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -25,7 +26,10 @@ import pytest
 from rr_remote import Servers
 from test_serve import CONFIG, EXE, _listening, command_env, stopped
 
+from rewardrouter.config.models import RouterConfig
 from rewardrouter.serve import make_app
+from rewardrouter.serve.process import ScoringFailed, ScoringProcess
+from rewardrouter.serve.scoring import REWARD
 
 TOKEN = "serve-t0ken-value"
 SAMPLE = {"response": "Paris", "label": "Paris", "metadata": {"dataset": "rajpurkar/squad"}}
@@ -427,3 +431,26 @@ def _descendants(pid: int) -> list[int]:
     for child in _children(pid):
         found += [child, *_descendants(child)]
     return found
+
+
+def test_closing_a_scoring_process_that_could_not_be_started_again_does_not_raise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The application's cleanup closes the scoring process after a restart failed (the command
+    then stops the server): close() itself must not raise the failure a second time."""
+    monkeypatch.setenv("RR_MARKER", str(tmp_path / "imported"))
+
+    async def scenario() -> str | None:
+        scoring = ScoringProcess(RouterConfig.model_validate(SECOND_IMPORT_CONFIG))
+        await scoring.start()
+        assert await scoring.score(REWARD, json.dumps(SAMPLE).encode()) == (200, b"1.0")
+        assert scoring._child is not None
+        os.kill(scoring._child.result().process.pid, signal.SIGKILL)
+        await asyncio.wait_for(scoring.failed.wait(), 60)
+        with pytest.raises(ScoringFailed, match="a new one could not be started"):
+            await scoring.score(REWARD, json.dumps(SAMPLE).encode())
+        await scoring.close()
+        return scoring.failure
+
+    failure = asyncio.run(scenario())
+    assert failure is not None and "this module was imported before" in failure
