@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from rewardrouter.cli.compose import add_config_arguments, router_config
+from rewardrouter.cli.compose import add_config_arguments, named, router_config, source_name
 from rewardrouter.config.models import RouteExample, RouterConfig
 from rewardrouter.errors import RewardError
 from rewardrouter.router import compile_router
@@ -93,7 +93,9 @@ def main(argv: list[str]) -> int:
     add_config_arguments(parser)
     opts = parser.parse_intermixed_args(argv)
     console = Console()
-    checked = check_examples(router_config(opts.config, opts.overrides))
+    config = router_config(opts.config, opts.overrides)
+    with named(source_name(opts.config)):
+        checked = check_examples(config)
     if not checked:
         console.print("no route declares `examples:`; nothing was checked (add hand-scored cases)")
         return 1

@@ -9,8 +9,9 @@ registers the file as the ``router`` option :data:`FILE_OPTION`, so config group
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
@@ -237,6 +238,18 @@ def compose_job(overrides: Sequence[str] = (), config_file: Path | None = None) 
 def source_name(config_file: Path | None) -> str:
     """How errors name the composed config."""
     return "composed config" + (f" (--config {config_file})" if config_file else "")
+
+
+@contextlib.contextmanager
+def named(source: str) -> Iterator[None]:
+    """Give the :class:`ConfigError` s raised inside (compiling: an import path, a kind, a
+    route name) the name of the config they are about, as loading does."""
+    try:
+        yield
+    except ConfigError as exc:
+        if exc.source is not None:
+            raise
+        raise ConfigError(exc.problems, source) from None
 
 
 def router_config(config_file: Path | None, overrides: Sequence[str]) -> RouterConfig:

@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from rewardrouter.cli.compose import add_config_arguments, compose_job
+from rewardrouter.cli.compose import add_config_arguments, compose_job, named, source_name
 from rewardrouter.cli.jsonl import read_rows
 from rewardrouter.config.stages import PostProcessStage
 from rewardrouter.errors import RewardRouterError
@@ -185,6 +185,6 @@ def main(argv: list[str]) -> int:
     opts = parser.parse_intermixed_args(argv)
     job = compose_job(opts.overrides, opts.config)
     row, group = _sample_rows(opts, job.data.columns)
-    with compile_router(job.router()) as router:
+    with named(source_name(opts.config)), compile_router(job.router()) as router:
         explain(router, row, group, Console())
     return 0

@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress
 
+from rewardrouter.cli.compose import named
 from rewardrouter.cli.figure import write_figure
 from rewardrouter.cli.jsonl import DataError, Rows, located, read_rows, writable, write_rows
 from rewardrouter.cli.objective import column_problems, objective
@@ -155,7 +156,9 @@ def run(
     cfg: DictConfig, output_dir: Path, console: Console, source: str = "composed config"
 ) -> float:
     """Validate the composed config and run the job (:func:`run_job`)."""
-    return run_job(validate(to_container(cfg, source), JobConfig, source), output_dir, console)
+    job = validate(to_container(cfg, source), JobConfig, source)
+    with named(source):
+        return run_job(job, output_dir, console)
 
 
 def run_job(job: JobConfig, output_dir: Path, console: Console) -> float:

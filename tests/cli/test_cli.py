@@ -175,3 +175,13 @@ def test_the_main_job_takes_a_router_file_and_imports_rewards_from_the_current_f
     assert "both --config router.yaml and router=mixed name the router" in " ".join(
         both.stderr.split()
     )
+    # what compiling finds (here a function name) names the file it is about, as loading does
+    (tmp_path / "typo.yaml").write_text(
+        (tmp_path / "router.yaml").read_text().replace("shout}", "shoutt}")
+    )
+    for command in ([], ["check"]):
+        typo = run(tmp_path, *command, "--config", "typo.yaml", "data.path=rows.jsonl")
+        assert typo.returncode == 2
+        said = " ".join(typo.stderr.split())
+        assert "invalid reward router config in composed config (--config typo.yaml)" in said
+        assert "routes.loud.rewards.shout.path" in said and "shout" in said
