@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from rewardrouter.rewards.code.local import LocalSandbox, RunReport, probe
+from rewardrouter.rewards.code.local import HARNESS, LocalSandbox, RunReport, probe
 from rewardrouter.rewards.code.settings import CodeLimits
 
 LIMITS = CodeLimits(timeout=1.5, memory_mb=256, processes=8, output_kb=64, disk_mb=8)
@@ -262,6 +262,55 @@ def test_an_environment_under_tmp_is_importable_and_read_only(tmp_path: Path) ->
         assert report.cases[0].stdout.split() == ["42", "EROFS"]
     finally:
         shutil.rmtree(where)
+
+
+#: Inside ``unshare -U -r -m``: /tmp a nosuid,nodev tmpfs (as systemd mounts it) with a
+#: virtualenv in it, then the harness started in a nested user namespace, as a container's
+#: mapped root starts it: the mounts it inherits keep flags that its namespace may not drop.
+_LOCKED_TMP = r"""
+set -e
+mount -t tmpfs -o nosuid,nodev,mode=1777 tmpfs /tmp
+"$0" -m venv --without-pip /tmp/v
+site=$(echo /tmp/v/lib/python3*/site-packages)
+echo "VALUE = 42" > "$site/rr_under_tmp.py"
+chmod 666 "$site/rr_under_tmp.py"
+exec unshare -U -r -m /tmp/v/bin/python -I "$1"
+"""
+
+
+def test_an_environment_under_a_tmp_mounted_nosuid_nodev_is_read_only_too() -> None:
+    unshare = shutil.which("unshare")
+    if unshare is None or subprocess.run([unshare, "-U", "-r", "-m", "true"]).returncode != 0:
+        pytest.skip("needs unshare(1) and user namespaces")
+    job = {
+        "program": (
+            "import errno, rr_under_tmp\nprint(rr_under_tmp.VALUE)\n"
+            "try:\n    open(rr_under_tmp.__file__, 'a')\n    print('written')\n"
+            "except OSError as e:\n    print(errno.errorcode[e.errno])\n"
+        ),
+        "cases": [{"stdin": ""}],
+        "workdir": "/",
+        "drop_user": False,  # no other user id exists in the nested namespace
+        "limits": {
+            "cpu_seconds": 2,
+            "wall_seconds": 10,
+            "memory_bytes": 1 << 29,
+            "file_bytes": 1 << 20,
+            "processes": 16,
+            "disk_bytes": 1 << 23,
+        },
+    }
+    done = subprocess.run(
+        [unshare, "-U", "-r", "-m", "sh", "-c", _LOCKED_TMP, sys.executable, str(HARNESS)],
+        input=json.dumps(job).encode(),
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    report = json.loads(done.stdout)
+    assert "mount" in report["isolation"], report
+    assert report["cases"][0]["stdout"].split() == ["42", "EROFS"], report
 
 
 CASE_FORMS = [

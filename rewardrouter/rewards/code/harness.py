@@ -58,8 +58,13 @@ CLONE_NEWNET = 0x40000000
 MS_RDONLY = 1
 MS_NOSUID = 2
 MS_NODEV = 4
+MS_NOEXEC = 8
+MS_NOATIME = 1024
+MS_NODIRATIME = 2048
 MS_BIND = 4096
 MS_REMOUNT = 32
+MS_STRICTATIME = 1 << 24
+MNT_DETACH = 2
 MS_MOVE = 8192
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
@@ -112,6 +117,26 @@ def _mount(
     return bool(_libc.mount(source, target.encode(), fstype, flags, data) == 0)
 
 
+def _kept_flags(path: str) -> int:
+    """The flags of the mount at ``path`` that a read-only remount must repeat: in a user
+    namespace the kernel refuses a remount that would drop ``nosuid``, ``nodev``, ``noexec`` or
+    change the atime mode of a mount it inherited (a /tmp tmpfs is ``nosuid,nodev``)."""
+    have = os.statvfs(path).f_flag
+    flags = 0
+    for st, ms in (
+        (os.ST_NOSUID, MS_NOSUID),
+        (os.ST_NODEV, MS_NODEV),
+        (os.ST_NOEXEC, MS_NOEXEC),
+        (os.ST_NOATIME, MS_NOATIME),
+        (os.ST_NODIRATIME, MS_NODIRATIME),
+    ):
+        if have & st:
+            flags |= ms
+    if not have & (os.ST_NOATIME | os.ST_RELATIME):  # relatime is the kernel's default
+        flags |= MS_STRICTATIME
+    return flags
+
+
 def _private_mounts(size_bytes: int, interpreter: list[str]) -> bool:
     """In the new mount namespace: size-capped private tmpfs over the world-writable
     directories, and the interpreter's directories reachable by the sandbox user.
@@ -142,8 +167,12 @@ def _private_mounts(size_bytes: int, interpreter: list[str]) -> bool:
         os.makedirs(path, mode=0o755, exist_ok=True)
         if not _mount(f"/proc/self/fd/{fd}".encode(), path, None, MS_BIND | MS_REC):
             return False
-        _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_REC)
         os.close(fd)
+        if not _mount(
+            None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_REC | _kept_flags(path)
+        ):
+            _libc.umount2(path.encode(), MNT_DETACH)  # never leave the environment writable
+            return False
     exposed: list[tuple[str, str]] = []
     for path in wanted:
         blocked = _blocked(path)
