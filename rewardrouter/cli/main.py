@@ -172,7 +172,7 @@ def word_problems(argv: list[str]) -> list[Problem]:
         before = argv[i - 1] if i else ""
         if arg.startswith(("-", "+", "~")) or "=" in arg or before in _VALUE_FLAGS:
             continue
-        if before == "--info" and arg in _HYDRA_INFO:
+        if before in ("--info", "-i") and arg in _HYDRA_INFO:
             continue
         if arg in SUBCOMMANDS:  # what follows is the command's own arguments
             rest = " ".join([*argv[:i], *argv[i + 1 :]])

@@ -175,3 +175,10 @@ def test_a_second_config_file_is_refused_by_every_command(
     status, out = rewardrouter(monkeypatch, capsys, *command, *argv)
     assert status == 2
     assert "- --config: given twice; name one router file" in out
+
+
+@pytest.mark.parametrize("flag", ["--info", "-i"])
+def test_hydras_info_topic_is_no_stray_word_after_either_spelling(flag: str) -> None:
+    assert cli.word_problems([flag, "defaults", "data.limit=1"]) == []
+    [problem] = cli.word_problems([flag, "defaults", "chek"])
+    assert problem.message == "'chek' is neither a command nor a key=value override"
