@@ -313,6 +313,33 @@ def test_an_environment_under_a_tmp_mounted_nosuid_nodev_is_read_only_too() -> N
     assert report["cases"][0]["stdout"].split() == ["42", "EROFS"], report
 
 
+def test_a_router_without_root_runs_programs_in_namespaces_of_its_own() -> None:
+    # The sandbox started by a user other than root (here: uid 1000 of a user namespace) enters
+    # a user namespace of its own; its ids must be mapped there, or no file can be made on the
+    # private tmpfs and every program fails.
+    unshare = shutil.which("unshare")
+    probe_user = [unshare or "unshare", "-U", "--map-user=1000", "--map-group=1000"]
+    if unshare is None or subprocess.run([*probe_user, "true"]).returncode != 0:
+        pytest.skip("needs unshare(1) and user namespaces")
+    code = (
+        "import asyncio, json, os\n"
+        "from rewardrouter.rewards.code.local import LocalSandbox\n"
+        "from rewardrouter.rewards.code.settings import CodeLimits\n"
+        "assert os.geteuid() == 1000\n"
+        "sandbox = LocalSandbox(CodeLimits(timeout=5), workers=1)\n"
+        "report = asyncio.run(sandbox.run('print(int(input()) * 2)', [{'stdin': '21\\n'}], False))\n"
+        "print(json.dumps([report.isolation, report.uid, report.cases[0].status, "
+        "report.cases[0].stdout, report.cases[0].stderr]))\n"
+    )
+    done = subprocess.run(
+        [*probe_user, sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    isolation, uid, status, stdout, stderr = json.loads(done.stdout)
+    assert isolation == ["network", "pid", "ipc", "mount"] and uid is None
+    assert (status, stdout) == ("ok", "42\n"), stderr
+
+
 CASE_FORMS = [
     # stdin → stdout
     pytest.param("print(int(input()) * 2)", {"stdin": "21\n"}, ("ok", "42\n", None), id="stdin"),

@@ -83,7 +83,9 @@ def _die_with_parent() -> None:
 
 
 def _isolate(root: bool) -> list[str]:
-    """Enter new namespaces; the names of those entered."""
+    """Enter new namespaces; the names of those entered. Without root, in a new user namespace
+    whose only ids are this process's own."""
+    uid, gid = os.geteuid(), os.getegid()
     user = 0 if root else CLONE_NEWUSER
     for flags, names in (
         (
@@ -94,8 +96,26 @@ def _isolate(root: bool) -> list[str]:
         (CLONE_NEWNET, ["network"]),
     ):
         if _libc.unshare(flags | user) == 0:
+            if user and not _map_own_ids(uid, gid):
+                names = [n for n in names if n != "mount"]  # no files could be made there
             return names
     return []
+
+
+def _map_own_ids(uid: int, gid: int) -> bool:
+    """Map this process's user and group ids to themselves in its new user namespace. Unmapped,
+    it would be the overflow id there, and no file could be created on the private tmpfs."""
+    try:
+        # (kernels before 3.19 have no setgroups file)
+        with contextlib.suppress(FileNotFoundError), open("/proc/self/setgroups", "w") as out:
+            out.write("deny")
+        with open("/proc/self/uid_map", "w") as out:
+            out.write(f"{uid} {uid} 1")
+        with open("/proc/self/gid_map", "w") as out:
+            out.write(f"{gid} {gid} 1")
+    except OSError:
+        return False
+    return True
 
 
 def _blocked(path: str) -> str | None:
