@@ -7,26 +7,18 @@ benchmark. Here a fixed seed keeps the suite reproducible.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+import rr_benchmarks
 
 PAIRS = 6000
 SEED = 20261201
 
 
 def _generator() -> ModuleType:
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "exact_truth.py"
-    spec = importlib.util.spec_from_file_location("exact_truth", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["exact_truth"] = module
-    spec.loader.exec_module(module)
-    return module
+    return rr_benchmarks.load("exact_truth")
 
 
 @pytest.fixture(scope="module")

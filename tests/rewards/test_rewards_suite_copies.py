@@ -7,23 +7,16 @@ shown to find a pair re-wrapped or reordered, and nothing else.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+import rr_benchmarks
 
 
 @pytest.fixture(scope="module")
 def suites() -> ModuleType:
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "external_suites.py"
-    spec = importlib.util.spec_from_file_location("external_suites", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["external_suites"] = module
-    spec.loader.exec_module(module)
-    return module
+    return rr_benchmarks.load("external_suites")
 
 
 def test_copied_pairs_are_found_rewrapped_or_reordered(suites: ModuleType, tmp_path: Path) -> None:
