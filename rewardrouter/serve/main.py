@@ -24,6 +24,8 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Callable
+from typing import TypeVar
 
 from aiohttp import web
 
@@ -31,6 +33,8 @@ from rewardrouter.config.models import RouterConfig
 from rewardrouter.errors import ConfigError, Problem
 from rewardrouter.serve.app import MAX_REQUEST_MB, SCORING, make_app, size_problem
 from rewardrouter.serve.process import ScoringFailed
+
+T = TypeVar("T")
 
 #: What to do about a port that cannot be used.
 _PORT_HINT = "pass another --port, e.g. --port 8000, or --port 0 for any free port"
@@ -48,26 +52,27 @@ def port_problem(port: object, given: str | None = None) -> str | None:
     return None
 
 
-def _port(text: str) -> int:
-    try:
-        port: object = int(text)
-    except ValueError:
-        port = text
-    problem = port_problem(port, text)
-    if problem is not None:
-        raise argparse.ArgumentTypeError(problem)
-    return int(text)
+def _option(
+    convert: Callable[[str], T], problem_of: Callable[[object, str], str | None]
+) -> Callable[[str], T]:
+    """An argparse ``type``: ``text`` converted, or the option's own message of what is wrong
+    (argparse would say only "invalid value")."""
+
+    def parse(text: str) -> T:
+        try:
+            value: object = convert(text)
+        except ValueError:
+            value = text
+        problem = problem_of(value, text)
+        if problem is not None:
+            raise argparse.ArgumentTypeError(problem)
+        return convert(text)
+
+    return parse
 
 
-def _megabytes(text: str) -> float:
-    try:
-        value: object = float(text)
-    except ValueError:
-        value = text
-    problem = size_problem(value, text)
-    if problem is not None:
-        raise argparse.ArgumentTypeError(problem)
-    return float(text)
+_port = _option(int, port_problem)
+_megabytes = _option(float, size_problem)
 
 
 def listen_error(host: str, port: int, exc: OSError) -> str:
