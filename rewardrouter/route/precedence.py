@@ -168,6 +168,12 @@ class Resolver:
 
     def _no_route(self, metadata: Mapping[str, Any]) -> str:
         shown = ", ".join(f"{name}={metadata.get(name)!r}" for name in self._route_by)
+        if not self._routes:
+            return (
+                f"no route matched ({shown}): the config defines no routes (`routes:` is "
+                f"empty) — add a route with the rewards for this dataset, or pass the router "
+                f"YAML that has them"
+            )
         values = [str(metadata[n]) for n in self._route_by if metadata.get(n) is not None]
         close = next((h for v in values if (h := did_you_mean(v, self._table))), None)
         return (

@@ -284,6 +284,15 @@ def test_unroutable_rows_are_listed_before_any_reward_call(tmp_path: Path) -> No
     assert rr_testfns.CALLS == []
 
 
+def test_a_router_without_routes_says_so(tmp_path: Path) -> None:
+    config = tmp_path / "router.yaml"
+    config.write_text("routes: {}\n")  # a file of shaping stages alone, say, passed to the job
+    done = job(tmp_path, lines(GOOD), config=config)
+    assert done.status == 2
+    assert "data.jsonl:1: no route matched (dataset=" in done.message
+    assert "the config defines no routes (`routes:` is empty)" in done.message
+
+
 # -- what was scored before a failure is kept ---------------------------------------------------
 
 FAILING = """
