@@ -28,9 +28,15 @@ ROWS = "".join(
 
 
 def sweep(folder: Path, *args: str) -> tuple[str, dict[str, object]]:
+    done = run_sweep(folder, *args)
+    assert done.returncode == 0, done.stderr
+    return " ".join(done.stdout.split()), json.loads((folder / "sweep" / "best.json").read_text())
+
+
+def run_sweep(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     (folder / "router.yaml").write_text(ROUTER)
     (folder / "rows.jsonl").write_text(ROWS)
-    done = subprocess.run(
+    return subprocess.run(
         [
             EXE,
             "-m",
@@ -46,8 +52,19 @@ def sweep(folder: Path, *args: str) -> tuple[str, dict[str, object]]:
         timeout=600,
         env={"PATH": str(Path(sys.executable).parent), "HOME": str(folder), "COLUMNS": "200"},
     )
-    assert done.returncode == 0, done.stderr
-    return " ".join(done.stdout.split()), json.loads((folder / "sweep" / "best.json").read_text())
+
+
+def test_a_grid_value_no_job_can_take_stops_the_sweep_before_its_first_job(
+    tmp_path: Path,
+) -> None:
+    done = run_sweep(tmp_path, "routes.qa.rewards.correct.weight=0.1,0.3,heavy,nan")
+    assert done.returncode == 2
+    said = " ".join(done.stderr.split())
+    assert "invalid reward router config in the sweep (no job was run) (2 problems)" in said
+    assert "job 2 (++routes.qa.rewards.correct.weight=heavy): routes.qa.rewards" in said
+    assert "job 3 (++routes.qa.rewards.correct.weight=nan): routes.qa.rewards" in said
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "sweep").exists()  # no job ran, none wrote a folder
 
 
 def test_a_grid_sweep_prints_its_best_job(tmp_path: Path) -> None:
