@@ -48,6 +48,7 @@ from __future__ import annotations
 import hmac
 import logging
 import math
+import pickle
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -179,6 +180,20 @@ def make_app(
         raise ConfigError([Problem("max_request_mb", problem)])
     if not isinstance(config, RouterConfig):
         config = validate(config, RouterConfig)
+    try:
+        pickle.dumps(config)  # what the scoring process is sent
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        raise ConfigError(
+            [
+                Problem(
+                    "",
+                    f"the config cannot be sent to the scoring process: it holds an object "
+                    f"that cannot be pickled ({type(exc).__name__}: {exc})",
+                    "give term kwargs and settings as plain values (numbers, strings, lists, "
+                    "mappings), as a YAML file holds them",
+                )
+            ]
+        ) from None
     app = web.Application(middlewares=[json_errors], client_max_size=int(max_request_mb * 2**20))
     app[CONFIG] = config
     app[LIMIT_MB] = max_request_mb

@@ -650,6 +650,15 @@ def test_the_server_api_refuses_a_request_size_that_is_not_one(size: object) -> 
         )  # type: ignore[arg-type]
 
 
+def test_the_server_api_refuses_a_config_the_scoring_process_cannot_be_sent() -> None:
+    from rewardrouter.serve import make_app
+
+    term = {"path": "rr_testfns.returns", "kwargs": {"scale": lambda: 1.0}}
+    config = {"allowed_modules": ["rr_testfns"], "routes": {"a": {"rewards": {"t": term}}}}
+    with pytest.raises(ConfigError, match=r"cannot be sent to the scoring process(.|\n)*plain"):
+        make_app(config)
+
+
 @pytest.mark.parametrize("port", [-1, 65536, 80.5, "8000"])
 def test_the_server_api_refuses_a_port_that_is_not_one(port: object) -> None:
     from rewardrouter.config.models import RouterConfig
