@@ -308,7 +308,12 @@ def run(fd: int, server: int) -> None:
     else:
         outcome = (_READY,)
     payload = pickle.dumps(outcome)
-    sock.sendall(HEADER.pack(0, 0, len(payload)) + payload)
+    try:
+        sock.sendall(HEADER.pack(0, 0, len(payload)) + payload)
+    except ConnectionError:  # the server stopped while the router compiled
+        if outcome[0] == _READY:
+            router.close()
+        return
     if outcome[0] == _READY:
         with router:
             asyncio.run(_answer_requests(router, sock))
