@@ -172,28 +172,38 @@ def test_a_mapped_column_a_row_lacks_is_located_with_the_mapping(tmp_path: Path)
     assert not (tmp_path / "rewards.jsonl").exists()
 
 
-def test_a_typo_in_a_mapped_column_is_not_told_to_map_what_was_mapped(tmp_path: Path) -> None:
-    done = job(
-        tmp_path, lines({"completion": "4", "label": "4"}), "data.columns.response=compltion"
-    )
+@pytest.mark.parametrize(
+    ("row", "override", "said", "not_said"),
+    [
+        # the unmapped check's own advice (map it with data.columns.response=completion) is
+        # left out
+        pytest.param(
+            {"completion": "4", "label": "4"},
+            "data.columns.response=compltion",
+            "data.jsonl:1: `data.columns.response` reads `response` from column 'compltion', "
+            "which this row does not have (columns: completion, label); did you mean "
+            "'completion'?",
+            "`response` is missing",
+            id="typo_in_the_column",
+        ),
+        # the value is fine; the field name is not (it was reported as "found 'solution'")
+        pytest.param(
+            GOOD,
+            "data.columns.lable=solution",
+            "data.columns.lable: unknown key 'lable' did you mean 'label'? expected one of: "
+            "response, label, prompt, metadata, group_index",
+            "found 'solution'",
+            id="typo_in_the_field",
+        ),
+    ],
+)
+def test_a_typo_in_a_column_mapping_is_named_where_it_is(
+    tmp_path: Path, row: dict[str, Any], override: str, said: str, not_said: str
+) -> None:
+    done = job(tmp_path, lines(row), override)
     assert done.status == 2
-    assert (
-        "data.jsonl:1: `data.columns.response` reads `response` from column 'compltion', which "
-        "this row does not have (columns: completion, label); did you mean 'completion'?"
-    ) in done.message
-    # the unmapped check's own advice (map it with data.columns.response=completion) is left out
-    assert "`response` is missing" not in done.message
-
-
-def test_a_typo_in_a_mapped_field_is_named_as_the_key(tmp_path: Path) -> None:
-    # the value is fine; the field name is not (it was reported as "found 'solution'")
-    done = job(tmp_path, lines(GOOD), "data.columns.lable=solution")
-    assert done.status == 2
-    assert (
-        "data.columns.lable: unknown key 'lable' did you mean 'label'? expected one of: "
-        "response, label, prompt, metadata, group_index"
-    ) in done.message
-    assert "found 'solution'" not in done.message
+    assert said in done.message
+    assert not_said not in done.message
 
 
 def test_an_aborted_row_needs_no_mapped_response(tmp_path: Path) -> None:
