@@ -237,7 +237,12 @@ def run_job(job: JobConfig, output_dir: Path, console: Console) -> float:
         lines = ", ".join(str(rows.lines[i]) for i in warning.samples)
         more = ", …" if warning.count > len(warning.samples) else ""
         at = f"line{'s' if warning.count > 1 else ''} {lines}{more}"
-        console.print(f"[yellow]warning:[/] {escape(str(warning))} ({at})", highlight=False)
+        cause = (
+            scored.results[warning.samples[0]].error_message if warning.code == "failed" else None
+        )
+        if cause:  # what a failure was, not only that there was one
+            at += f"; the first: {cause}" if warning.count > 1 else f": {cause}"
+        console.print(f"[yellow]warning:[/] {escape(str(warning))} ({escape(at)})", highlight=False)
     if hint:
         console.print(f"[yellow]hint:[/] {escape(hint)}", highlight=False)
     if check is not None:

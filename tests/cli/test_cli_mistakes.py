@@ -333,6 +333,20 @@ def test_a_failed_call_stops_the_job_and_keeps_what_was_scored(tmp_path: Path) -
     assert "returned str 'oops'" in failure["error"]
 
 
+def test_a_failure_on_error_absorbed_is_a_warning_that_says_what_failed(tmp_path: Path) -> None:
+    config = tmp_path / "router.yaml"
+    config.write_text(
+        FAILING.replace("{path: rr_testfns.returns}", "{path: rr_testfns.raises, on_error: skip}")
+    )
+    one = job(tmp_path, lines({"response": "first"}), config=config)
+    assert one.status == 0, one.output
+    assert "(status error) (line 1: value: ValueError: cannot score 'first'" in one.message
+    two = job(tmp_path, lines({"response": "first"}, {"response": "second"}), config=config)
+    assert "(status error) (lines 1, 2; the first: value: ValueError: cannot score 'first'" in (
+        two.message
+    )
+
+
 def test_a_long_call_shows_a_sign_of_life(tmp_path: Path) -> None:
     config = tmp_path / "router.yaml"
     config.write_text(FAILING.replace("rr_testfns.returns", "rr_testfns.sleeps"))

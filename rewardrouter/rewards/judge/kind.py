@@ -25,7 +25,7 @@ def build(settings: JudgeSettings, resources: Resources) -> Bound:
     credential = read_credential(settings)
     pool = resources.get(SessionPool, SessionPool)
     endpoint_settings = settings.model_copy(update={"url": settings.endpoint_url})
-    name = f"judge {settings.model} at {display_url(settings.endpoint_url)}"
+    name = f"judge (model {settings.model!r}) at {display_url(settings.endpoint_url)}"
 
     def make() -> JudgeReward:
         return JudgeReward(settings, JsonEndpoint(endpoint_settings, pool, credential, name))
