@@ -48,7 +48,6 @@ from __future__ import annotations
 import hmac
 import logging
 import math
-import pickle
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -180,22 +179,9 @@ def make_app(
         raise ConfigError([Problem("max_request_mb", problem)])
     if not isinstance(config, RouterConfig):
         config = validate(config, RouterConfig)
-    try:
-        pickle.dumps(config)  # what the scoring process is sent
-    except (pickle.PicklingError, TypeError, AttributeError) as exc:
-        raise ConfigError(
-            [
-                Problem(
-                    "",
-                    f"the config cannot be sent to the scoring process: it holds an object "
-                    f"that cannot be pickled ({type(exc).__name__}: {exc})",
-                    "give term kwargs and settings as plain values (numbers, strings, lists, "
-                    "mappings), as a YAML file holds them",
-                )
-            ]
-        ) from None
     app = web.Application(middlewares=[json_errors], client_max_size=int(max_request_mb * 2**20))
     app[CONFIG] = config
+    app[SCORING] = ScoringProcess(config)  # refuses a config it cannot send
     app[LIMIT_MB] = max_request_mb
     if token is not None:
         app[TOKEN] = token
@@ -204,9 +190,7 @@ def make_app(
     app.router.add_get("/health", health)
 
     async def start_scoring(app: web.Application) -> None:
-        scoring = ScoringProcess(app[CONFIG])
-        await scoring.start()
-        app[SCORING] = scoring
+        await app[SCORING].start()
 
     async def stop_scoring(app: web.Application) -> None:
         await app[SCORING].close()

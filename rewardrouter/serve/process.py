@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from itertools import count
 
 from rewardrouter.config.models import RouterConfig
-from rewardrouter.errors import ConfigError
+from rewardrouter.errors import ConfigError, Problem
 from rewardrouter.execute.process.boot import die_with_parent, kill_group, start_python
 from rewardrouter.router import Router, compile_router
 from rewardrouter.serve.scoring import answer
@@ -107,7 +107,22 @@ class ScoringProcess:
     """
 
     def __init__(self, config: RouterConfig) -> None:
-        self._config = pickle.dumps(config)
+        """Raises :class:`~rewardrouter.ConfigError` for a config that cannot be sent to the
+        scoring process (an object that cannot be pickled in a term's kwargs)."""
+        try:
+            self._config = pickle.dumps(config)
+        except (pickle.PicklingError, TypeError, AttributeError) as exc:
+            raise ConfigError(
+                [
+                    Problem(
+                        "",
+                        f"the config cannot be sent to the scoring process: it holds an object "
+                        f"that cannot be pickled ({type(exc).__name__}: {exc})",
+                        "give term kwargs and settings as plain values (numbers, strings, lists, "
+                        "mappings), as a YAML file holds them",
+                    )
+                ]
+            ) from None
         self._ids = count(1)
         self._child: asyncio.Future[_Child] | None = None
         self._watch: asyncio.Task[None] | None = None
