@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import repeat
 from typing import Any, Literal, Protocol, overload
 
 Status = Literal["ok", "skipped", "aborted", "kept", "error", "timeout", "invalid"]
@@ -186,19 +185,6 @@ class ScoreBatch(Sequence[RewardResult]):
 
     def __iter__(self) -> Iterator[RewardResult]:
         return (self._result(i) for i in range(len(self)))
-
-    def rows(self) -> Iterator[tuple[RewardResult | None, Origin | None, float | None]]:
-        """Per sample, in order, without building the results that were not stored whole:
-        ``(result, None, None)`` for a sample whose result was stored whole, else
-        ``(None, origin, value)`` for a sample scored ``ok`` by the single term of
-        ``origin``'s route, which returned ``value`` (its reward is ``rewards[i]``)."""
-        full = self._full
-        if not full:
-            return zip(repeat(None), self._origins, self._values)
-        return (
-            (full[i], None, None) if i in full else (None, origin, value)
-            for i, (origin, value) in enumerate(zip(self._origins, self._values, strict=True))
-        )
 
     @property
     def rewards(self) -> list[float | None]:

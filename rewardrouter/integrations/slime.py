@@ -172,29 +172,10 @@ async def _score_flat(args: Any, samples: Sequence[SampleLike], *, one: bool = F
     evaluated: Sequence[RewardResult | None] = [None] * len(views)
     if keys.eval != keys.train and _eval_differs(router):
         evaluated = await router.score(views, args=args, evaluation=True)
-    values: list[Any] = []
-    rewards = results.rewards
-    # A sample scored ok by one term that returned a float (most of them) is read from the
-    # batch's columns: its record is made here and its reward is the column's, without a
-    # RewardResult built for it.
-    for i, (sample, (whole, origin, value), other) in enumerate(
-        zip(samples, results.rows(), evaluated, strict=True)
-    ):
-        if whole is not None or keys.train is not None:
-            result = whole or results[i]
-            _record(sample, result)
-            values.append(_slime_value(result, getattr(sample, "reward", None), keys, other))
-            continue
-        assert origin is not None  # a sample without a whole result was routed
-        metadata = getattr(sample, "metadata", None)
-        if isinstance(metadata, dict):
-            record = {
-                "route": origin.route_name,
-                "status": "ok",
-                "terms": {origin.first_term: value},
-            }
-            metadata[RECORD] = record
-        values.append(rewards[i])
+    values = []
+    for sample, result, other in zip(samples, results, evaluated, strict=True):
+        _record(sample, result)
+        values.append(_slime_value(result, getattr(sample, "reward", None), keys, other))
     return values
 
 
