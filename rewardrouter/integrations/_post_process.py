@@ -59,14 +59,9 @@ def _rewards_and_truncation(
     rewards: list[float | None] = []
     truncated: list[bool] = []
     for i, sample in enumerate(samples):
-        status = getattr(sample, "status", None)
-        if status is not None and status != "completed":
-            status = status_of(sample)
+        status = status_of(sample)
         reward = None if status == "aborted" else getattr(sample, "reward", None)
         truncated.append(status == "truncated")
-        if type(reward) is float and reward - reward == 0.0:  # a finite float: to_value's own
-            rewards.append(reward)
-            continue
         try:
             rewards.append(to_value(reward, key))
         except InvalidReturn as exc:
