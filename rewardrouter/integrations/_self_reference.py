@@ -18,7 +18,7 @@ again (which would recurse forever). :func:`without_self_reference` hides such n
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 from rewardrouter.sample import SampleInput, SampleLike, as_sample, metadata_of, spec_field
 
@@ -65,6 +65,14 @@ def without_self_reference(sample: SampleInput) -> SampleLike:
     """``sample`` (a dict row as a :class:`~rewardrouter.Sample`), or a view of it hiding the
     fields that name a rewardrouter hook."""
     sample = as_sample(sample)
+    own = getattr(sample, "metadata", None)
+    if (
+        type(own) is dict
+        and "custom_rm_path" not in own
+        and getattr(sample, "custom_rm_path", None) is None
+        and getattr(sample, "reward_spec", None) is None
+    ):
+        return sample  # names no function at all (a trainer's usual sample): one look suffices
     metadata = metadata_of(sample)
     if (
         _names_hook(getattr(sample, "custom_rm_path", None))
@@ -76,22 +84,5 @@ def without_self_reference(sample: SampleInput) -> SampleLike:
 
 
 def without_self_references(samples: Sequence[SampleInput]) -> list[SampleLike]:
-    """:func:`without_self_reference` of each sample, in order.
-
-    A sample object whose metadata is a dict and that names no function at all (no
-    ``custom_rm_path``, no ``reward_spec``: a trainer's usual sample) is passed on as it is after
-    one look at those fields, without a call per sample.
-    """
-    views: list[SampleLike] = []
-    for sample in samples:
-        metadata = getattr(sample, "metadata", None)
-        if (
-            type(metadata) is not dict
-            or "custom_rm_path" in metadata
-            or getattr(sample, "custom_rm_path", None) is not None
-            or getattr(sample, "reward_spec", None) is not None
-        ):
-            views.append(without_self_reference(sample))
-        else:
-            views.append(cast("SampleLike", sample))
-    return views
+    """:func:`without_self_reference` of each sample, in order."""
+    return [without_self_reference(sample) for sample in samples]
