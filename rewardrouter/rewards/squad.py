@@ -45,8 +45,6 @@ def token_f1(prediction: str, truth: str) -> float:
         return 1.0
     if set(pred_tokens).isdisjoint(true_tokens):
         return 0.0
-    common = sum((Counter(pred_tokens) & Counter(true_tokens)).values())
-    if common == 0:
-        return 0.0
+    common = sum((Counter(pred_tokens) & Counter(true_tokens)).values())  # > 0: they share one
     precision, recall = common / len(pred_tokens), common / len(true_tokens)
     return 2 * precision * recall / (precision + recall)
