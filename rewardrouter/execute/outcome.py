@@ -109,6 +109,12 @@ def group_outcomes(outcome: Outcome, count: int) -> Sequence[Outcome]:
     if len(value) != count:
         message = f"group call returned {len(value)} rewards for {count} samples"
         return [Outcome(value, "invalid", message)] * count
-    if type(value) is list and all(type(v) is float for v in value):
-        return FloatReturns(value)
-    return [failed(v) if isinstance(v, Exception) else Outcome(v) for v in value]
+    return returned(value)
+
+
+def returned(values: Sequence[Any]) -> Sequence[Outcome]:
+    """One outcome per value that calls returned: a list of plain floats is kept as it is
+    (:class:`FloatReturns`); an exception in a slot fails that slot alone."""
+    if type(values) is list and all(type(v) is float for v in values):
+        return FloatReturns(values)
+    return [failed(v) if isinstance(v, Exception) else Outcome(v) for v in values]

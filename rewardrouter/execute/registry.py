@@ -17,7 +17,7 @@ from typing import Any
 from rewardrouter.execute.executor import Call, Executor, Setup, closed
 from rewardrouter.execute.inprocess.inline import InlineExecutor
 from rewardrouter.execute.inprocess.threads import ThreadExecutor
-from rewardrouter.execute.outcome import UNDECIDED, FloatReturns, Outcome, group_outcomes
+from rewardrouter.execute.outcome import UNDECIDED, Outcome, group_outcomes, returned
 from rewardrouter.execute.process.pool import ProcessExecutor
 from rewardrouter.execute.ray.pool import RayExecutor
 from rewardrouter.sample import SampleLike
@@ -63,8 +63,8 @@ def decide_here(call: Call, samples: Sequence[SampleLike]) -> tuple[Sequence[Out
         if value is UNDECIDED:
             rest.append(i)
         values.append(value)
-    if not rest and all(type(v) is float for v in values):
-        return FloatReturns(values), rest  # decided, all floats: no object per sample
+    if not rest:
+        return returned(values), rest  # all decided: plain floats stay one list
     return [Outcome(v) for v in values], rest
 
 
