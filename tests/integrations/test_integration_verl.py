@@ -28,12 +28,17 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 from rr_frameworks import shaped_route_config
 from verl import DataProto
-from verl.trainer.ppo.core_algos import get_adv_estimator_fn
+from verl.trainer.ppo.core_algos import (
+    compute_grpo_outcome_advantage,
+    compute_rloo_outcome_advantage,
+    get_adv_estimator_fn,
+)
 from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.trainer.ppo.reward import get_custom_reward_fn
 
 from rewardrouter import ConfigError, Sample, compile_router, load_config
 from rewardrouter.advantage import group_advantages
+from rewardrouter.config.stages import AdvantageStage, GRPOStage, RLOOStage
 from rewardrouter.integrations._router_cache import close_shared
 from rewardrouter.integrations._verl_launch import layout_problems
 from rewardrouter.integrations.verl import compute_score
@@ -486,3 +491,41 @@ def test_estimator_without_an_advantage_stage_is_refused(tmp_path: Path) -> None
     config.write_text("routes: {}\npost_process: []\n")
     with pytest.raises(ConfigError, match="ends in no advantage stage"):
         estimate(config, advantage_batch([1.0, 0.0], ["u", "u"], [2, 2]))
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize(
+    ("ours", "theirs"),
+    [
+        pytest.param(
+            GRPOStage(device="cpu"),
+            lambda r, m, i: compute_grpo_outcome_advantage(r, m, i, 1e-6, True),
+            id="grpo",
+        ),
+        pytest.param(
+            GRPOStage(device="cpu", std="none"),
+            lambda r, m, i: compute_grpo_outcome_advantage(r, m, i, 1e-6, False),
+            id="dr_grpo",
+        ),
+        pytest.param(RLOOStage(device="cpu"), compute_rloo_outcome_advantage, id="rloo"),
+    ],
+)
+def test_estimators_equal_verls_own_on_groups_of_two_or_more(
+    seed: int, ours: AdvantageStage, theirs: Any
+) -> None:
+    # verl's own GRPO, Dr.GRPO and RLOO functions on the same shuffled batch; groups of one are
+    # left out (verl scores a lone answer reward / (1 + eps), rewardrouter gives it 0)
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(2, 17, size=6)
+    index = rng.permutation(np.repeat(np.arange(len(sizes)), sizes))
+    rewards = (
+        torch.from_numpy(rng.normal(size=len(index))).float()
+        if seed % 2
+        else torch.from_numpy(rng.integers(0, 3, size=len(index)) * 0.5).float()  # ties
+    )
+    token_level = torch.zeros(len(index), 3)
+    token_level[:, -1] = rewards
+    mask = torch.ones(len(index), 3)
+    expected, _ = theirs(token_level, mask, index)
+    got = group_advantages(rewards, torch.from_numpy(index), ours)
+    torch.testing.assert_close(got, expected[:, 0], rtol=1e-5, atol=1e-6)
