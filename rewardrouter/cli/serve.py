@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from rewardrouter.cli.compose import add_config_arguments, router_config
+from rewardrouter.cli.compose import add_config_arguments, named, router_config, source_name
 from rewardrouter.serve import add_serve_arguments, run_server, token_from
 
 
@@ -30,4 +30,6 @@ def main(argv: list[str]) -> int:
     add_serve_arguments(parser)
     args = parser.parse_intermixed_args(argv)
     token_from(args.auth_env)  # a missing token stops the command before the router compiles
-    return run_server(router_config(args.config, args.overrides), args)
+    config = router_config(args.config, args.overrides)
+    with named(source_name(args.config)):  # what compiling finds names the file, as elsewhere
+        return run_server(config, args)

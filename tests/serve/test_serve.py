@@ -364,6 +364,7 @@ def test_serve_command_reports_a_bad_config_without_a_traceback(tmp_path: Path) 
         env={"PATH": str(Path(sys.executable).parent), "HOME": str(tmp_path), "COLUMNS": "200"},
     )
     assert done.returncode == 2
+    assert f"in composed config (--config {config})" in " ".join(done.stderr.split())
     assert "routes.j.rewards.judge.kwargs.timout: unknown key 'timout'" in done.stderr
     assert "routes.j.rewards.judge.kwargs.url: missing required key 'url'" in done.stderr
     assert "Traceback" not in done.stderr
