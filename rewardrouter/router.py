@@ -164,14 +164,7 @@ class Router:
         ``response``, before any reward function runs.
         """
         self.executors.check_open()
-        # an object with attributes is its own view (as_sample's first test, without a call)
-        views = cast(
-            "list[SampleLike]",
-            [
-                s if type(s) is not dict and hasattr(s, "response") else as_sample(s, i)
-                for i, s in enumerate(samples)
-            ],
-        )
+        views = [as_sample(s, i) for i, s in enumerate(samples)]
         triage = self._classify(views, evaluation, route)
         groups = plan_groups(list(triage.routed.values()))
         outcomes = await asyncio.gather(*(self._run(group, views, args) for group in groups))
