@@ -120,7 +120,6 @@ class Placement:
 @dataclass(eq=False)
 class _Actor:
     handle: Any
-    spawned: float  # time.monotonic()
     node: str | None = None  # the id of its node, once it is ready
     lost: bool = False  # its node is gone
 
@@ -338,7 +337,7 @@ class RayPool(TaskPool):
         if self._runtime_env is not None:
             options["runtime_env"] = self._runtime_env
         handle = self._actor_class.options(**options).remote(self._modules, self._flush_seconds)
-        actor = _Actor(handle, time.monotonic())
+        actor = _Actor(handle)
         self._actors.append(actor)
         return actor
 
