@@ -269,12 +269,14 @@ def test_an_environment_under_tmp_is_importable_and_read_only(tmp_path: Path) ->
 #: mapped root starts it: the mounts it inherits keep flags that its namespace may not drop.
 _LOCKED_TMP = r"""
 set -e
+exec 3<"$1"  # the runner, read before the tmpfs hides a checkout under /tmp
 mount -t tmpfs -o nosuid,nodev,mode=1777 tmpfs /tmp
+cat <&3 > /tmp/harness.py
 "$0" -m venv --without-pip /tmp/v
 site=$(echo /tmp/v/lib/python3*/site-packages)
 echo "VALUE = 42" > "$site/rr_under_tmp.py"
 chmod 666 "$site/rr_under_tmp.py"
-exec unshare -U -r -m /tmp/v/bin/python -I "$1"
+exec unshare -U -r -m /tmp/v/bin/python -I /tmp/harness.py
 """
 
 
@@ -301,7 +303,18 @@ def test_an_environment_under_a_tmp_mounted_nosuid_nodev_is_read_only_too() -> N
         },
     }
     done = subprocess.run(
-        [unshare, "-U", "-r", "-m", "sh", "-c", _LOCKED_TMP, sys.executable, str(HARNESS)],
+        # the interpreter itself, not a virtualenv's link to it (which may lie under /tmp)
+        [
+            unshare,
+            "-U",
+            "-r",
+            "-m",
+            "sh",
+            "-c",
+            _LOCKED_TMP,
+            os.path.realpath(sys.executable),
+            str(HARNESS),
+        ],
         input=json.dumps(job).encode(),
         capture_output=True,
         timeout=60,
