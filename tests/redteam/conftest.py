@@ -1,0 +1,53 @@
+"""The red-team suite's shared set-up: outputs a policy would write to game a grader or take the
+trainer down, one test table per reward kind.
+
+Every test runs with a secret in the trainer's environment and a secret file outside any
+sandbox (``canary``); neither may show in a reward result, a log record or an error message,
+and the trainer process (this one) must still be alive afterwards. A test proves a hostile
+output earns nothing by asserting reward 0 (or that sample's own error status) next to an honest
+sample of the same batch that is scored right.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+#: The name of the environment variable that holds the trainer's secret during a test.
+CANARY_ENV = "REWARDROUTER_REDTEAM_SECRET"
+
+
+@dataclass(frozen=True)
+class Canary:
+    """A secret that must never leave the trainer: ``value`` is in the environment variable
+    ``CANARY_ENV`` and in the file ``path`` (mode 0600, outside any sandbox)."""
+
+    value: str
+    path: Path
+
+    def absent_from(self, *things: object) -> None:
+        for thing in things:
+            assert self.value not in repr(thing), f"the secret leaked into {repr(thing)[:300]}"
+
+
+@pytest.fixture(autouse=True)
+def canary(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> Iterator[Canary]:
+    value = f"canary-{secrets.token_hex(12)}"
+    path = tmp_path / "trainer-secret.txt"
+    path.write_text(value)
+    path.chmod(0o600)
+    monkeypatch.setenv(CANARY_ENV, value)
+    pid = os.getpid()
+    caplog.set_level(logging.DEBUG)
+    found = Canary(value, path)
+    yield found
+    assert value not in caplog.text, "the secret reached a log record"
+    assert os.getpid() == pid and path.read_text() == value, "the trainer's state was changed"
