@@ -97,7 +97,7 @@ LABELS = [
     # MBPP asserts with setup code
     pytest.param(
         {"test_list": ["assert f(1) == 1", "assert f(2) == 2"], "test_setup_code": "import math"},
-        [("tests", None), ("tests", None)],
+        [("checks", ["assert f(1) == 1"]), ("checks", ["assert f(2) == 2"])],
         id="mbpp",
     ),
     # pytest-style file: one case per test function
@@ -105,7 +105,7 @@ LABELS = [
         {
             "test": "from solution import f\ndef test_a():\n    assert f()\ndef test_b():\n    assert f()\n"
         },
-        [("tests", None), ("tests", None)],
+        [("checks", ["assert f()"]), ("checks", ["assert f()"])],
         id="pytest_file",
     ),
 ]
@@ -113,7 +113,12 @@ LABELS = [
 
 @pytest.mark.parametrize(("label", "expected"), LABELS)
 def test_parse_tests(label: Any, expected: list[tuple[str, Any]]) -> None:
-    assert [(case.kind, case.expected) for case in parse_tests(label)] == expected
+    # an assert-style case expects its checks, named here by their source
+    found = [
+        (case.kind, [c.source for c in case.expected] if case.kind == "checks" else case.expected)
+        for case in parse_tests(label)
+    ]
+    assert found == expected
 
 
 BAD_LABELS = [

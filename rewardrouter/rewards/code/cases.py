@@ -19,8 +19,10 @@ label                                             datasets
                                                   ``def test_*``), or plain assert code
 ================================================  ============================================
 
-Anything else raises :class:`LabelError`, which says what was found: a label the grader cannot
-read is a data error, never a silent 0.
+Assert-style tests never run inside the program's process: :mod:`.asserts` turns each into the
+calls the sandbox makes and a check evaluated outside it on the returned values. Anything else
+raises :class:`LabelError`, which says what was found: a label the grader cannot read is a data
+error, never a silent 0.
 
 >>> [c.run for c in parse_tests('{"inputs": ["1 2\\\\n"], "outputs": ["3\\\\n"]}')]
 [{'stdin': '1 2\\n'}]
@@ -28,13 +30,15 @@ read is a data error, never a silent 0.
 
 from __future__ import annotations
 
-import ast
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-CaseKind = Literal["stdin", "call", "tests"]
+from rewardrouter.rewards.code.asserts import TestsError, checks_of
+from rewardrouter.rewards.code.harness import encode
+
+CaseKind = Literal["stdin", "call", "checks"]
 
 
 class LabelError(ValueError):
@@ -43,7 +47,8 @@ class LabelError(ValueError):
 
 @dataclass(frozen=True)
 class Case:
-    """One test: what the sandbox runs (``run``) and what it must give back (``expected``).
+    """One test: what the sandbox runs (``run``) and what it must give back (``expected``: the
+    printed output, the return value, or the :class:`~.asserts.Check` s of its values).
 
     ``expected`` never enters the sandbox: the program's output is compared outside it.
     """
@@ -107,7 +112,7 @@ def _io_cases(inputs: Any, outputs: Any, fn_name: Any) -> list[Case]:
     for i, (given, wanted) in enumerate(zip(inputs, outputs, strict=True)):
         if fn_name:
             args = _call_args(given, f"inputs[{i}]")
-            cases.append(Case("call", {"call": fn_name, "args": args}, _expected_value(wanted)))
+            cases.append(Case("call", _call(fn_name, args), _expected_value(wanted)))
         else:
             stdin = _text(given, f"inputs[{i}]")
             cases.append(Case("stdin", {"stdin": stdin}, _text(wanted, f"outputs[{i}]")))
@@ -129,9 +134,7 @@ def _listed_cases(tests: Sequence[Any], fn_name: Any) -> list[Case]:
                     f"tests[{i}] is a functional test but the label names no `fn_name`"
                 )
             args = _call_args(test["input"], f"tests[{i}].input")
-            cases.append(
-                Case("call", {"call": name, "args": args}, _expected_value(test["output"]))
-            )
+            cases.append(Case("call", _call(name, args), _expected_value(test["output"])))
         else:
             stdin = _text(test["input"], f"tests[{i}].input")
             cases.append(
@@ -140,29 +143,37 @@ def _listed_cases(tests: Sequence[Any], fn_name: Any) -> list[Case]:
     return cases
 
 
+def _call(name: str, args: list[Any]) -> dict[str, Any]:
+    return {"calls": [{"call": name, "args": encode(args), "kwargs": encode({})}]}
+
+
+def _checked(code: str, entry: Any, what: str) -> list[Case]:
+    try:
+        groups = checks_of(code, entry if isinstance(entry, str) and entry else None)
+    except TestsError as exc:
+        raise LabelError(f"{what}: {exc}") from None
+    return [
+        Case("checks", {"calls": [c for check in group for c in check.calls]}, tuple(group))
+        for group in groups
+    ]
+
+
 def _assert_cases(asserts: Any, setup: Any) -> list[Case]:
     if not isinstance(asserts, list) or not all(isinstance(a, str) for a in asserts):
         raise LabelError(f"`asserts` is {_short(asserts)}; expected a list of assert statements")
     prefix = f"{setup}\n" if isinstance(setup, str) and setup.strip() else ""
-    return [
-        Case("tests", {"tests": prefix + code, "function": None, "entry": None}) for code in asserts
-    ]
+    cases = []
+    for i, code in enumerate(asserts):
+        groups = _checked(prefix + code, None, f"asserts[{i}]")
+        checks = tuple(check for case in groups for check in case.expected)
+        cases.append(Case("checks", {"calls": [c for k in checks for c in k.calls]}, checks))
+    return cases
 
 
 def _code_cases(test: Any, entry_point: Any) -> list[Case]:
     if not isinstance(test, str) or not test.strip():
         raise LabelError(f"`test` is {_short(test)}; expected test code")
-    try:
-        tree = ast.parse(test)
-    except SyntaxError as exc:
-        raise LabelError(f"`test` code does not parse: {exc}") from None
-    defined = [node.name for node in tree.body if isinstance(node, ast.FunctionDef)]
-    if entry_point and "check" in defined:
-        return [Case("tests", {"tests": test, "function": None, "entry": entry_point})]
-    functions = [name for name in defined if name.startswith("test")]
-    if functions:
-        return [Case("tests", {"tests": test, "function": f, "entry": None}) for f in functions]
-    return [Case("tests", {"tests": test, "function": None, "entry": None})]
+    return _checked(test, entry_point, "`test`")
 
 
 def parse_tests(label: Any) -> list[Case]:

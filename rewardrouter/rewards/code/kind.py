@@ -15,7 +15,8 @@ from rewardrouter.remote.settings import display_url
 from rewardrouter.rewards.code.cases import Case, parse_tests
 from rewardrouter.rewards.code.compare import same_output, same_return
 from rewardrouter.rewards.code.extract import extract_program
-from rewardrouter.rewards.code.local import CaseRun, LocalSandbox, SandboxError, probe
+from rewardrouter.rewards.code.harness import decode
+from rewardrouter.rewards.code.local import WALLS, CaseRun, LocalSandbox, SandboxError, probe
 from rewardrouter.rewards.code.settings import CodeSettings
 from rewardrouter.rewards.registry import Bound, Resources, resource_kind
 from rewardrouter.rewards.remote import read_credential
@@ -24,9 +25,6 @@ if TYPE_CHECKING:
     from rewardrouter.rewards.code.fusion import FusionSandbox
 
 log = logging.getLogger("rewardrouter.code")
-
-#: What the local sandbox must be able to enter for ``isolation: required``.
-REQUIRED_NAMESPACES = ("network", "pid")
 
 
 class CodeReward:
@@ -67,48 +65,81 @@ class CodeReward:
         return passed / len(cases)
 
     def passed(self, case: Case, run: CaseRun) -> bool:
-        """Whether ``run`` (what the sandbox reported) passes ``case``."""
+        """Whether ``run`` (what the sandbox reported) passes ``case``, decided here from the
+        printed output or the decoded return values: nothing the program ran can say so."""
         if run.status != "ok":
             return False
         if case.kind == "stdin":
             return same_output(
                 run.stdout, case.expected, self.settings.compare, self.settings.tolerance
             )
+        values = _returned(run, len(case.run["calls"]))
+        if values is None:
+            return False
         if case.kind == "call":
-            returned = run.returned or {}
-            return "value" in returned and same_return(
-                returned["value"], case.expected, self.settings.tolerance
-            )
+            return same_return(values[0], case.expected, self.settings.tolerance)
+        start = 0
+        for check in case.expected:
+            if not check.holds(values[start : start + len(check.calls)]):
+                return False
+            start += len(check.calls)
         return True
 
 
+def _returned(run: CaseRun, calls: int) -> list[Any] | None:
+    """The plain values the program's calls returned, or None when the report holds no
+    decodable value for each call."""
+    values = (run.returned or {}).get("values")
+    if not isinstance(values, list) or len(values) != calls:
+        return None
+    try:
+        return [decode(value) for value in values]
+    except ValueError:
+        return None
+
+
 def _local(settings: CodeSettings, resources: Resources) -> tuple[LocalSandbox, str]:
+    isolate = True
     try:
         isolation = probe()
     except SandboxError as exc:
+        if settings.isolation == "required":
+            raise ResolveError(
+                f"kwargs.isolation: the local code sandbox cannot run here: {exc}",
+                "install bubblewrap (Debian/Ubuntu `apt-get install bubblewrap`) where user "
+                "namespaces are allowed, use `backend: sandbox_fusion`, or accept a weaker "
+                "sandbox explicitly with `isolation: best_effort`",
+            ) from None
+        log.warning("code sandbox: %s; falling back to resource limits only", exc)
+        isolate = False
+        try:
+            isolation = probe(isolate=False)
+        except SandboxError as fallback:
+            raise ResolveError(
+                f"the local code sandbox does not work here: {exc}; without bubblewrap: {fallback}",
+                "install bubblewrap (Debian/Ubuntu `apt-get install bubblewrap`) or use "
+                "`backend: sandbox_fusion`",
+            ) from None
+    if "uid" not in isolation and settings.isolation == "required":
         raise ResolveError(
-            f"the local code sandbox does not work here: {exc}",
-            "use `backend: sandbox_fusion`, or fix the interpreter the message names",
-        ) from None
-    missing = [name for name in REQUIRED_NAMESPACES if name not in isolation]
-    if missing and settings.isolation == "required":
-        raise ResolveError(
-            f"kwargs.isolation: the local sandbox cannot create {' and '.join(missing)} "
-            f"namespaces on this machine (it can: {', '.join(isolation) or 'none'})",
-            "run as root or where unprivileged user namespaces are enabled, use "
-            "`backend: sandbox_fusion`, or set `isolation: best_effort`",
+            "kwargs.isolation: programs would run under the trainer's own user id (a process "
+            "that is not root cannot give them another), mapped to `nobody` in a user namespace",
+            "run the trainer as root (each program then gets a fresh user id), use "
+            "`backend: sandbox_fusion`, or accept this explicitly with `isolation: best_effort`",
         )
+    missing = [name for name in WALLS[True] + ("uid",) if name not in isolation]
     if missing:
         log.warning(
-            "code sandbox: no %s namespace here; programs are contained by resource limits "
-            "and process groups only (see the README's security section)",
-            " or ".join(missing),
+            "code sandbox (isolation: best_effort): UNTRUSTED PROGRAMS RUN WITHOUT %s; see the "
+            "README's threat model",
+            ", ".join(missing),
         )
     sandbox = resources.get(
-        (LocalSandbox, settings.limits.model_dump_json(), settings.workers),
-        lambda: LocalSandbox(settings.limits, settings.workers),
+        (LocalSandbox, settings.limits.model_dump_json(), settings.workers, isolate),
+        lambda: LocalSandbox(settings.limits, settings.workers, isolate=isolate),
     )
-    return sandbox, f"code local ({', '.join(isolation) or 'no'} isolation)"
+    weaker = f"; best_effort, without {', '.join(missing)}" if missing else ""
+    return sandbox, f"code local ({', '.join(isolation)}{weaker})"
 
 
 @resource_kind("code", CodeSettings)

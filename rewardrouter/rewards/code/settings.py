@@ -39,7 +39,11 @@ class CodeLimits(BaseModel):
         default=None, gt=0, description="CPU seconds per test case (RLIMIT_CPU); null: `timeout`."
     )
     memory_mb: int = Field(
-        default=1024, ge=32, description="Address space per process, MiB (RLIMIT_AS)."
+        default=1024,
+        ge=32,
+        description="Memory of the program, MiB: the address space of each of its processes "
+        "(RLIMIT_AS), and the resident memory of all of them together (watched while it runs; "
+        "over it, the case ends with status memory).",
     )
     output_kb: int = Field(
         default=1024,
@@ -56,8 +60,8 @@ class CodeLimits(BaseModel):
     disk_mb: int = Field(
         default=64,
         ge=1,
-        description="Size of the private /tmp, /var/tmp and /dev/shm (where a mount namespace "
-        "is available).",
+        description="Size of the private /tmp, the only place a program can write (inside "
+        "bubblewrap).",
     )
     deadline: float | None = Field(
         default=None,
@@ -117,9 +121,12 @@ class CodeSettings(BaseModel):
         description="local: programs graded at once; null: one per CPU this process may use.",
     )
     isolation: Literal["best_effort", "required"] = Field(
-        default="best_effort",
-        description="local: `required` refuses to compile where the network and PID namespaces "
-        "cannot be created (the reasons are logged); best_effort runs with what the OS allows.",
+        default="required",
+        description="local: `required` refuses to compile unless programs can run inside "
+        "bubblewrap (their own PID, network and IPC namespaces, a read-only file system of the "
+        "interpreter alone) under a user id of their own (the router runs as root); "
+        "best_effort runs with what this machine allows, logs what is missing and names it in "
+        "the term's name.",
     )
     server: FusionServer | None = Field(
         default=None, description="sandbox_fusion: the service to send programs to."
