@@ -37,8 +37,10 @@ _TOP_LEVEL = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 #: default directories are found as on the host.
 _LOADER_CACHE = "/etc/ld.so.cache"
 #: What the runner (root inside the sandbox) may still do: switch to the program's fresh user
-#: id, hand it its working directory, and kill its processes.
-_RUNNER_CAPABILITIES = ("CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_KILL")
+#: id, hand it its working directory and remove it afterwards, and kill its processes.
+_RUNNER_CAPABILITIES = (
+    "CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_KILL", "CAP_DAC_OVERRIDE", "CAP_FOWNER",
+)  # fmt: skip
 #: The program's user and group without root: the overflow ids, ``nobody``.
 _NOBODY = "65534"
 

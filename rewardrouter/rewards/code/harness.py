@@ -42,6 +42,7 @@ import math
 import os
 import random
 import resource
+import shutil
 import signal
 import sys
 import time
@@ -221,7 +222,7 @@ def _case_process(job: dict[str, Any], case: dict[str, Any], workdir: str, fds: 
             os.setgroups([])
             os.setgid(uid)
             os.setuid(uid)
-        os.chdir(workdir)  # (the runner, without CAP_DAC_OVERRIDE, cannot enter it)
+        os.chdir(workdir)  # as the program: its working directory is its own
         os.environ["HOME"] = workdir
         status = _run_case(job["program"], case, 3)
     except BaseException:
@@ -381,6 +382,8 @@ def run_case(job: dict[str, Any], case: dict[str, Any], workdir: str) -> dict[st
             report["stderr"] += "\n(the program ended before returning from every call)"
     for fd in fds:
         os.close(fd)
+    # Nothing a case wrote is left for the next: its disk space is the program's whole budget.
+    shutil.rmtree(workdir, ignore_errors=True)
     return report
 
 
