@@ -183,7 +183,7 @@ def test_a_program_sees_no_host_data(
     router: Any, canary: Canary, data_file: Path, snoop: str
 ) -> None:
     program = snoop.format(data=str(data_file), secret=str(canary.path), env=CANARY_ENV)
-    honest, hostile = grade(router, program, STDIN_LABEL, canary)
+    hostile = grade(router, program, STDIN_LABEL, canary)[1]
     assert earns_nothing(hostile), hostile
 
 
@@ -257,7 +257,7 @@ FORGERIES = [
 def test_a_pass_cannot_be_forged(
     router: Any, canary: Canary, program: str, label: dict[str, Any]
 ) -> None:
-    honest, hostile = grade(router, program, label, canary)
+    hostile = grade(router, program, label, canary)[1]
     assert earns_nothing(hostile), hostile
 
 
@@ -278,7 +278,7 @@ def test_tests_that_cannot_be_checked_outside_the_program_are_refused(
 ) -> None:
     row = {"response": fenced("def f(x):\n    return x\n"), "label": label}
     row["metadata"] = {"dataset": "code"}
-    with pytest.raises(Exception, match="cannot|checks tests outside the program"):
+    with pytest.raises(Exception, match=r"checks tests outside the program"):
         router.score_sync([row])
 
 
@@ -350,7 +350,7 @@ def test_nothing_escapes_or_persists_and_the_batch_is_scored(
     router: Any, canary: Canary, program: str
 ) -> None:
     markers = [Path(d, "rr-persist") for d in ("/dev/shm", "/run/lock", "/var/tmp", "/tmp")]
-    honest, hostile = grade(router, program, STDIN_LABEL, canary)
+    hostile = grade(router, program, STDIN_LABEL, canary)[1]
     assert earns_nothing(hostile), hostile
     assert not any(m.exists() for m in markers)
     # and the next program sees a clean sandbox
