@@ -5,14 +5,17 @@ each, half right and half wrong, graded on ``--workers`` programs at once, in on
 
 - naive: what a hand-written grader does (verl's ``prime_code`` works this way): one
   ``subprocess.run([python, file], input=..., timeout=...)`` per test, ``--workers`` threads;
-- rewardrouter: ``kind: code`` through a compiled router (one sandboxed runner per program,
-  each test forked from it, namespaces, a fresh user id, rlimits, private tmpfs);
-- limits only: the same runner without namespaces and user switch (RLIMIT_* and process
-  groups only), so the ratio of the last two columns is the cost of the isolation.
+- rewardrouter: ``kind: code`` through a compiled router (one runner per program inside
+  bubblewrap, each test forked from it, a fresh user id, rlimits, the memory watch);
+- limits only: the same runner without bubblewrap and user switch (RLIMIT_* and process
+  groups only), so the ratio of the two is the cost of the isolation;
+- previous runner (``--previous-runner FILE``): the runner of an earlier release (its
+  ``harness.py``, e.g. ``git show REV:rewardrouter/rewards/code/harness.py``), started as that
+  release's local backend started it, so a change of sandbox is measured side by side.
 
 Every grader must give every program the same reward (checked before the table is printed).
 
-    python benchmarks/code.py [--programs 40] [--tests 10] [--workers 2]
+    python benchmarks/code.py [--programs 40] [--tests 10] [--workers 2] [--previous-runner F]
 """
 
 from __future__ import annotations
@@ -86,7 +89,8 @@ def routed(samples: list[Sample], workers: int) -> list[float]:
 
 
 def limits_only(samples: list[Sample], workers: int) -> list[float]:
-    sandbox = LocalSandbox(CodeLimits(**LIMITS), workers=workers, isolate=False)
+    limits = CodeLimits(**LIMITS)
+    sandbox = LocalSandbox(limits, workers=workers, isolate=False, drop_user=False)
 
     async def grade(sample: Sample) -> float:
         program = sample.response.split("```python\n", 1)[1].split("```", 1)[0]
@@ -104,17 +108,74 @@ def limits_only(samples: list[Sample], workers: int) -> list[float]:
     return asyncio.run(main())
 
 
+def previous(runner: Path) -> Any:
+    """A grader that runs ``runner`` (an earlier release's harness) as that release did: a fresh
+    session and temporary directory per program, the job on stdin, the report on stdout."""
+    limits = CodeLimits(**LIMITS)
+    job_limits = {
+        "wall_seconds": limits.timeout,
+        "cpu_seconds": limits.timeout,
+        "memory_bytes": limits.memory_mb << 20,
+        "file_bytes": limits.output_kb << 10,
+        "processes": limits.processes,
+        "disk_bytes": limits.disk_mb << 20,
+        "deadline_seconds": None,
+    }
+
+    def grade_all(samples: list[Sample], workers: int) -> list[float]:
+        def grade(sample: Sample) -> float:
+            program = sample.response.split("```python\n", 1)[1].split("```", 1)[0]
+            cases = parse_tests(sample.label)
+            with tempfile.TemporaryDirectory() as where:
+                Path(where).chmod(0o711)
+                job = {
+                    "program": program,
+                    "cases": [c.run for c in cases],
+                    "limits": job_limits,
+                    "isolate": True,
+                    "drop_user": True,
+                    "stop_on_failure": False,
+                    "workdir": where,
+                }
+                done = subprocess.run(
+                    [sys.executable, "-I", str(runner)],
+                    input=json.dumps(job).encode(),
+                    capture_output=True,
+                    cwd=where,
+                    env={"PATH": "/usr/bin:/bin"},
+                    start_new_session=True,
+                    check=True,
+                )
+            runs = json.loads(done.stdout)["cases"]
+            passed = sum(
+                run["status"] == "ok" and same_output(run["stdout"], case.expected, "tokens", 1e-6)
+                for case, run in zip(cases, runs, strict=True)
+            )
+            return passed / len(cases)
+
+        with ThreadPoolExecutor(workers) as pool:
+            return list(pool.map(grade, samples))
+
+    return grade_all
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--programs", type=int, default=40)
     parser.add_argument("--tests", type=int, default=10)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--previous-runner", type=Path, help="an earlier release's harness.py, measured too"
+    )
     opts = parser.parse_args()
     samples = workload(opts.programs, opts.tests)
     routed(samples[:2], opts.workers)  # warm: the sandbox probe, imports
     rows = []
     results = {}
-    for name, grade in (("naive", naive), ("rewardrouter", routed), ("limits only", limits_only)):
+    graders = [("naive", naive), ("rewardrouter", routed), ("limits only", limits_only)]
+    if opts.previous_runner:
+        graders.append(("previous runner", previous(opts.previous_runner)))
+    for name, grade in graders:
         began = time.perf_counter()
         results[name] = grade(samples, opts.workers)
         took = time.perf_counter() - began
@@ -124,10 +185,14 @@ def main() -> None:
         assert got == expected, f"{name} graded differently: {got}"
     base = rows[0][2]
     print(f"{opts.programs} programs x {opts.tests} tests, {opts.workers} at once")
-    print(f"{'grader':<14}{'seconds':>9}{'programs/s':>12}{'vs naive':>10}")
+    print(f"{'grader':<16}{'seconds':>9}{'programs/s':>12}{'vs naive':>10}")
     for name, took, rate in rows:
-        print(f"{name:<14}{took:>9.2f}{rate:>12.1f}{rate / base:>9.2f}x")
+        print(f"{name:<16}{took:>9.2f}{rate:>12.1f}{rate / base:>9.2f}x")
     print(f"isolation costs {rows[1][1] / rows[2][1]:.2f}x the time of limits only")
+    if opts.previous_runner:
+        print(
+            f"rewardrouter runs {rows[1][2] / rows[3][2]:.2f}x the programs/s of the previous runner"
+        )
 
 
 if __name__ == "__main__":

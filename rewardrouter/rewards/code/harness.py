@@ -42,6 +42,7 @@ import math
 import os
 import random
 import resource
+import select
 import shutil
 import signal
 import sys
@@ -267,25 +268,49 @@ def _wait(
 ) -> tuple[int | None, float, bool]:
     """``(wait status, or None at the deadline, seconds taken, killed for memory)``; kills the
     case's process group at its deadline or when the program's processes together hold more
-    than ``memory`` bytes."""
+    than ``memory`` bytes (looked at every few milliseconds while it runs)."""
+    pidfd = -1
+    exited: select.poll | None = None
+    with contextlib.suppress(AttributeError, OSError):  # kernels before 5.3: sleep between looks
+        pidfd = os.pidfd_open(pid)
+        exited = select.poll()
+        exited.register(pidfd, select.POLLIN)
+    try:
+        return _watch(pid, seconds, memory, pid_namespace, uid, exited)
+    finally:
+        if pidfd >= 0:
+            os.close(pidfd)
+
+
+def _watch(
+    pid: int,
+    seconds: float,
+    memory: int,
+    pid_namespace: bool,
+    uid: int | None,
+    exited: "select.poll | None",
+) -> tuple[int | None, float, bool]:
     begun = time.monotonic()
     interval = 0.005 if pid_namespace else 0.02
     over = False
-    status = None
     while True:
-        done_pid, wait_status, _ = os.wait4(pid, os.WNOHANG)
         took = time.monotonic() - begun
-        if done_pid == pid:
-            status = wait_status
+        step = min(interval, max(0.0, seconds - took))
+        if exited is not None:
+            done = bool(exited.poll(step * 1000))
+        else:
+            time.sleep(step)
+            done = False
+        took = time.monotonic() - begun
+        if done or os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
             break
         if took >= seconds or _resident(pid_namespace, uid, pid) > memory:
             over = took < seconds
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
             _, status, _ = os.wait4(pid, 0)
-            status = status if over else None
-            break
-        time.sleep(min(interval, max(0.0, seconds - took)))
+            return (status if over else None), took, over
+    _, status, _ = os.wait4(pid, 0)
     return status, took, over
 
 
