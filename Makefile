@@ -12,7 +12,17 @@ TORCH_SPEC ?= torch==2.13.0
 # `frameworks` extra. A constraints file keeps every install on $(TORCH_SPEC).
 FRAMEWORKS := verl==0.9.1 openrlhf==0.11.2 tensordict==0.10.0
 
-.PHONY: run test lint schema bench clean
+.PHONY: run test lint schema bench clean bubblewrap
+
+# The code sandbox's walls: bubblewrap (Debian's `bubblewrap`). Installed here when this user
+# may (root with apt-get); otherwise the line says how, and `kind: code` refuses to compile
+# until it is there (or `isolation: best_effort` is set).
+bubblewrap:
+	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		{ apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
+		  { apt-get update -qq >/dev/null && apt-get install -y -qq bubblewrap >/dev/null; }; }; } || \
+		echo "note: bubblewrap is not installed; the code sandbox needs it (apt-get install bubblewrap)"
+	@command -v bwrap >/dev/null && echo "code sandbox: $$(bwrap --version)" || true
 
 # What `make run` needs: rewardrouter, its runtime dependencies and the `ifeval` extra (the
 # shipped example data has an instruction-following route), nothing else.
@@ -30,11 +40,11 @@ $(STAMP): $(RUNTIME)
 	$(BIN)/pip install --quiet --no-deps $(FRAMEWORKS)
 	touch $(STAMP)
 
-run: $(RUNTIME)
+run: $(RUNTIME) bubblewrap
 	$(BIN)/rewardrouter router=mixed
 
 # Two workers, each test file on one of them (a file's servers and clusters are its own).
-test: $(STAMP)
+test: $(STAMP) bubblewrap
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 lint: $(STAMP)
