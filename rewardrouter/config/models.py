@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from rewardrouter.config.redact import redacted
 from rewardrouter.config.stages import (
     ADVANTAGE_KINDS,
     PostProcessStage,
@@ -91,6 +92,11 @@ class RewardTerm(_Model):
         description="Seconds one call may take (a group-mode call: the whole call); null: the "
         "router's `timeout`. An overrun is status `timeout`, handled by `on_error`.",
     )
+
+    def __repr_args__(self) -> Any:
+        # kwargs may hold a credential (a URL's password or `?key=`, a header): never shown.
+        for name, value in super().__repr_args__():
+            yield name, redacted(value, name) if name == "kwargs" else value
 
     @model_validator(mode="after")
     def _one_source(self) -> RewardTerm:

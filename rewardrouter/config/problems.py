@@ -9,6 +9,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
+from rewardrouter.config.redact import redacted
 from rewardrouter.errors import Problem, did_you_mean
 
 
@@ -138,7 +139,7 @@ def problems_from_validation(
         else:
             message = err["msg"]
             if kind not in ("value_error", "assertion_error") and node is not None:
-                message += f" (found {node!r})"
+                message += f" (found {redacted(node, str(path[-1]) if path else None)!r})"
             if message.startswith("Value error, "):
                 message = message[len("Value error, ") :]
         where = yaml_path([*prefix, *path])

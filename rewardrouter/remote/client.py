@@ -90,9 +90,9 @@ class JsonEndpoint:
         if credential is not None:
             headers[settings.auth_header] = f"{settings.auth_scheme} {secret}".strip()
         self._headers = headers
-        # The URL's password and query values are credentials too (`?api_key=...`).
+        # The URL's user, password and query values are credentials too (`?api_key=...`).
         self._secrets = secret_pattern(
-            [secret, self._url.password or "", *self._url.query.values()]
+            [secret, self._url.user or "", self._url.password or "", *self._url.query.values()]
         )
         self._rng = random.Random()
 
@@ -184,7 +184,7 @@ class JsonEndpoint:
         except asyncio.TimeoutError:
             return None, _Failure(f"no reply within {budget:.3g} s", True, timed_out=True)
         except aiohttp.ClientError as exc:
-            return None, _Failure(self._scrub(f"{type(exc).__name__}: {exc}"), True)
+            return None, _Failure(self.scrub(f"{type(exc).__name__}: {exc}"), True)
 
     async def _read(self, response: aiohttp.ClientResponse, whole: bool) -> bytes:
         """The reply's body: all of it up to ``max_reply_mb`` (beyond: :class:`RemoteInvalid`,
@@ -227,12 +227,13 @@ class JsonEndpoint:
             raise RemoteInvalid(f"reply is not JSON: {found}") from None
 
     def _excerpt(self, text: str) -> str:
-        text = self._scrub(" ".join(text.split()))
+        text = self.scrub(" ".join(text.split()))
         if len(text) > _EXCERPT:
             text = text[: _EXCERPT - 3] + "..."
         return repr(text)
 
-    def _scrub(self, text: str) -> str:
+    def scrub(self, text: str) -> str:
+        """``text`` with the credential and the URL's secrets masked: safe to quote."""
         return self._secrets.sub("***", text) if self._secrets is not None else text
 
 

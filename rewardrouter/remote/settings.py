@@ -19,14 +19,20 @@ Example (a judge behind a bearer token, scored in batches of 32)::
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from rewardrouter.config.redact import redacted
 
 
 class EndpointSettings(BaseModel):
     """How to reach one HTTP endpoint: every kind that posts JSON somewhere (``remote``, ``judge``,
     ``code`` on SandboxFusion) reads these fields. Every field has a default but ``url``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", allow_inf_nan=False, hide_input_in_errors=True
+    )
 
     url: str = Field(description="http(s) endpoint the requests go to.")
     timeout: float = Field(default=30.0, gt=0, description="Seconds one request may take.")
@@ -76,6 +82,11 @@ class EndpointSettings(BaseModel):
                 "not an http(s) URL with a host; expected e.g. http://127.0.0.1:8000/reward"
             )
         return url
+
+    def __repr_args__(self) -> Any:
+        # The URL's password and query values, and the headers, may be credentials.
+        for name, value in super().__repr_args__():
+            yield name, redacted(value, name)
 
 
 class RemoteSettings(EndpointSettings):
