@@ -18,7 +18,7 @@ from rewardrouter import ConfigError, RewardError
 from rewardrouter.cli.check import check_examples
 from rewardrouter.cli.paths import conf_dir
 from rewardrouter.config import JobConfig, to_container, validate
-from rewardrouter.rewards.judge import read_score
+from rewardrouter.rewards.judge import JudgeSettings, UnreadableScore, read_score
 
 RUBRIC = "Rate 0-10.\nQuestion: {prompt}\nReference: {label}\nAnswer: {response}"
 
@@ -215,15 +215,56 @@ def test_settings_errors_at_compile_time(
 
 READS = [
     pytest.param("Score: 7/10", "number", 7.0, id="fraction_reads_numerator"),
+    pytest.param("Score: 7 out of 10", "number", 7.0, id="out_of_reads_numerator"),
     pytest.param("I give it 8.5", "number", 8.5, id="decimal"),
-    pytest.param("<score>1</score> then <score>4</score>", "tag", 4.0, id="last_tag"),
-    pytest.param('{"score": 2} and later {"score": 3}', "json", 3.0, id="last_json"),
+    pytest.param(
+        "The 2 answers differ.\nScore: 6.\nThanks!", "number", 6.0, id="last_line_with_a_number"
+    ),
+    pytest.param(
+        "<score>4</score> and again <score> 4.0 </score>", "tag", 4.0, id="tags_that_agree"
+    ),
+    pytest.param("<score><score>3</score>", "tag", 3.0, id="innermost_tag"),
+    pytest.param("Format: <score>N</score>\n<score>5</score>", "tag", 5.0, id="rubric_placeholder"),
+    pytest.param('{"why": "a } brace", "score": 2}', "json", 2.0, id="json_brace_in_string"),
+    pytest.param('a set {1, 2 and {"score": 3}', "json", 3.0, id="json_after_stray_brace"),
+    pytest.param('{"score": "9"}', "json", 9.0, id="json_numeric_string"),
+    pytest.param(
+        "I thought <score>1</score></think><score>8</score>", "tag", 8.0, id="after_thinking"
+    ),
+    pytest.param("<f>Score: 10</f>\nScore: 3", "number", 3.0, id="fenced_quote_skipped"),
+    pytest.param("Score: 3\n<f>\nScore: 10", "number", 3.0, id="unclosed_fence_skipped"),
 ]
 
 
 @pytest.mark.parametrize(("reply", "parser", "score"), READS)
 def test_read_score(reply: str, parser: Any, score: float) -> None:
-    assert read_score(reply, parser, tag="score", field="score") == score
+    assert read_score(reply, parser, fence="f", top=10, placeholders={"N"}) == score
+
+
+REFUSALS = [
+    pytest.param("<score>1</score> then <score>4</score>", "tag", "ambiguous", id="two_tags"),
+    pytest.param('{"score": 2} and later {"score": 3}', "json", "ambiguous", id="two_json"),
+    pytest.param("Score: 7 (3 points off)", "number", "ambiguous", id="two_numbers_on_a_line"),
+    pytest.param("Score: 7/5", "number", "the scale tops at 10", id="off_scale_denominator"),
+    pytest.param("<score>ten</score>", "tag", "holds 'ten', not a number", id="tag_in_words"),
+    pytest.param("<score>\u0661\u0660</score>", "tag", "not a number", id="non_ascii_digits"),
+    pytest.param("<score>1e1</score>", "tag", "not a number", id="exponent"),
+    pytest.param('{"score": 1e999}', "json", "not a number", id="json_overflow"),
+    pytest.param('{"score": true}', "json", "not a number", id="json_bool"),
+    pytest.param('{"score": NaN}', "json", "no JSON object", id="json_nan"),
+    pytest.param("Score: " + "9" * 60, "number", "on no scale", id="thousand_digits"),
+    pytest.param("<score>" + " " * 10_000, "tag", "no <score>N</score>", id="unclosed_tag"),
+    pytest.param("{" * 10_000, "json", "no JSON object", id="brace_bomb"),
+    pytest.param('{"a": "{' * 3_000, "json", "never balance", id="string_bomb"),
+    pytest.param('{"score": ' + "[" * 5_000 + "]" * 5_000 + "}", "json", "no JSON", id="deep_json"),
+    pytest.param("<f>Score: 10", "number", "outside the quoted response", id="only_a_quote"),
+]
+
+
+@pytest.mark.parametrize(("reply", "parser", "message"), REFUSALS)
+def test_read_score_refuses(reply: str, parser: Any, message: str) -> None:
+    with pytest.raises(UnreadableScore, match=re.escape(message)):
+        read_score(reply, parser, fence="f", top=10)
 
 
 def test_shipped_judged_examples_pass_against_a_judge(
@@ -234,9 +275,9 @@ def test_shipped_judged_examples_pass_against_a_judge(
 
     def script(seen: Seen, attempt: int) -> Reply:
         text = seen.body["messages"][-1]["content"]
-        reference = re.search(r"Reference answer: (.*)", text).group(1)  # type: ignore[union-attr]
-        answer = re.search(r"\nAnswer: (.*)", text).group(1)  # type: ignore[union-attr]
-        return Reply(completion(f"Score: {10 if reference in answer else 0}"))
+        reference = re.search(r"Reference answer \(trusted\):\n(.*)", text).group(1)  # type: ignore[union-attr]
+        answer = FENCED.search(text).group(2)  # type: ignore[union-attr]
+        return Reply(completion(f"Fine.\n<score>{10 if reference in answer else 0}</score>"))
 
     server = ScriptedServer(script)
     try:
@@ -248,3 +289,63 @@ def test_shipped_judged_examples_pass_against_a_judge(
         assert len(server.seen) == 2
     finally:
         server.stop()
+
+
+#: The fenced response in a rubric: ``<response-HEX>`` line, the response, ``</response-HEX>``.
+FENCED = re.compile(r"<(response-[0-9a-f]{16})>\n(.*)\n</\1>", re.S)
+
+
+def test_fence_is_secret_per_router_and_stable_within_one(
+    make_router: Any, judge_server: Any
+) -> None:
+    server = judge_server()
+    fenced = "Rate 0-10.\n<{fence}>\n{response}\n</{fence}>"
+    first = judge_router(make_router, server, template=fenced)
+    second = judge_router(make_router, server, template=fenced)
+    first.score_sync(rows("quality 4"))
+    first.score_sync(rows("quality 4", "quality 5"))
+    second.score_sync(rows("quality 4"))
+    fences = [FENCED.search(seen.body["messages"][-1]["content"]) for seen in server.seen]
+    assert [f.group(2) if f else None for f in fences] == ["quality 4", "quality 5", "quality 4"]
+    names = [f.group(1) for f in fences if f]
+    assert names[0] == names[1] != names[2]
+
+
+def test_reply_longer_than_the_bound_is_not_read(make_router: Any) -> None:
+    def script(seen: Seen, attempt: int) -> Reply:
+        padding = " " * 100 if "long" in seen.body["messages"][-1]["content"] else ""
+        return Reply(completion(f"{padding}<score>7</score>"))
+
+    server = ScriptedServer(script)
+    try:
+        router = judge_router(
+            make_router, server, parser="tag", max_reply_chars=40, on_error={"value": 0.0}
+        )
+        short, long = router.score_sync(rows("short", "long"))
+    finally:
+        server.stop()
+    assert short.reward == pytest.approx(0.7)
+    assert (long.status, long.reward) == ("invalid", 0.0)
+    assert "reply is 116 characters, over `max_reply_chars` (40)" in (long.error_message or "")
+
+
+ENDPOINTS = [
+    pytest.param("http://h:8000/v1", "http://h:8000/v1/chat/completions", id="base"),
+    pytest.param("http://h/v1/", "http://h/v1/chat/completions", id="trailing_slash"),
+    pytest.param(
+        "https://h/openai/deployments/j?api-version=2024-06-01",
+        "https://h/openai/deployments/j/chat/completions?api-version=2024-06-01",
+        id="query_kept",
+    ),
+    pytest.param(
+        "https://h/v1/chat/completions?api-version=1",
+        "https://h/v1/chat/completions?api-version=1",
+        id="full_url_as_is",
+    ),
+]
+
+
+@pytest.mark.parametrize(("url", "endpoint"), ENDPOINTS)
+def test_endpoint_url(url: str, endpoint: str) -> None:
+    settings = JudgeSettings(url=url, model="m", template="{response}")
+    assert settings.endpoint_url == endpoint

@@ -5,9 +5,15 @@ Request, OpenAI chat completions::
     {"model": ..., "messages": [{"role": "system", ...}, {"role": "user", "content": rubric}],
      "temperature": 0.0, "max_tokens": 1024, **extra_body}
 
-The reply's ``choices[0].message.content`` is parsed (:mod:`.parse`); a reply without a
-readable score, or with one outside ``[min, max]``, fails the call as ``invalid`` (the term's
-``on_error`` decides). Requests go through :class:`~rewardrouter.remote.client.JsonEndpoint`: one
+The rubric may name ``{fence}``, this judge's secret (``response-`` and 16 random hex digits,
+drawn once per router): ``<{fence}>`` and ``</{fence}>`` around ``{response}`` mark it as quoted
+data, and the parser reads nothing between them in the reply (a judge that quotes the response
+hands none of its claims to the parser). A response that holds the fence is ``invalid``.
+
+The reply's ``choices[0].message.content`` is parsed (:mod:`.parse`) when it is at most
+``max_reply_chars`` long; a longer reply, a reply without a readable score, with two different
+scores, or with one outside ``[min, max]``, fails the call as ``invalid`` (the term's
+``on_error`` decides). Quotes of the reply in messages are scrubbed of the credential. Requests go through :class:`~rewardrouter.remote.client.JsonEndpoint`: one
 connection pool, retries with jittered backoff, the deadline and the concurrency cap.
 
 Identical requests are judged once per router: a GRPO group often holds the same response
@@ -20,12 +26,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import secrets
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from rewardrouter.remote.errors import RemoteInvalid
-from rewardrouter.rewards.judge.parse import UnreadableScore, read_score
+from rewardrouter.rewards.judge.parse import UnreadableScore, read_score, tag_placeholders
 from rewardrouter.rewards.judge.settings import JudgeSettings
 from rewardrouter.rewards.labels import after_thinking
 from rewardrouter.sample import metadata_of
@@ -44,13 +51,25 @@ def prompt_text(prompt: Any) -> str:
 class JudgeReward:
     """``await judge(args, sample)``: the judge's score for ``sample`` (see the module doc)."""
 
-    __slots__ = ("_done", "_pending", "_render", "endpoint", "name", "settings")
+    __slots__ = (
+        "_done",
+        "_pending",
+        "_placeholders",
+        "_render",
+        "endpoint",
+        "fence",
+        "name",
+        "settings",
+    )
     _render: Callable[[dict[str, Any]], str]
 
     def __init__(self, settings: JudgeSettings, endpoint: JsonEndpoint) -> None:
         self.settings = settings
         self.endpoint = endpoint
         self.name = endpoint.name
+        # Secret, and fixed per judge so that identical samples still make identical requests.
+        self.fence = f"response-{secrets.token_hex(8)}"
+        self._placeholders = tag_placeholders(settings.template, settings.tag)
         self._done: OrderedDict[str, float] = OrderedDict()
         self._pending: dict[tuple[asyncio.AbstractEventLoop, str], asyncio.Future[float]] = {}
         if settings.template_format == "jinja":
@@ -73,11 +92,17 @@ class JudgeReward:
         response = getattr(sample, "response", "") or ""
         if settings.strip_thinking:
             response = after_thinking(response).strip()
+        if self.fence in response:
+            raise RemoteInvalid(
+                "the response holds this judge's secret fence, which only the judge's own "
+                "rubric may write; the sample is not sent"
+            )
         fields = {
             "prompt": prompt_text(getattr(sample, "prompt", "")),
             "response": response,
             "label": "" if getattr(sample, "label", None) is None else sample.label,
             "metadata": dict(metadata_of(sample)),
+            "fence": self.fence,
         }
         messages = [{"role": "user", "content": self._render(fields)}]
         if settings.system is not None:
@@ -125,20 +150,47 @@ class JudgeReward:
             content = reply["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
             raise RemoteInvalid(
-                f"reply is not a chat completion (no choices[0].message.content): "
-                f"{json.dumps(reply)[:200]}"
+                "reply is not a chat completion (no choices[0].message.content): "
+                f"{self._quote(json.dumps(reply), 200)}"
             ) from None
         if not isinstance(content, str):
-            raise RemoteInvalid(f"the judge's message content is {content!r}, not text")
+            raise RemoteInvalid(
+                f"the judge's message content is {self._quote(json.dumps(content), 80)}, not text"
+            )
+        if len(content) > settings.max_reply_chars:
+            raise RemoteInvalid(
+                f"the judge's reply is {len(content):,} characters, over `max_reply_chars` "
+                f"({settings.max_reply_chars:,}); it is not read. Ask for a shorter reply "
+                "(`max_tokens`, the rubric) or raise `max_reply_chars`"
+            )
+        # Scrubbed before anything reads it: a message may quote any part of it.
+        content = self.endpoint.scrub(content)
         try:
-            score = read_score(content, settings.parser, tag=settings.tag, field=settings.field)
+            score = read_score(
+                content,
+                settings.parser,
+                tag=settings.tag,
+                field=settings.field,
+                fence=self.fence,
+                top=settings.max,
+                placeholders=self._placeholders,
+            )
         except UnreadableScore as exc:
-            raise RemoteInvalid(f"{exc}: {content[-200:]!r}") from None
+            raise RemoteInvalid(f"{exc}: {self._tail(content)}") from None
         if not settings.min <= score <= settings.max:
             raise RemoteInvalid(
                 f"the judge's score {score:g} is outside [{settings.min:g}, {settings.max:g}]: "
-                f"{content[-200:]!r}"
+                f"{self._tail(content)}"
             )
         if settings.normalize:
             return (score - settings.min) / (settings.max - settings.min)
         return score
+
+    def _quote(self, text: str, size: int) -> str:
+        """The start of ``text``, scrubbed of the credential, for a message."""
+        return repr(self.endpoint.scrub(text)[:size])
+
+    @staticmethod
+    def _tail(content: str) -> str:
+        """The end of the judge's (scrubbed) reply, where its verdict is, for a message."""
+        return f"the reply ends {content[-200:]!r}"
