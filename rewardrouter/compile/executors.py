@@ -1,10 +1,10 @@
 """Where each term's calls run: resolve ``executor: auto`` and check that the choice can work.
 
-``auto`` sends CPU-heavy built-ins (``math``, ``dapo``, ...) to worker processes, where a deadline
-can kill them; async functions run inline on the event loop, and so do the light built-ins
-(``gpqa``, ``f1``, ``exact_match``, ...): pure graders whose time is linear in their input, for
-which a hand-off to a thread would cost more than the call; other plain functions run on
-threads. Any other setting names an executor of
+``auto`` sends CPU-heavy built-ins (``math``, ``dapo``, ...) and resource kinds (``ifeval``) to
+worker processes, where a deadline can kill them; async functions run inline on the event loop,
+and so do the light built-ins (``gpqa``, ``f1``, ``exact_match``, ...): pure graders whose time
+is linear in their input, for which a hand-off to a thread would cost more than the call; other
+plain functions run on threads. Any other setting names an executor of
 :data:`~rewardrouter.execute.registry.EXECUTORS`, whose own check runs here, at compile time
 (``process`` and ``ray`` need a plain ``def`` that a worker can import by name; ``ray`` needs
 Ray installed; ``thread`` needs a plain ``def``).
@@ -52,7 +52,8 @@ def executor_problems(fn: RewardFn, executor: str, where: str) -> list[Problem]:
 
 def worker_modules(routes: Iterable[CompiledRoute]) -> list[str]:
     """Modules that worker processes and Ray actors import once at start-up: those of every term
-    whose executor ships functions to other processes."""
+    whose executor ships functions to other processes, and those its callable names in
+    ``worker_imports`` (imports that would otherwise take seconds of its first call's deadline)."""
     modules: dict[str, None] = {}
     for route in routes:
         for term in route.terms:
@@ -64,4 +65,5 @@ def worker_modules(routes: Iterable[CompiledRoute]) -> list[str]:
             module = getattr(obj, "__module__", None) or type(obj).__module__
             if module != "__main__":
                 modules[module] = None
+            modules.update(dict.fromkeys(getattr(obj, "worker_imports", ())))
     return list(modules)

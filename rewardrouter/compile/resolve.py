@@ -201,7 +201,8 @@ def resolve_resource(
         name=bound.name,
         fn=bound.fn,
         mode=bound.mode,
-        is_async=True,
+        is_async=is_async(bound.fn),
+        cpu_heavy=bound.cpu_heavy,
         binding=hashlib.sha256(settings.model_dump_json().encode()).hexdigest()[:16],
     )
 

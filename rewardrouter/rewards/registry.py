@@ -262,15 +262,18 @@ class Resources:
 
 @dataclass(frozen=True)
 class Bound:
-    """What a resource kind's ``build`` returns: an async callable and how the router calls it.
+    """What a resource kind's ``build`` returns: its callable and how the router calls it.
 
     ``fn(args, sample)`` in single mode, ``fn(args, samples)`` in group mode; ``name`` names it in
-    messages (it must not contain credentials).
+    messages (it must not contain credentials). ``cpu_heavy``: ``fn`` is a plain ``def`` that
+    pickles by reference (a top-level callable class), and ``executor: auto`` runs it in worker
+    processes, where a deadline can stop it (``ifeval``: regexes that a response can stall).
     """
 
     fn: Callable[..., Any]
     mode: Literal["single", "group"]
     name: str
+    cpu_heavy: bool = False
 
 
 Build = Callable[[Any, Resources], Bound]
