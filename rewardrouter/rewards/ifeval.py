@@ -27,25 +27,57 @@ its first line, last line, or ``*`` markup, follows it.
 fail with that command in the message instead of a reward.
 
 Compiling a router checks that the extra is installed and that a ``score`` names a registered
-instruction without importing lm-eval (with NLTK, seconds of imports); the first row scored
-imports it, in the process that scores it.
+instruction without importing lm-eval (with NLTK, seconds of imports); the process that scores
+imports it: a worker process, when it starts.
+
+Bounds. The response is written by the policy under training, and some of lm-eval's checks are
+super-linear on text it can write (the placeholder regex on 100,000 ``[`` ran for over a
+minute). Two bounds keep one response from stalling a batch:
+
+- ``executor: auto`` runs the term in worker processes, where a call past the term's ``timeout``
+  is killed: that sample's status is ``timeout`` and the rest of the batch is scored.
+  ``thread`` and ``inline`` cannot stop a check that runs on; give them trusted text only.
+- ``max_chars`` (default 20,000; ``null``: unbounded): a response longer than that, counted
+  after its thinking is stripped, follows no instruction and scores 0.0, whatever the row asks.
+  Below it, the slowest check measured takes about 3 s (:data:`DEFAULT_MAX_CHARS`).
+
+Departures from lm-eval, each where lm-eval passes a response that did not show it followed the
+instruction, or fails the batch:
+
+- A language instruction (``language:response_language``, ``change_case:english_capital``,
+  ``change_case:english_lowercase``) is not followed by text in which langdetect finds no
+  language: empty, digits, punctuation, emoji, or a script without a langdetect profile (all-caps
+  Armenian passed ``english_capital``). lm-eval counts that failure as followed, and logs the whole
+  text at ERROR; here the record is dropped and the instruction not followed, in loose mode too
+  (French with a last line of digits passed any language there).
+- A check that exceeds the recursion limit (``json_format`` on 100,000 nested ``[``) is not
+  followed, where lm-eval raises ``RecursionError``.
+- Invisible format characters (Unicode category Cf: zero-width spaces and joiners, bidi
+  controls, soft hyphens) are removed before every check, so they cannot hide a forbidden word or
+  split one word into many.
+- ``punctuation:no_comma``: every Unicode comma (fullwidth, ideographic, Arabic, ...) is a comma.
+- ``detectable_format:constrained_response``: a response that gives more than one of the options
+  ("My answer is yes. My answer is no.") hedges, and does not follow it.
+
+No record or message of this kind shows more than :data:`EXCERPT_CHARS` characters of a response.
 """
 
 from __future__ import annotations
 
 import ast
-import asyncio
 import contextlib
 import importlib.util
 import io
 import json
 import logging
+import sys
 import threading
-from collections.abc import Mapping
+import unicodedata
+from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -61,6 +93,24 @@ INSTALL = "pip install 'rewardrouter[ifeval]'"
 PUNKT_INSTRUCTIONS = ("length_constraints:number_sentences", "change_case:capital_word_frequency")
 #: The modules the checks import: lm-eval and what its ``ifeval`` extra brings.
 EXTRA_MODULES = ("lm_eval", "nltk", "langdetect", "immutabledict")
+#: Instructions whose lm-eval check counts "langdetect found no language" as followed.
+LANGUAGE_INSTRUCTIONS = frozenset(
+    {
+        "language:response_language",
+        "change_case:english_capital",
+        "change_case:english_lowercase",
+    }
+)
+NO_COMMA = "punctuation:no_comma"
+CONSTRAINED = "detectable_format:constrained_response"
+#: The longest response (after its thinking) checked by default. lm-eval's slowest check on
+#: text of this length, ``detectable_content:number_placeholders`` on 20,000 ``[``, took 3 s on
+#: one core; a response past the bound is not checked at all (it follows no instruction).
+DEFAULT_MAX_CHARS = 20_000
+#: The most characters of a response that a log record or an error message of this kind shows.
+EXCERPT_CHARS = 200
+#: lm-eval's module that logs whole responses (at ERROR, when langdetect finds no language).
+LM_EVAL_INSTRUCTIONS = "lm_eval.tasks.ifeval.instructions"
 
 _import_lock = threading.Lock()
 
@@ -73,6 +123,105 @@ class IfevalDataMissing(LookupError):
     """An instruction whose check needs NLTK data that is not installed."""
 
 
+class IfevalCheckError(RuntimeError):
+    """lm-eval's check of an instruction raised (its message cut to an excerpt)."""
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """``text`` as a log record or a message may show it: at most ``limit`` characters, and its
+    length when it was cut.
+
+    >>> excerpt("[" * 100_000, 5)
+    '[[[[[... (100,000 characters)'
+    """
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text):,} characters)"
+
+
+class _Checking(threading.local):
+    """What this thread's running check has seen: ``errors`` counts the ERROR records lm-eval
+    logged during it; None when no check runs."""
+
+    errors: list[str] | None = None
+
+
+_checking = _Checking()
+
+
+class _LmEvalRecords(logging.Filter):
+    """On lm-eval's IFEval logger: no record shows a whole response.
+
+    lm-eval logs at ERROR, with the whole text, exactly when it counts a language that langdetect
+    could not detect as followed. During one of this kind's checks such a record is noted (the
+    instruction is then not followed: a failure to detect is never a pass) and dropped, since what
+    it says is no longer true; any other record is cut to an excerpt.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        noted = _checking.errors
+        message = record.getMessage()
+        if noted is not None and record.levelno >= logging.ERROR:
+            noted.append(excerpt(message))
+            return False
+        if len(message) > EXCERPT_CHARS:
+            record.msg, record.args = excerpt(message), ()
+        return True
+
+
+_RECORDS = _LmEvalRecords()
+
+
+@contextlib.contextmanager
+def _noting_errors() -> Iterator[list[str]]:
+    """The ERROR records lm-eval logs in this thread while the block runs (dropped, not shown)."""
+    noted: list[str] = []
+    _checking.errors = noted
+    try:
+        yield noted
+    finally:
+        _checking.errors = None
+
+
+@cache
+def _unicode_tables() -> tuple[dict[int, None], dict[int, str]]:
+    """``str.translate`` tables from the Unicode database: every invisible format character
+    (category Cf) to nothing, and every other comma (a punctuation mark named COMMA) to ``,``."""
+    invisible: dict[int, None] = {}
+    commas: dict[int, str] = {}
+    for code in range(sys.maxunicode + 1):
+        char = chr(code)
+        category = unicodedata.category(char)
+        if category == "Cf":
+            invisible[code] = None
+        elif category[0] == "P" and char != "," and "COMMA" in unicodedata.name(char, ""):
+            commas[code] = ","
+    return invisible, commas
+
+
+def visible(text: str) -> str:
+    """``text`` without its invisible format characters (zero-width spaces and joiners, bidi
+    controls, soft hyphens): what a reader sees, and what every check reads.
+
+    >>> visible("forb\u200bidden")
+    'forbidden'
+    """
+    return text if text.isascii() else text.translate(_unicode_tables()[0])
+
+
+def has_language(text: str) -> bool:
+    """Whether langdetect finds a language in ``text`` (it finds none in digits, punctuation,
+    emoji, or a script that it has no profile for). Call :func:`checks` first: it fixes the seed."""
+    from langdetect import detect
+    from langdetect.lang_detect_exception import LangDetectException
+
+    try:
+        detect(text)
+    except LangDetectException:
+        return False
+    return True
+
+
 def missing_modules() -> list[str]:
     """The modules of :data:`EXTRA_MODULES` that are not installed, found without importing any
     (importing lm-eval's checks takes seconds: NLTK brings scipy and scikit-learn)."""
@@ -83,9 +232,11 @@ def missing_modules() -> list[str]:
 def checks() -> ModuleType:
     """lm-eval's ``lm_eval.tasks.ifeval.utils`` (strict and loose tests, the registry).
 
-    Imported once, by the first sample that needs it, in the process that scores it. Its import
-    would try to download NLTK's ``punkt_tab`` and print to stdout; a grader reaches no network
-    and writes nothing to a trainer's stdout, so both are held off.
+    Imported once per process that scores: a worker process imports it when it starts
+    (:data:`IfevalReward.worker_imports`), any other at its first sample. Its import would try
+    to download NLTK's ``punkt_tab`` and print to stdout; a grader reaches no network and writes
+    nothing to a trainer's stdout, so both are held off. It also puts a filter on lm-eval's
+    logger (:class:`_LmEvalRecords`) that keeps whole responses out of log records.
     """
     with _import_lock:  # scoring threads share the swapped-out downloader
         import nltk
@@ -112,6 +263,9 @@ def checks() -> ModuleType:
 
         DetectorFactory.seed = 0
         init_factory()
+        if _RECORDS not in logging.getLogger(LM_EVAL_INSTRUCTIONS).filters:
+            logging.getLogger(LM_EVAL_INSTRUCTIONS).addFilter(_RECORDS)
+        _unicode_tables()  # a quarter of a second, paid here rather than by a call
     if asked:
         log.warning(
             "NLTK's punkt_tab data is not installed: %s fail until `python -m nltk.downloader "
@@ -197,6 +351,13 @@ class IfevalSettings(BaseModel):
     strip_thinking: bool = Field(
         default=True, description="Check the response after its last </think> only."
     )
+    max_chars: int | None = Field(
+        default=DEFAULT_MAX_CHARS,
+        ge=1,
+        description="The longest response (after its thinking) that is checked; a longer one "
+        "follows no instruction (0.0). Some of lm-eval's checks take time quadratic in the "
+        "length of text a policy can write. null: no bound (the term's timeout still holds).",
+    )
 
     @field_validator("score")
     @classmethod
@@ -221,7 +382,8 @@ def _instructions(sample: Any) -> tuple[list[str], list[dict[str, Any]]]:
             data = json.loads(data)
         except ValueError:
             raise IfevalLabelError(
-                f"the label is a string that is not JSON: {data[:120]!r}"
+                f"the label is a string that is not JSON: {excerpt(str(data))!r}; expected "
+                '{"instruction_id_list": [...], "kwargs": [{...}, ...]} or its JSON'
             ) from None
     if not isinstance(data, Mapping) or "instruction_id_list" not in data:
         found = sorted(map(str, data)) if isinstance(data, Mapping) else type(data).__name__
@@ -247,9 +409,16 @@ def _instructions(sample: Any) -> tuple[list[str], list[dict[str, Any]]]:
 
 
 class IfevalReward:
-    """``await reward(args, sample)``: the term's ``score`` of the response (module docstring)."""
+    """``reward(args, sample)``: the term's ``score`` of the response (module docstring).
+
+    A plain callable that pickles by reference: ``executor: auto`` runs it in worker processes,
+    which import :data:`worker_imports` when they start.
+    """
 
     __slots__ = ("name", "settings")
+
+    #: Loads lm-eval's checks when a worker process starts, before any call's deadline runs.
+    worker_imports: ClassVar[tuple[str, ...]] = ("rewardrouter.rewards.ifeval_preload",)
 
     def __init__(self, settings: IfevalSettings) -> None:
         self.settings = settings
@@ -261,33 +430,25 @@ class IfevalReward:
     def followed(self, sample: Any) -> dict[str, bool]:
         """Instruction id → whether the response follows it, in the label's order."""
         ids, kwargs = _instructions(sample)
-        utils = checks()
         response = getattr(sample, "response", "") or ""
         if self.settings.strip_thinking:
             response = after_thinking(response)
+        limit = self.settings.max_chars
+        if limit is not None and len(response) > limit:
+            return dict.fromkeys(ids, False)  # not checked: see DEFAULT_MAX_CHARS
+        utils = checks()
+        text = visible(response)
         prompt = getattr(sample, "prompt", "")
-        example = utils.InputExample(
-            key=0,
-            instruction_id_list=ids,
-            prompt=prompt if isinstance(prompt, str) else "",
-            kwargs=kwargs,
-        )
         test = (
             utils.test_instruction_following_strict
             if self.settings.mode == "strict"
             else utils.test_instruction_following_loose
         )
-        try:
-            result = test(example, response)
-        except LookupError as exc:
-            needs = [i for i in ids if i in PUNKT_INSTRUCTIONS]
-            if not needs:
-                raise
-            raise IfevalDataMissing(
-                f"{', '.join(needs)} needs NLTK's punkt_tab data: run `python -m nltk.downloader "
-                f"punkt_tab` (or point NLTK_DATA at a copy) ({type(exc).__name__})"
-            ) from None
-        return dict(zip(ids, map(bool, result.follow_instruction_list), strict=True))
+        prompt = prompt if isinstance(prompt, str) else ""
+        return {
+            instruction: _follows(utils, test, instruction, kw, prompt, text)
+            for instruction, kw in zip(ids, kwargs, strict=True)
+        }
 
     def score(self, sample: Any) -> float | None:
         score = self.settings.score
@@ -302,9 +463,56 @@ class IfevalReward:
             return sum(followed.values()) / len(followed)
         return float(followed[score])
 
-    async def __call__(self, args: Any, sample: Any) -> float | None:
-        # Regexes and language detection: off the event loop.
-        return await asyncio.to_thread(self.score, sample)
+    def __call__(self, args: Any, sample: Any) -> float | None:
+        return self.score(sample)
+
+
+def _follows(
+    utils: ModuleType,
+    test: Callable[[Any, str], Any],
+    instruction: str,
+    kwargs: dict[str, Any],
+    prompt: str,
+    text: str,
+) -> bool:
+    """Whether ``text`` follows ``instruction``: lm-eval's ``test`` of it alone, with this kind's
+    departures (module docstring)."""
+    if instruction == NO_COMMA:
+        text = text.translate(_unicode_tables()[1])
+    if instruction in LANGUAGE_INSTRUCTIONS and not has_language(text):
+        return False
+    example = utils.InputExample(
+        key=0, instruction_id_list=[instruction], prompt=prompt, kwargs=[kwargs]
+    )
+    with _noting_errors() as undetected:
+        try:
+            result = test(example, text)
+        except RecursionError:
+            return False  # nested deeper than the check can follow: not shown to be followed
+        except LookupError as exc:
+            if instruction not in PUNKT_INSTRUCTIONS:
+                raise _check_error(instruction, exc) from None
+            raise IfevalDataMissing(
+                f"{instruction} needs NLTK's punkt_tab data: run `python -m nltk.downloader "
+                f"punkt_tab` (or point NLTK_DATA at a copy) ({type(exc).__name__})"
+            ) from None
+        except Exception as exc:
+            raise _check_error(instruction, exc) from None
+    # In loose mode lm-eval may have passed a variant of the text without a language.
+    if not result.follow_instruction_list[0] or undetected:
+        return False
+    if instruction == CONSTRAINED:  # lm-eval looks for any option: every option at once hedges
+        options = utils.instructions_registry.instructions._CONSTRAINED_RESPONSE_OPTIONS
+        return sum(option in text for option in options) == 1
+    return True
+
+
+def _check_error(instruction: str, exc: Exception) -> IfevalCheckError:
+    return IfevalCheckError(
+        f"lm-eval's check of {instruction!r} raised {type(exc).__name__}: "
+        f"{excerpt(str(exc))}; expected a verdict. Check the row's kwargs for it against "
+        f"lm-eval's IFEval instructions (a kwarg it does not take, a value out of range)"
+    )
 
 
 @resource_kind("ifeval", IfevalSettings)
@@ -324,4 +532,4 @@ def build(settings: IfevalSettings, resources: Resources) -> Bound:
     reward = resources.get(
         (IfevalReward, settings.model_dump_json()), lambda: IfevalReward(settings)
     )
-    return Bound(reward, "single", reward.name)
+    return Bound(reward, "single", reward.name, cpu_heavy=True)

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import pickle
 import subprocess
 import sys
 from typing import Any
@@ -13,11 +15,18 @@ import pytest
 
 from rewardrouter import ConfigError, RewardError
 from rewardrouter.rewards import ifeval
+from rewardrouter.sample import Sample
 
 NO_COMMA = "punctuation:no_comma"
 WORDS = "length_constraints:number_words"
 QUOTED = "startend:quotation"
 LOWER = "change_case:english_lowercase"
+CAPITAL = "change_case:english_capital"
+LANGUAGE = "language:response_language"
+JSON = "detectable_format:json_format"
+FORBIDDEN = "keywords:forbidden_words"
+CONSTRAINED = "detectable_format:constrained_response"
+PLACEHOLDERS = "detectable_content:number_placeholders"
 
 ROWS = [
     # follows both
@@ -138,6 +147,10 @@ def test_sentence_counts_need_punkt_data(make_router: Any) -> None:
 
 BAD_LABELS = [
     pytest.param({"answer": 1}, "no `instruction_id_list`", id="no_instructions"),
+    # a label that is not JSON shows an excerpt of itself, never all of it
+    pytest.param(
+        "x" * 10_000, r"not JSON: 'x{200}\.\.\. \(10,000 characters\)'", id="long_not_json"
+    ),
     pytest.param(
         {"instruction_id_list": ["punctuation:no_comas"], "kwargs": [{}]},
         "did you mean",
@@ -181,28 +194,36 @@ def test_instruction_ids_read_from_source_are_the_registrys() -> None:
     assert ifeval.registry_source_ids() == frozenset(imported)
 
 
-def test_compiling_imports_nothing_of_lm_eval_and_the_first_row_does() -> None:
+def test_lm_eval_is_imported_where_the_checks_run_never_by_compiling() -> None:
+    # auto: in worker processes (where a deadline can stop a check), so never in the router's
+    # own; a thread executor checks in this process and imports it with its first row
     code = (
         "import sys, rewardrouter\n"
-        "term = {'kind': 'ifeval', 'kwargs': {'score': 'punctuation:no_comma'}}\n"
-        "r = rewardrouter.compile_router({'default_route': 'i', 'routes': {'i': {'rewards': "
-        "{'t': term}}}})\n"
+        "def router(**term):\n"
+        "    term = {'kind': 'ifeval', 'kwargs': {'score': 'punctuation:no_comma'}, **term}\n"
+        "    return rewardrouter.compile_router({'default_route': 'i', 'routes': {'i': "
+        "{'rewards': {'t': term}}}})\n"
         "heavy = {'lm_eval', 'nltk', 'langdetect'}\n"
-        "assert not heavy & set(sys.modules), heavy & set(sys.modules)\n"
         "label = {'instruction_id_list': ['punctuation:no_comma'], 'kwargs': [{}]}\n"
-        "assert r.score_sync([{'response': 'a, b', 'label': label}]).rewards == [0.0]\n"
-        "assert heavy <= set(sys.modules)\n"
+        "with router() as r:\n"
+        "    assert not heavy & set(sys.modules), heavy & set(sys.modules)\n"
+        "    assert r.score_sync([{'response': 'a, b', 'label': label}]).rewards == [0.0]\n"
+        "    assert r.executors.started('process') is not None\n"
+        "    assert not heavy & set(sys.modules), heavy & set(sys.modules)\n"
+        "with router(executor='thread') as r:\n"
+        "    assert r.score_sync([{'response': 'a, b', 'label': label}]).rewards == [0.0]\n"
+        "    assert heavy <= set(sys.modules)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
 def test_the_first_rows_checked_at_once_see_every_language_profile() -> None:
     # langdetect loads its profiles on first use and is not thread-safe while it does: rows
-    # scored together in a fresh process, as a trainer's first batch is, must all be judged
-    # with every profile loaded, and the same way each run.
+    # scored together on threads in a fresh process, as a trainer's first batch may be, must
+    # all be judged with every profile loaded, and the same way each run.
     code = (
         "import rewardrouter\n"
-        "term = {'kind': 'ifeval'}\n"
+        "term = {'kind': 'ifeval', 'executor': 'thread'}\n"
         "r = rewardrouter.compile_router({'default_route': 'i', 'routes': {'i': {'rewards': "
         "{'t': term}}}})\n"
         "label = {'instruction_id_list': ['change_case:english_lowercase'], 'kwargs': [{}]}\n"
@@ -211,3 +232,170 @@ def test_the_first_rows_checked_at_once_see_every_language_profile() -> None:
         "assert rewards == [1.0] * 32, rewards\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_the_reward_runs_in_worker_processes_and_pickles(make_router: Any) -> None:
+    # a plain callable class: auto sends it where a deadline can kill a check, by reference
+    router = router_for(make_router)
+    (term,) = router.routes["ifeval"].terms
+    assert term.executor == "process"
+    reward = ifeval.IfevalReward(ifeval.IfevalSettings(score="fraction"))
+    copy = pickle.loads(pickle.dumps(reward))
+    sample = Sample(response="one, two", label={"instruction_id_list": [NO_COMMA], "kwargs": [{}]})
+    assert copy.settings == reward.settings and copy(None, sample) == reward(None, sample) == 0.0
+
+
+def score(response: str, ids: list[str], kwargs: list[dict[str, Any]], **settings: Any) -> Any:
+    """The reward of one response, called in this process (the checks, not the executor)."""
+    reward = ifeval.IfevalReward(ifeval.IfevalSettings(**settings))
+    label = {"instruction_id_list": ids, "kwargs": kwargs}
+    return reward(None, Sample(response=response, prompt="Write.", label=label))
+
+
+GERMAN = "Guten Tag, wie geht es Ihnen heute? Das Wetter ist schön."
+FRENCH = "Bonjour tout le monde, comment allez-vous aujourd'hui ?"
+
+LANGUAGES = [
+    # a real sentence in the language asked for follows it
+    pytest.param(GERMAN, "de", 1.0, id="german"),
+    pytest.param(FRENCH, "fr", 1.0, id="french"),
+    pytest.param("今日はとても良い天気ですね。散歩に行きましょう。", "ja", 1.0, id="japanese"),
+    pytest.param(GERMAN, "fr", 0.0, id="another_language"),
+    # text in which langdetect finds no language follows no language (lm-eval: followed)
+    pytest.param("", "de", 0.0, id="empty"),
+    pytest.param("1234567890 42", "de", 0.0, id="digits"),
+    pytest.param("!!! ??? ... --- ***", "de", 0.0, id="punctuation"),
+    pytest.param("🙂🎉👍", "de", 0.0, id="emoji"),
+]
+
+
+@pytest.mark.parametrize("mode", ["strict", "loose"])
+@pytest.mark.parametrize(("response", "language", "reward"), LANGUAGES)
+def test_a_language_is_followed_only_where_one_is_detected(
+    response: str, language: str, reward: float, mode: str
+) -> None:
+    assert score(response, [LANGUAGE], [{"language": language}], mode=mode) == reward
+
+
+# Where this kind departs from lm-eval: lm-eval's verdict (its own process_results, the oracle)
+# passes these, or raises; here each is not followed. Beside each, the honest response that both
+# pass, so that the departure is shown to be narrow.
+DEPARTURES = [
+    pytest.param(LANGUAGE, {"language": "de"}, "strict", "12345", GERMAN, id="language_digits"),
+    # loose mode tries the text without its first line: digits alone, "followed" by lm-eval
+    pytest.param(LANGUAGE, {"language": "de"}, "loose", f"{FRENCH}\n12345", GERMAN, id="loose"),
+    # Armenian capitals are upper case and langdetect has no Armenian profile
+    pytest.param(
+        CAPITAL,
+        {},
+        "strict",
+        "ԲԱՐԵՒ ՁԵԶ",
+        "HELLO THERE, HOW ARE YOU DOING TODAY MY FRIEND?",
+        id="armenian",
+    ),
+    pytest.param(
+        NO_COMMA, {}, "strict", "Yes\uff0cno\uff0cmaybe", "Yes and no", id="fullwidth_comma"
+    ),
+    pytest.param(
+        NO_COMMA,
+        {},
+        "strict",
+        "\u0646\u0639\u0645\u060c \u0644\u0627",
+        "Yes and no",
+        id="arabic_comma",
+    ),
+    pytest.param(
+        FORBIDDEN,
+        {"forbidden_words": ["secret"]},
+        "strict",
+        "The s\u200becret is out.",
+        "The news is out.",
+        id="zero_width_space_in_a_forbidden_word",
+    ),
+    pytest.param(
+        WORDS,
+        {"relation": "at least", "num_words": 20},
+        "strict",
+        "\u200b".join("abcdefghijklmnopqrstuvwxyz"),  # one word to a reader, 26 to lm-eval
+        " ".join(["word"] * 20),
+        id="zero_width_spaces_as_word_breaks",
+    ),
+    pytest.param(
+        CONSTRAINED,
+        {},
+        "strict",
+        "My answer is yes. My answer is no. My answer is maybe.",
+        "My answer is maybe.",
+        id="every_option_at_once",
+    ),
+]
+
+
+@pytest.mark.parametrize(("instruction", "kwargs", "mode", "hostile", "honest"), DEPARTURES)
+def test_departures_from_lm_eval(
+    instruction: str, kwargs: dict[str, Any], mode: str, hostile: str, honest: str
+) -> None:
+    def theirs(response: str) -> bool:
+        doc = {
+            "key": 1,
+            "instruction_id_list": [instruction],
+            "prompt": "Write.",
+            "kwargs": [kwargs],
+        }
+        logging.disable(logging.ERROR)  # lm-eval logs the whole text it could not detect
+        try:
+            results = ifeval.checks().process_results(doc, [response])
+        finally:
+            logging.disable(logging.NOTSET)
+        return bool(results[f"prompt_level_{mode}_acc"])
+
+    assert theirs(hostile) and score(hostile, [instruction], [kwargs], mode=mode) == 0.0
+    assert theirs(honest) and score(honest, [instruction], [kwargs], mode=mode) == 1.0
+
+
+def test_a_check_past_the_recursion_limit_is_not_followed() -> None:
+    nested = "[" * 5_000 + "]" * 5_000  # lm-eval: RecursionError, which failed the batch
+    with pytest.raises(RecursionError):
+        ifeval.checks().process_results(
+            {"key": 1, "instruction_id_list": [JSON], "prompt": "Write.", "kwargs": [{}]},
+            [nested],
+        )
+    assert score(nested, [JSON, NO_COMMA], [{}, {}], score="fraction") == 0.5
+    assert score('{"a": [1, 2]}', [JSON], [{}]) == 1.0
+
+
+BOUNDS = [
+    # a response past max_chars follows nothing, even what it would follow if it were checked
+    pytest.param("a" * 20_001, {}, 0.0, id="past_the_default_bound"),
+    pytest.param("a" * 20_000, {}, 1.0, id="at_the_default_bound"),
+    pytest.param("a" * 101, {"max_chars": 100}, 0.0, id="past_a_bound_of_its_own"),
+    pytest.param("a" * 20_001, {"max_chars": None}, 1.0, id="no_bound"),
+    # counted after the thinking, which is not checked
+    pytest.param("<think>" + "a" * 30_000 + "</think>ok", {}, 1.0, id="thinking_not_counted"),
+]
+
+
+@pytest.mark.parametrize(("response", "settings", "reward"), BOUNDS)
+def test_responses_past_max_chars_follow_no_instruction(
+    response: str, settings: dict[str, Any], reward: float
+) -> None:
+    assert score(response, [NO_COMMA], [{}], **settings) == reward
+
+
+def test_log_records_show_at_most_an_excerpt_of_a_response(
+    make_router: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    term = {"kind": "ifeval", "executor": "thread", "kwargs": {"mode": "loose"}}
+    router = make_router({"routes": {"ifeval": {"rewards": {"follows": term}}}})
+    digits = "7" * 5_000  # loose: the text without its first line has no language
+    sample = row(f"{FRENCH}\n{digits}", [LANGUAGE], [{"language": "de"}])
+    assert router.score_sync([sample]).rewards == [0.0]
+    assert "7" * 50 not in caplog.text  # lm-eval's record of the whole text was dropped
+    # any other record of lm-eval's is cut to an excerpt
+    lm_eval = logging.getLogger(ifeval.LM_EVAL_INSTRUCTIONS)
+    lm_eval.error("Unable to detect language for text %s due to %s", digits, "No features")
+    (record,) = [r for r in caplog.records if r.name == ifeval.LM_EVAL_INSTRUCTIONS]
+    assert len(record.getMessage()) <= ifeval.EXCERPT_CHARS + 30
+    assert record.getMessage().endswith(" characters)")
+    assert "7" * ifeval.EXCERPT_CHARS not in caplog.text
