@@ -50,10 +50,11 @@ def redact_url(url: str) -> str:
 
 def redacted(value: Any, key: str | None = None) -> Any:
     """``value`` with the credentials in it masked (see the module doc)."""
-    if key is not None and _SECRET_KEY.search(key) and isinstance(value, str | bytes):
+    headers = key is not None and key.lower() == "headers"
+    if isinstance(value, str | bytes) and (headers or (key and _SECRET_KEY.search(key))):
         return MASK
     if isinstance(value, Mapping):
-        if key is not None and key.lower() == "headers":
+        if headers:
             return {k: MASK for k in value}
         return {k: redacted(v, str(k)) for k, v in value.items()}
     if isinstance(value, list | tuple):
