@@ -426,9 +426,15 @@ def test_without_root_required_refuses_and_best_effort_runs_as_nobody() -> None:
     assert _compile_as(user, "best_effort") == ["scored", 1.0]
 
 
-def test_without_bubblewrap_required_refuses_with_the_fix() -> None:
+def test_without_bubblewrap_required_refuses_with_the_fix(tmp_path: Path) -> None:
+    # bubblewrap uninstalled: an empty directory over /usr/bin in a mount namespace of the test
+    unshare = shutil.which("unshare")
+    if unshare is None or os.geteuid() != 0:
+        pytest.skip("needs unshare(1) and root")
+    hide = f'/usr/bin/mount --bind {tmp_path} /usr/bin && exec "$0" "$@"'
+    prefix = [unshare, "-m", "/bin/sh", "-c", hide]
     env = {**os.environ, "PATH": "/nonexistent"}
-    verdict, text = _compile_as([], "required", env)
+    verdict, text = _compile_as(prefix, "required", env)
     assert verdict == "refused" and "apt-get install bubblewrap" in text
 
 

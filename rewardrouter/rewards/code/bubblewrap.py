@@ -73,9 +73,14 @@ def interpreter(python: str) -> Interpreter:
     return Interpreter(python, roots)
 
 
+#: Where a system's package puts ``bwrap``, looked at when ``PATH`` (a trainer's, often just
+#: its environment's ``bin``) does not hold it.
+_SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
 def find() -> str | None:
-    """The ``bwrap`` executable on ``PATH``, or None."""
-    return shutil.which("bwrap")
+    """The ``bwrap`` executable on ``PATH`` or in the system's directories, or None."""
+    return shutil.which("bwrap") or shutil.which("bwrap", path=_SYSTEM_PATH)
 
 
 def _folders(path: str, made: set[str]) -> list[str]:
