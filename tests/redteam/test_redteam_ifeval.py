@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -22,17 +22,23 @@ from rewardrouter.rewards import ifeval
 
 from .conftest import Canary
 
-PLACEHOLDERS = ("detectable_content:number_placeholders", {"num_placeholders": 2})
-TITLE = ("detectable_format:title", {})
-POSTSCRIPT = ("detectable_content:postscript", {"postscript_marker": "P.S."})
-JSON = ("detectable_format:json_format", {})
-NO_COMMA = ("punctuation:no_comma", {})
-GERMAN = ("language:response_language", {"language": "de"})
-CAPITAL = ("change_case:english_capital", {})
-LOWER = ("change_case:english_lowercase", {})
-FORBIDDEN = ("keywords:forbidden_words", {"forbidden_words": ["secret"]})
-WORDS = ("length_constraints:number_words", {"relation": "at least", "num_words": 20})
-OPTIONS = ("detectable_format:constrained_response", {})
+#: An instruction id of lm-eval's IFEval registry and its kwargs.
+Instruction = tuple[str, dict[str, Any]]
+#: A row of :data:`HOSTILE`: the route (strict, loose, unbounded), the instruction, the hostile
+#: response and the honest one.
+Case = tuple[str, Instruction, str, str]
+
+PLACEHOLDERS: Instruction = ("detectable_content:number_placeholders", {"num_placeholders": 2})
+TITLE: Instruction = ("detectable_format:title", {})
+POSTSCRIPT: Instruction = ("detectable_content:postscript", {"postscript_marker": "P.S."})
+JSON: Instruction = ("detectable_format:json_format", {})
+NO_COMMA: Instruction = ("punctuation:no_comma", {})
+GERMAN: Instruction = ("language:response_language", {"language": "de"})
+CAPITAL: Instruction = ("change_case:english_capital", {})
+LOWER: Instruction = ("change_case:english_lowercase", {})
+FORBIDDEN: Instruction = ("keywords:forbidden_words", {"forbidden_words": ["secret"]})
+WORDS: Instruction = ("length_constraints:number_words", {"relation": "at least", "num_words": 20})
+OPTIONS: Instruction = ("detectable_format:constrained_response", {})
 
 #: Each route's term timeout, in seconds: a hostile sample's status arrives within about this.
 TIMEOUTS = {"strict": 5.0, "loose": 5.0, "unbounded": 2.0}
@@ -193,7 +199,7 @@ def router() -> Iterator[Router]:
         yield built
 
 
-def row(route: str, instruction: tuple[str, dict[str, Any]], response: str) -> dict[str, Any]:
+def row(route: str, instruction: Instruction, response: str) -> dict[str, Any]:
     name, kwargs = instruction
     label = {"instruction_id_list": [name], "kwargs": [kwargs]}
     return {
@@ -214,7 +220,7 @@ def test_hostile_response_earns_nothing(
     router: Router,
     canary: Canary,
     route: str,
-    instruction: tuple[str, dict[str, Any]],
+    instruction: Instruction,
     hostile: str,
     honest: str,
 ) -> None:
@@ -236,7 +242,7 @@ def test_hostile_response_earns_nothing(
 def test_one_batch_of_every_hostile_response_is_scored(router: Router) -> None:
     # all at once, as a trainer's batch would hold them: every honest row right, every
     # hostile one 0.0 or its own timeout, in about the longest term timeout
-    cases = [param.values for param in HOSTILE]
+    cases = [cast(Case, param.values) for param in HOSTILE]
     rows = [row(route, instruction, text) for route, instruction, _, text in cases]
     rows += [row(route, instruction, text) for route, instruction, text, _ in cases]
     begun = time.monotonic()
@@ -270,7 +276,7 @@ def test_lm_eval_passes_the_rows_that_this_kind_departs_from() -> None:
     for param in HOSTILE:
         if param.id not in passed:
             continue
-        route, (name, kwargs), hostile, _ = param.values
+        route, (name, kwargs), hostile, _ = cast(Case, param.values)
         doc = {"key": 1, "instruction_id_list": [name], "prompt": "Write.", "kwargs": [kwargs]}
         mode = "loose" if route == "loose" else "strict"
         results = checks.process_results(doc, [hostile])
