@@ -188,6 +188,12 @@ def run_job(job: JobConfig, output_dir: Path, console: Console) -> float:
                 post_error = _post_process_failed(exc, rows)
         chain = router.post_processor if processed is not None else None
         estimator = chain.estimator if chain is not None else None
+        # what grades each term (for `code`: the sandbox's walls in force)
+        graders = {
+            f"routes.{name}.rewards.{term.name}": term.fn.name
+            for name, route in router.routes.items()
+            for term in route.terms
+        }
     n = len(scored.results)
     shaped = processed.shaped if processed else [r.reward for r in scored.results]
     write_rows(
@@ -221,6 +227,7 @@ def run_job(job: JobConfig, output_dir: Path, console: Console) -> float:
                 "max_abs_advantage_in_constant_groups": check.max_abs_advantage if check else None,
             },
             "routes": [s.as_dict() for s in stats],
+            "graders": graders,
             "warnings": [_warning_dict(w, rows) for w in warnings],
             "hints": [hint] if hint else [],
             "failures": [_failure_dict(i, scored.results[i], rows) for i in scored.failures[:KEPT]],
@@ -233,6 +240,9 @@ def run_job(job: JobConfig, output_dir: Path, console: Console) -> float:
         "shaped reward" if chain is not None and (chain.stages or chain.route_stages) else "reward",
     )
     print_summary(stats, console)
+    for where, grader in graders.items():
+        if grader.startswith("code local"):
+            console.print(f"{escape(where)}: {escape(grader)}", highlight=False)
     for warning in warnings:
         lines = ", ".join(str(rows.lines[i]) for i in warning.samples)
         more = ", …" if warning.count > len(warning.samples) else ""

@@ -68,6 +68,11 @@ def test_mixed_router_on_example_data_from_another_folder(tmp_path: Path) -> Non
     # GRPO over prompt group 0 (rewards 1.1, 1.1, 0.1, 0.0): (1.1 - 0.575) / (std 0.60759 + 1e-6)
     assert first["advantage"] == pytest.approx(0.86406, abs=1e-4)
     assert "1 constant group(s), their advantages all exactly 0" in " ".join(done.stdout.split())
+    # the code sandbox's walls in force, on the terminal and in summary.json
+    walls = "code local (bubblewrap, pid, network, ipc, filesystem, uid)"
+    assert f"routes.apps.rewards.tests: {walls}" in " ".join(done.stdout.split())
+    [summary] = tmp_path.glob("outputs/*/*/summary.json")
+    assert json.loads(summary.read_text())["graders"]["routes.apps.rewards.tests"] == walls
     aborted = scored[11]
     assert (aborted["status"], aborted["reward"], aborted["route"]) == ("aborted", None, None)
     for route in ("gsm8k", "squad", "gpqa"):
