@@ -144,8 +144,8 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
 
 
 class _Checking(threading.local):
-    """What this thread's running check has seen: ``errors`` counts the ERROR records lm-eval
-    logged during it; None when no check runs."""
+    """What this thread's running check has seen: ``errors`` holds excerpts of the ERROR
+    records lm-eval logged during it; None when no check runs."""
 
     errors: list[str] | None = None
 
@@ -443,12 +443,12 @@ class IfevalReward:
         utils = checks()
         text = visible(response)
         prompt = getattr(sample, "prompt", "")
+        prompt = prompt if isinstance(prompt, str) else ""
         test = (
             utils.test_instruction_following_strict
             if self.settings.mode == "strict"
             else utils.test_instruction_following_loose
         )
-        prompt = prompt if isinstance(prompt, str) else ""
         return {
             instruction: _follows(utils, test, instruction, kw, prompt, text)
             for instruction, kw in zip(ids, kwargs, strict=True)
@@ -483,6 +483,7 @@ def _follows(
     departures (module docstring)."""
     if instruction == NO_COMMA:
         text = text.translate(_unicode_tables()[1])
+    # Decided here as well as from lm-eval's records below: a trainer may silence its logger.
     if instruction in LANGUAGE_INSTRUCTIONS and not has_language(text):
         return False
     example = utils.InputExample(
@@ -524,7 +525,8 @@ def build(settings: IfevalSettings, resources: Resources) -> Bound:
     """IFEval instructions checked by lm-eval's registry, strict or loose.
 
     Raises :class:`ResolveError` with the install line when lm-eval is absent; imports nothing
-    (the checks are imported by the first sample scored).
+    (the checks are imported by the worker processes when they start, or, on another executor,
+    by the first sample scored).
     """
     absent = missing_modules()
     if absent:
