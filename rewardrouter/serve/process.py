@@ -106,9 +106,10 @@ class ScoringProcess:
     scoring process is told to die with that thread (Linux), so it never outlives the server.
     """
 
-    def __init__(self, config: RouterConfig) -> None:
+    def __init__(self, config: RouterConfig, failed: asyncio.Event | None = None) -> None:
         """Raises :class:`~rewardrouter.ConfigError` for a config that cannot be sent to the
-        scoring process (an object that cannot be pickled in a term's kwargs)."""
+        scoring process (an object that cannot be pickled in a term's kwargs). ``failed``: the
+        event to set when a restart fails (several scoring processes may share one)."""
         try:
             self._config = pickle.dumps(config)
         except (pickle.PicklingError, TypeError, AttributeError) as exc:
@@ -130,7 +131,7 @@ class ScoringProcess:
         #: Why the server cannot score any more (set once, when a restart fails).
         self.failure: str | None = None
         #: Set together with :attr:`failure`.
-        self.failed = asyncio.Event()
+        self.failed = asyncio.Event() if failed is None else failed
         #: Why the scoring process is being started again (None while it is up).
         self.restarting: str | None = None
 
