@@ -29,18 +29,26 @@ failure), or ``{"error": message, "status": ...}`` for that sample alone. The st
 - 401: the server was started with a token (``--auth-env``) and the request does not carry it
   as ``Authorization: Bearer <token>``;
 - 404 / 405: no such endpoint, or the wrong method;
+- 408: the body arrived slower than the server's floor (``--body-timeout``,
+  ``--min-body-rate-kb``), or the request head took longer than ``--header-timeout``; the
+  connection is closed after the reply;
 - 413: the body is larger than ``max_request_mb``;
 - 500: anything unexpected;
 - 503: the scoring process died while scoring the request (the message says how; the server
-  starts a new one), or no scoring process could be started again.
+  starts a new one), or no scoring process could be started again; or (before any request is
+  read, then closed) the server is at its ``--max-connections`` cap with a request in progress
+  on every connection.
 
 No request stops the server.
 
-This process only reads bodies as bytes, hands them to the scoring process
+This process only reads bodies as bytes, hands them to a scoring process
 (:mod:`rewardrouter.serve.process`) and writes the replies it gets back: decoding, routing,
 scoring and encoding happen there (:mod:`rewardrouter.serve.scoring`), so a grader that holds
 the interpreter, or the garbage collector of a large batch, never delays ``/health``, which this
-process answers by itself (503 while a new scoring process starts, or when none could).
+process answers by itself (503 while a new scoring process starts, or when none could). Small
+bodies go to a scoring process of their own, so that a large batch never delays them
+(:mod:`rewardrouter.serve.lanes`); idle, slow and surplus connections are closed by the
+connection guard (:mod:`rewardrouter.serve.guard`).
 """
 
 from __future__ import annotations
@@ -56,7 +64,10 @@ from aiohttp import web
 from rewardrouter.config.load import validate
 from rewardrouter.config.models import RouterConfig
 from rewardrouter.errors import ConfigError, Problem
-from rewardrouter.serve.process import ScoringFailed, ScoringProcess
+from rewardrouter.serve.guard import GUARD, BodyTooSlow, ConnectionGuard, read_body, track_requests
+from rewardrouter.serve.lanes import ScoringLanes
+from rewardrouter.serve.options import ServeOptions
+from rewardrouter.serve.process import ScoringFailed
 from rewardrouter.serve.scoring import BATCH, REWARD
 
 log = logging.getLogger("rewardrouter.serve")
@@ -66,9 +77,10 @@ log = logging.getLogger("rewardrouter.serve")
 MAX_REQUEST_MB = 64.0
 
 CONFIG = web.AppKey("config", RouterConfig)
-SCORING = web.AppKey("scoring", ScoringProcess)
+SCORING = web.AppKey("scoring", ScoringLanes)
 TOKEN = web.AppKey("token", str)
 LIMIT_MB = web.AppKey("limit_mb", float)
+OPTIONS = web.AppKey("options", ServeOptions)
 
 
 def error_reply(status: int, message: str) -> web.Response:
@@ -76,8 +88,9 @@ def error_reply(status: int, message: str) -> web.Response:
 
 
 async def _scored(request: web.Request, endpoint: int) -> web.Response:
-    """The scoring process's reply to the request's body."""
-    body = await request.read()
+    """The scoring process's reply to the request's body (read within the body deadline)."""
+    limit = int(request.app[LIMIT_MB] * 2**20)
+    body = await read_body(request, request.app[OPTIONS], limit)
     status, reply = await request.app[SCORING].score(endpoint, body)
     return web.Response(body=reply, status=status, content_type="application/json")
 
@@ -132,6 +145,17 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
         return await handler(request)
     except ScoringFailed as exc:
         return error_reply(503, str(exc))
+    except BodyTooSlow as exc:
+        # Answered, then closed at once: aiohttp would otherwise go on reading the trickle.
+        reply = error_reply(408, str(exc))
+        reply.force_close()
+        await reply.prepare(request)
+        await reply.write_eof()
+        if request.transport is not None:
+            request.transport.close()
+        return reply
+    except ConnectionError:  # the client left: nobody to answer
+        raise
     except web.HTTPRequestEntityTooLarge:
         limit = request.app[LIMIT_MB]
         return error_reply(
@@ -166,12 +190,16 @@ def make_app(
     *,
     token: str | None = None,
     max_request_mb: float = MAX_REQUEST_MB,
+    options: ServeOptions | None = None,
 ) -> web.Application:
     """The aiohttp application serving the router of ``config`` (validated here; compiled in
-    the scoring process the application starts with it and stops at its cleanup).
+    the scoring processes the application starts with it and stops at its cleanup).
 
     ``token``: every request but ``/health`` must carry ``Authorization: Bearer <token>``.
-    ``max_request_mb``: larger bodies get 413. Starting the application raises
+    ``max_request_mb``: larger bodies get 413. ``options``: the body deadline, the small-request
+    lane (:mod:`rewardrouter.serve.lanes`) and the connection guard that
+    :class:`~rewardrouter.serve.guard.GuardedSite` serves the application through (``app[GUARD]``;
+    a plain aiohttp site leaves connections unguarded). Starting the application raises
     :class:`~rewardrouter.ConfigError` when the router does not compile.
     """
     problem = size_problem(max_request_mb)
@@ -179,10 +207,16 @@ def make_app(
         raise ConfigError([Problem("max_request_mb", problem)])
     if not isinstance(config, RouterConfig):
         config = validate(config, RouterConfig)
-    app = web.Application(middlewares=[json_errors], client_max_size=int(max_request_mb * 2**20))
+    options = options or ServeOptions()
+    app = web.Application(
+        middlewares=[track_requests, json_errors], client_max_size=int(max_request_mb * 2**20)
+    )
     app[CONFIG] = config
-    app[SCORING] = ScoringProcess(config)  # refuses a config it cannot send
+    # Refuses a config it cannot send to a scoring process.
+    app[SCORING] = ScoringLanes(config, options.small_request_bytes)
     app[LIMIT_MB] = max_request_mb
+    app[OPTIONS] = options
+    app[GUARD] = ConnectionGuard(options)
     if token is not None:
         app[TOKEN] = token
     app.router.add_post("/reward", reward)

@@ -25,6 +25,7 @@ import signal
 import socket
 import sys
 from collections.abc import Callable
+from dataclasses import fields
 from typing import TypeVar
 
 from aiohttp import web
@@ -32,6 +33,8 @@ from aiohttp import web
 from rewardrouter.config.models import RouterConfig
 from rewardrouter.errors import ConfigError, Problem
 from rewardrouter.serve.app import MAX_REQUEST_MB, SCORING, make_app, size_problem
+from rewardrouter.serve.guard import GUARD, GuardedSite, connection_cap
+from rewardrouter.serve.options import KINDS, ServeOptions, flag_of, option_problem
 from rewardrouter.serve.process import ScoringFailed
 
 T = TypeVar("T")
@@ -75,6 +78,37 @@ _port = _option(int, port_problem)
 _megabytes = _option(float, size_problem)
 
 
+def _bound(name: str) -> Callable[[str], float]:
+    """The argparse ``type`` of :class:`ServeOptions` field ``name``."""
+
+    def problem(value: object, given: str) -> str | None:
+        found = option_problem(value, name, given)
+        return None if found is None else f"{found.message}; {found.hint}"
+
+    return _option(int if KINDS[name] == "count" else float, problem)
+
+
+_METAVAR = {"count": "N", "seconds": "SECONDS", "KiB": "KIB", "KiB/s": "KIB"}
+
+#: The help of each :class:`ServeOptions` flag.
+_OPTION_HELP = {
+    "max_connections": "connections open at once; beyond it a new connection closes the one "
+    "idle longest (else the one whose request head began first), or gets a 503 when every one "
+    "has a request in progress (default 4096, lowered to what `ulimit -n` allows)",
+    "header_timeout": "seconds from a request's first byte to the end of its head; a slower "
+    "head (slowloris) gets a 408 and its connection is closed (default 10)",
+    "keep_alive_timeout": "seconds a connection may stay open sending nothing, before its first "
+    "request or between two (default 60)",
+    "body_timeout": "seconds of grace for a request body, extended by a second per "
+    "--min-body-rate-kb KiB received; a body slower than that gets a 408 and its connection is "
+    "closed (default 30)",
+    "min_body_rate_kb": "the body rate floor in KiB per second, after --body-timeout (default 16)",
+    "small_request_kb": "bodies up to this many KiB are scored by a scoring process of their "
+    "own, so that a large batch never delays them; 0: one scoring process for every request "
+    "(default 256)",
+}
+
+
 def listen_error(host: str, port: int, exc: OSError) -> str:
     """The error of a socket that cannot listen on ``host:port``: which option, its value and
     what to do."""
@@ -96,7 +130,9 @@ def listen_error(host: str, port: int, exc: OSError) -> str:
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    """The server's own flags: ``--host``, ``--port``, ``--auth-env``, ``--max-request-mb``."""
+    """The server's own flags: ``--host``, ``--port``, ``--auth-env``, ``--max-request-mb``,
+    and one per :class:`~rewardrouter.serve.options.ServeOptions` field (its connection bounds
+    and the small-request lane)."""
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=_port, default=8000, help="port (default 8000; 0: any free)")
     parser.add_argument(
@@ -111,6 +147,19 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         default=MAX_REQUEST_MB,
         help=f"largest request body in MiB; larger ones get 413 (default {MAX_REQUEST_MB:g})",
     )
+    for field in fields(ServeOptions):
+        parser.add_argument(
+            flag_of(field.name),
+            type=_bound(field.name),
+            default=field.default,
+            metavar=_METAVAR[KINDS[field.name]],
+            help=_OPTION_HELP[field.name],
+        )
+
+
+def options_from(args: argparse.Namespace) -> ServeOptions:
+    """The :class:`ServeOptions` of parsed :func:`add_serve_arguments` flags."""
+    return ServeOptions(**{f.name: getattr(args, f.name) for f in fields(ServeOptions)})
 
 
 def token_from(name: str | None) -> str | None:
@@ -141,30 +190,46 @@ async def serve(
     port: int,
     token: str | None = None,
     max_request_mb: float = MAX_REQUEST_MB,
+    options: ServeOptions | None = None,
+    *,
+    stop: asyncio.Event | None = None,
+    listening: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve the router of ``config`` on ``host:port`` until SIGINT or SIGTERM.
+    """Serve the router of ``config`` on ``host:port`` until SIGINT or SIGTERM (or, given
+    ``stop``, until it is set: then no signal handler is installed, and the server may run on
+    any thread). ``listening`` is called with the base URL once the socket is bound.
 
-    Raises :class:`~rewardrouter.ConfigError` when the router does not compile or ``port`` is
-    not a port, :class:`OSError` when the socket cannot listen (:func:`listen_error` words it),
-    and :class:`~rewardrouter.serve.process.ScoringFailed` (after stopping) when its scoring
+    Raises :class:`~rewardrouter.ConfigError` when the router does not compile, ``port`` is
+    not a port or ``options.max_connections`` does not fit the open-file limit,
+    :class:`OSError` when the socket cannot listen (:func:`listen_error` words it), and
+    :class:`~rewardrouter.serve.process.ScoringFailed` (after stopping) when a scoring
     process died and could not be started again.
     """
     problem = port_problem(port)
     if problem is not None:
         raise ConfigError([Problem("port", problem)])
-    app = make_app(config, token=token, max_request_mb=max_request_mb)
-    runner = web.AppRunner(app, shutdown_timeout=5.0)
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):  # from the start: the scoring process too
-        loop.add_signal_handler(signum, stop.set)  # is stopped by the cleanup below
+    options = options or ServeOptions()
+    cap, note = connection_cap(options.max_connections)
+    app = make_app(config, token=token, max_request_mb=max_request_mb, options=options)
+    app[GUARD].cap = cap
+    runner = web.AppRunner(app, shutdown_timeout=5.0, keepalive_timeout=options.keep_alive_timeout)
+    if stop is None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):  # from the start: the scoring process
+            loop.add_signal_handler(signum, stop.set)  # too is stopped by the cleanup below
     await runner.setup()
     scoring = app[SCORING]
     try:
         if not stop.is_set():
-            await web.TCPSite(runner, host, port).start()
+            await GuardedSite(runner, host, port, app[GUARD]).start()
             bound_host, bound_port = runner.addresses[0][:2]
-            print(f"rewardrouter serve: listening on http://{bound_host}:{bound_port}", flush=True)
+            url = f"http://{bound_host}:{bound_port}"
+            if note is not None:
+                print(f"rewardrouter serve: {note}", flush=True)
+            print(f"rewardrouter serve: listening on {url}", flush=True)
+            if listening is not None:
+                listening(url)
             stopping = asyncio.create_task(stop.wait())
             failing = asyncio.create_task(scoring.failed.wait())
             await asyncio.wait({stopping, failing}, return_when=asyncio.FIRST_COMPLETED)
@@ -178,15 +243,16 @@ async def serve(
 
 def run_server(config: RouterConfig, args: argparse.Namespace) -> int:
     """Serve the router of ``config`` with the flags of :func:`add_serve_arguments`; the exit
-    status (1 when the port cannot be bound, or the scoring process could not be started again).
-    Raises :class:`~rewardrouter.ConfigError` for an ``--auth-env`` that holds no token, or a
-    router that does not compile."""
+    status (1 when the port cannot be bound, or a scoring process could not be started again).
+    Raises :class:`~rewardrouter.ConfigError` for an ``--auth-env`` that holds no token, a
+    ``--max-connections`` over the open-file limit, or a router that does not compile."""
     logging.basicConfig(
         level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s: %(message)s"
     )
     token = token_from(args.auth_env)
+    options = options_from(args)
     try:
-        asyncio.run(serve(config, args.host, args.port, token, args.max_request_mb))
+        asyncio.run(serve(config, args.host, args.port, token, args.max_request_mb, options))
     except OSError as exc:
         print(f"error: {listen_error(args.host, args.port, exc)}", file=sys.stderr)
         return 1

@@ -19,7 +19,7 @@ import sys
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -249,17 +249,21 @@ class HeldGrader:
 
 @pytest.fixture
 def command(tmp_path: Path) -> Iterator[Any]:
-    """``command(config, env={}, new_session=False) -> (process, base url)``: ``rewardrouter
-    serve`` started as an operator does; stopped with SIGTERM at the end if it still runs."""
+    """``command(config, env={}, new_session=False, flags=()) -> (process, base url)``:
+    ``rewardrouter serve`` started as an operator does; stopped with SIGTERM at the end if it
+    still runs."""
     started: list[subprocess.Popen[str]] = []
 
     def start(
-        config: Mapping[str, Any], env: Mapping[str, str] = {}, new_session: bool = False
+        config: Mapping[str, Any],
+        env: Mapping[str, str] = {},
+        new_session: bool = False,
+        flags: Sequence[str] = (),
     ) -> tuple[subprocess.Popen[str], str]:
         path = tmp_path / "router.yaml"
         path.write_text(json.dumps(config))
         process = subprocess.Popen(
-            [EXE, "serve", "--config", str(path), "--port", "0"],
+            [EXE, "serve", "--config", str(path), "--port", "0", *flags],
             env=command_env(tmp_path, **env),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -317,6 +321,10 @@ def test_a_killed_scoring_process_fails_its_requests_with_503_and_is_replaced(
     )
 
 
+#: One scoring process (no small-request lane): the tests that count scoring processes, or whose
+#: reward module fails when a second process imports it, use it.
+ONE_LANE = ("--small-request-kb", "0")
+
 #: A router whose reward module knows when a new scoring process imports it (rr_second_import).
 SECOND_IMPORT_CONFIG = {
     "default_route": "r",
@@ -333,7 +341,7 @@ def test_requests_wait_for_the_new_scoring_process_and_health_says_restarting(
     listener.listen(1)
     listener.settimeout(60)
     env = {"RR_MARKER": str(tmp_path / "imported"), "RR_SECOND_IMPORT_WAITS": str(path)}
-    process, base = command(SECOND_IMPORT_CONFIG, env=env)
+    process, base = command(SECOND_IMPORT_CONFIG, env=env, flags=ONE_LANE)
     body = json.dumps(SAMPLE).encode()
     [first] = _children(process.pid)
     os.kill(first, signal.SIGKILL)
@@ -364,7 +372,9 @@ def test_requests_wait_for_the_new_scoring_process_and_health_says_restarting(
 def test_a_scoring_process_that_cannot_be_started_again_stops_the_server_loudly(
     command: Any, tmp_path: Path
 ) -> None:
-    process, base = command(SECOND_IMPORT_CONFIG, env={"RR_MARKER": str(tmp_path / "imported")})
+    process, base = command(
+        SECOND_IMPORT_CONFIG, env={"RR_MARKER": str(tmp_path / "imported")}, flags=ONE_LANE
+    )
     assert send(base + "/reward", json.dumps(SAMPLE).encode())[:2] == (200, 1.0)
     [scoring] = _children(process.pid)
     os.kill(scoring, signal.SIGKILL)
