@@ -234,7 +234,7 @@ def evaluate(node: ast.expr, names: Mapping[str, Any]) -> Any:
 def _callee(func: ast.expr, ev: Callable[[ast.expr], Any]) -> Callable[..., Any]:
     dotted = _dotted(func)
     if dotted in SAFE_FUNCTIONS:
-        return SAFE_FUNCTIONS[dotted]  # type: ignore[index]
+        return SAFE_FUNCTIONS[dotted]
     if isinstance(func, ast.Attribute) and not func.attr.startswith("_"):
         owner = ev(func.value)
         if type(owner) in _METHOD_TYPES:

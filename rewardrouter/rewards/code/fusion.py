@@ -31,8 +31,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rewardrouter.remote.client import JsonEndpoint
+from rewardrouter.rewards.code.bubblewrap import HARNESS
 from rewardrouter.rewards.code.local import (
-    HARNESS,
     CaseRun,
     LocalSandbox,
     RunReport,
