@@ -83,6 +83,21 @@ class EndpointSettings(BaseModel):
             )
         return url
 
+    @model_validator(mode="after")
+    def _one_authorization(self) -> EndpointSettings:
+        from yarl import URL
+
+        authorization = {h.lower() for h in self.headers} | (
+            {self.auth_header.lower()} if self.auth_env else set()
+        )
+        if URL(self.url).user is not None and "authorization" in authorization:
+            raise ValueError(
+                "the url holds a user name (sent as an Authorization header) and "
+                "`auth_env` or `headers` set Authorization too, which the HTTP client refuses "
+                "on every request; keep one: remove the user from the url, or the other"
+            )
+        return self
+
     def __repr_args__(self) -> Any:
         # The URL's password and query values, and the headers, may be credentials.
         for name, value in super().__repr_args__():

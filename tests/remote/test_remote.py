@@ -711,3 +711,20 @@ NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
 )
 def test_retry_after_header(header: str | None, seconds: float | None) -> None:
     assert retry_after(header, NOW) == seconds
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        pytest.param({"auth_env": "TOKEN"}, id="auth_env"),
+        pytest.param({"headers": {"authorization": "Bearer x"}}, id="header"),
+    ],
+)
+def test_a_url_user_beside_another_authorization_is_refused_at_compile(
+    make_router: Any, settings: dict[str, Any]
+) -> None:
+    # The HTTP client would refuse every request; the config says so before the first one.
+    kwargs = {"url": "http://user:pw@127.0.0.1:9/reward", **settings}
+    with pytest.raises(ConfigError, match="holds a user name") as caught:
+        make_router({"routes": {"r": {"rewards": {"t": {"kind": "remote", "kwargs": kwargs}}}}})
+    assert "pw" not in str(caught.value)
