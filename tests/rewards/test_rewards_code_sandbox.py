@@ -381,3 +381,27 @@ def test_report_is_plain_json_of_the_cases() -> None:
     report = run("print('a')")
     assert json.loads(json.dumps([c.__dict__ for c in report.cases]))[0]["stdout"] == "a\n"
     assert stat.S_IMODE(os.stat("/tmp").st_mode) & 0o1000  # /tmp itself was never touched
+
+
+def test_a_case_process_holds_no_input_of_a_later_case() -> None:
+    # The runner reads each case only when it starts: the first case's process, searching all
+    # of its memory, cannot find the second case's input.
+    program = (
+        "import ctypes\nctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # dumpable: /proc/self/mem\n"
+        "found = False\n"
+        "maps = [l.split() for l in open('/proc/self/maps')]\n"
+        "with open('/proc/self/mem', 'rb') as mem:\n"
+        "    for m in maps:\n"
+        "        if not m[1].startswith('r'):\n            continue\n"
+        "        a, b = (int(x, 16) for x in m[0].split('-'))\n"
+        "        try:\n            mem.seek(a)\n            data = mem.read(b - a)\n"
+        "        except (OSError, ValueError, OverflowError):\n            continue\n"
+        # (the whole needle is never built here: it would then be in memory itself)
+        "        at = data.find(b'LATER-CASE-')\n"
+        "        while at >= 0 and not found:\n"
+        "            found = data[at + 11 : at + 16] == bytes([73, 78, 80, 85, 84])\n"
+        "            at = data.find(b'LATER-CASE-', at + 1)\n"
+        "print('found' if found else 'absent', input())\n"
+    )
+    report = run(program, {"stdin": "first"}, {"stdin": "LATER-CASE-INPUT"})
+    assert [c.stdout for c in report.cases] == ["absent first\n", "found LATER-CASE-INPUT\n"]

@@ -5,8 +5,10 @@ Standard library only, and it never imports rewardrouter: the ``local`` backend 
 cannot run, directly in a fresh session with a scrubbed environment), writes one JSON job to its
 stdin and reads one JSON report from its stdout.
 
-Job: ``{"program": str, "cases": [case, ...], "limits": {...}, "drop_user": bool,
-"stop_on_failure": bool, "workdir": str, "pid_namespace": bool}``, where a case is one of
+Job, on stdin as frames (a decimal byte count, a newline, that many bytes of JSON): first
+``{"program": str, "cases": int, "limits": {...}, "drop_user": bool, "stop_on_failure": bool,
+"workdir": str, "pid_namespace": bool}``, then one frame per case, each read only when its case
+starts (so no case process holds the input of a case after its own), where a case is one of
 
 - ``{"stdin": str}``: run the program as ``__main__`` with that standard input;
 - ``{"calls": [{"call": name, "args": [...], "kwargs": {...}}, ...]}``: run the program as module
@@ -412,16 +414,41 @@ def run_case(job: dict[str, Any], case: dict[str, Any], workdir: str) -> dict[st
     return report
 
 
+def read_frame(fd: int) -> Any:
+    """The next frame of ``fd``: its byte count read a byte at a time, then exactly its JSON,
+    so nothing after it is read ahead into this process."""
+    digits = b""
+    while (byte := os.read(fd, 1)) != b"\n":
+        if not byte or len(digits) > 12:
+            raise EOFError("the job ended inside a frame")
+        digits += byte
+    size, data = int(digits), b""
+    while len(data) < size:
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
+            raise EOFError("the job ended inside a frame")
+        data += chunk
+    return json.loads(data)
+
+
+def frame(value: Any) -> bytes:
+    """``value`` as one frame of a job."""
+    data = json.dumps(value).encode()
+    return b"%d\n%s" % (len(data), data)
+
+
 def run_cases(job: dict[str, Any]) -> list[dict[str, Any]]:
     deadline = job["limits"].get("deadline_seconds")
     started = time.monotonic()
     stop = False
     reports: list[dict[str, Any]] = []
-    for i, case in enumerate(job["cases"]):
+    for i in range(job["cases"]):
+        case = read_frame(0)
         if stop or (deadline is not None and time.monotonic() - started >= deadline):
             reports.append({"status": "skipped", "seconds": 0.0, "stdout": "", "stderr": ""})
             continue
         report = run_case(job, case, os.path.join(job["workdir"], f"case-{i}"))
+        del case
         reports.append(report)
         stop = job.get("stop_on_failure", False) and report["status"] != "ok"
     return reports
@@ -441,7 +468,7 @@ def main() -> None:
     # Not dumpable: a program running under this runner's own id (without root) can neither
     # trace it nor read or write its memory through /proc.
     _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    job = json.loads(sys.stdin.buffer.read())
+    job = read_frame(0)
     job["uid"] = _sandbox_uid() if job.get("drop_user", True) else None
     os.makedirs(job["workdir"], mode=0o711, exist_ok=True)
     reports = run_cases(job)

@@ -39,6 +39,7 @@ from typing import Any
 
 from rewardrouter.rewards.code import bubblewrap
 from rewardrouter.rewards.code.bubblewrap import HARNESS
+from rewardrouter.rewards.code.harness import frame
 from rewardrouter.rewards.code.settings import CodeLimits
 
 log = logging.getLogger("rewardrouter.code")
@@ -136,18 +137,20 @@ class LocalSandbox:
     def job(
         self, program: str, runs: Sequence[dict[str, Any]], stop_on_failure: bool, workdir: str
     ) -> bytes:
-        """The runner's input for one program."""
-        return json.dumps(
+        """The runner's input for one program: a frame of the program and its settings, then
+        one frame per case."""
+        header = frame(
             {
                 "program": program,
-                "cases": list(runs),
+                "cases": len(runs),
                 "limits": _limits_json(self.limits),
                 "drop_user": self.drop_user,
                 "pid_namespace": self.isolate,
                 "stop_on_failure": stop_on_failure,
                 "workdir": workdir,
             }
-        ).encode()
+        )
+        return header + b"".join(frame(run) for run in runs)
 
     def argv(self) -> list[str]:
         """The command that starts one runner."""
@@ -237,12 +240,16 @@ class LocalSandbox:
 async def _communicate(process: asyncio.subprocess.Process, job: bytes) -> tuple[bytes, bytes]:
     """``process.communicate(job)``, reading at most ``_REPORT_BYTES`` of its report."""
     assert process.stdin and process.stdout and process.stderr
-    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-        process.stdin.write(job)
-        await process.stdin.drain()
-    process.stdin.close()
-    out, err = await asyncio.gather(
-        _upto(process.stdout, _REPORT_BYTES), _upto(process.stderr, 1 << 16)
+    stdin = process.stdin
+
+    async def send() -> None:  # as the runner reads it: one case at a time
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            stdin.write(job)
+            await stdin.drain()
+        stdin.close()
+
+    _, out, err = await asyncio.gather(
+        send(), _upto(process.stdout, _REPORT_BYTES), _upto(process.stderr, 1 << 16)
     )
     await process.wait()
     return out, err
