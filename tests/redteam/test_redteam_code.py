@@ -460,3 +460,67 @@ def test_an_unknown_isolation_value_is_refused() -> None:
         compile_router(
             {"routes": {"c": {"rewards": {"t": {"kind": "code", "kwargs": {"isolation": "no"}}}}}}
         )
+
+
+#: Scores an honest program and the hostile ones given as argv[1] (JSON) with `best_effort`,
+#: printing each result; run by a trainer that is not root.
+_SCORE_AS_USER = (
+    "import json, os, sys\n"
+    "from rewardrouter import compile_router\n"
+    "assert os.geteuid() == 1000\n"
+    "config = {'routes': {'code': {'match': ['code'], 'rewards': {'t': {'kind': 'code', "
+    "'kwargs': {'isolation': 'best_effort', 'limits': {'timeout': 2}}}}}}}\n"
+    "label = {'inputs': ['21'], 'outputs': ['42']}\n"
+    "programs = ['print(int(input()) * 2)', *json.loads(sys.argv[1])]\n"
+    "rows = [{'response': f'```python\\n{p}\\n```', 'label': label, "
+    "'metadata': {'dataset': 'code'}} for p in programs]\n"
+    "with compile_router(config) as router:\n"
+    "    print(json.dumps([[r.reward, r.status] for r in router.score_sync(rows)]))\n"
+)
+
+
+def test_without_root_best_effort_keeps_the_trainers_files_processes_and_memory(
+    tmp_path: Path,
+) -> None:
+    # Not root, the program's kernel user id is the trainer's: the walls alone keep it off
+    # the trainer's files (owned by that id), processes (kill(-1)) and memory (/proc/PID/mem).
+    user = _user_namespace("--map-user=1000", "--map-group=1000")
+    mine = tmp_path / "trainer-owned.txt"  # root's here, the trainer's (uid 1000) in there
+    mine.write_text("the trainer's file\n")
+    mine.chmod(0o644)
+    for folder in mine.parents:
+        if folder in (Path("/tmp"), Path("/")):
+            break
+        folder.chmod(0o755)
+    marker = f"{os.getpid() % 1000}.{len(str(tmp_path))}4242"
+    hostile = [
+        f"open({str(mine)!r}, 'w').write('changed')\nprint(42)",
+        "import os, signal\nos.kill(-1, signal.SIGKILL)\nprint(42)",
+        "import os\nfor pid in filter(str.isdigit, os.listdir('/proc')):\n"
+        "    try:\n        open(f'/proc/{pid}/mem', 'r+b').write(b'x')\n"
+        "    except OSError:\n        pass\nprint(42 if os.listdir('/proc') else 0)\n"
+        "raise SystemExit(1)",
+        f"import os\nif os.fork() == 0:\n    os.setsid()\n"
+        f"    os.execv('/usr/bin/sleep', ['sleep', '{marker}'])\nraise SystemExit(1)",
+        f"print(open({str(mine)!r}).read())",
+    ]
+    done = subprocess.run(
+        [*user, sys.executable, "-c", _SCORE_AS_USER, json.dumps(hostile)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads(done.stdout.splitlines()[-1])
+    assert results[0] == [1.0, "ok"], results
+    # each fails where it attacks (the file is not there, the kill ends its own runner), and
+    # none of it reached the trainer
+    assert [reward for reward, _ in results[1:]] == [0.0] * len(hostile), results
+    assert mine.read_text() == "the trainer's file\n"
+    left = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            left += [pid] if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes() else []
+        except OSError:
+            continue
+    assert left == [], "a daemon outlived its sandbox"
