@@ -154,8 +154,10 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
         if request.transport is not None:
             request.transport.close()
         return reply
-    except ConnectionError:  # the client left: nobody to answer
-        raise
+    except ConnectionError:
+        # The client left while its body was read: nobody reads this reply (aiohttp drops it
+        # quietly), and a client's departure is not the server's error to log.
+        return error_reply(400, "the connection was lost before the request was read")
     except web.HTTPRequestEntityTooLarge:
         limit = request.app[LIMIT_MB]
         return error_reply(

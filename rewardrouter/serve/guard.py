@@ -36,6 +36,7 @@ from collections.abc import Awaitable, Callable
 from typing import Literal
 
 from aiohttp import web
+from aiohttp.http import HttpProcessingError
 
 from rewardrouter.errors import ConfigError, Problem
 from rewardrouter.serve.options import MAX_CONNECTIONS, ServeOptions
@@ -251,6 +252,22 @@ class ConnectionGuard:
                 self.cap,
                 done,
             )
+
+
+class MalformedRequests(logging.Filter):
+    """Drops aiohttp's traceback for a request it could not parse (already answered 400: the
+    client's mistake, and a hostile client could fill the log with them); the guard counts it
+    instead (in its warnings, as ``malformed requests``). Attach it to ``aiohttp.server``."""
+
+    def __init__(self, guard: ConnectionGuard) -> None:
+        super().__init__()
+        self.guard = guard
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], HttpProcessingError):
+            self.guard.count("malformed requests")
+            return False
+        return True
 
 
 GUARD = web.AppKey("guard", ConnectionGuard)

@@ -33,7 +33,7 @@ from aiohttp import web
 from rewardrouter.config.models import RouterConfig
 from rewardrouter.errors import ConfigError, Problem
 from rewardrouter.serve.app import MAX_REQUEST_MB, SCORING, make_app, size_problem
-from rewardrouter.serve.guard import GUARD, GuardedSite, connection_cap
+from rewardrouter.serve.guard import GUARD, GuardedSite, MalformedRequests, connection_cap
 from rewardrouter.serve.options import KINDS, ServeOptions, flag_of, option_problem
 from rewardrouter.serve.process import ScoringFailed
 
@@ -220,6 +220,8 @@ async def serve(
             loop.add_signal_handler(signum, stop.set)  # too is stopped by the cleanup below
     await runner.setup()
     scoring = app[SCORING]
+    malformed = MalformedRequests(app[GUARD])
+    logging.getLogger("aiohttp.server").addFilter(malformed)
     try:
         if not stop.is_set():
             await GuardedSite(runner, host, port, app[GUARD]).start()
@@ -237,6 +239,7 @@ async def serve(
             failing.cancel()
     finally:
         await runner.cleanup()
+        logging.getLogger("aiohttp.server").removeFilter(malformed)
     if scoring.failure is not None:
         raise ScoringFailed(scoring.failure)
 
