@@ -213,15 +213,16 @@ def test_health_answers_while_a_large_batch_is_scored(serving: Any) -> None:
 
 class HeldGrader:
     """A request to the ``held`` route in flight: its grader (``rr_testfns.holds_the_interpreter``)
-    holds the scoring process's interpreter until :meth:`release`."""
+    holds the scoring process's interpreter until :meth:`release`. ``response``: the sample's
+    (its length picks the scoring lane)."""
 
-    def __init__(self, base: str, folder: Path) -> None:
+    def __init__(self, base: str, folder: Path, response: str = "x") -> None:
         self._listener = socket.socket(socket.AF_UNIX)
         path = folder / "held.sock"
         self._listener.bind(str(path))
         self._listener.listen(1)
         self._listener.settimeout(60)
-        sample = {"response": "x", "metadata": {"dataset": "held", "socket": str(path)}}
+        sample = {"response": response, "metadata": {"dataset": "held", "socket": str(path)}}
         self.reply: tuple[int, Any] | None = None
         self._thread = threading.Thread(
             target=self._post, args=(base, json.dumps(sample).encode()), daemon=True
