@@ -6,12 +6,16 @@ with them; the command (``rewardrouter.cli.serve``) reads the router as every co
     rewardrouter serve --config my_router.yaml --port 8000
     rewardrouter serve router=mixed default_route=gsm8k --port 8000
     REWARD_TOKEN=... rewardrouter serve --config my_router.yaml --auth-env REWARD_TOKEN
+    rewardrouter serve --config my_router.yaml --max-connections 1024 --header-timeout 5
 
-Prints ``rewardrouter serve: listening on http://HOST:PORT`` once the scoring process has
+Prints ``rewardrouter serve: listening on http://HOST:PORT`` once the scoring processes have
 compiled the router and the socket is bound (``--port 0`` takes any free port, and that line says
 which). A port that cannot be bound (in use, privileged, a host not of this machine) exits with status 1
 with an error naming the option, its value and what to do, and so does a server whose scoring
-process died and could not be started again (the cause is printed).
+process died and could not be started again (the cause is printed). The connection bounds and
+the small-request lane are :class:`~rewardrouter.serve.options.ServeOptions`, one flag each; a
+default ``--max-connections`` that the open-file limit cannot hold is lowered (a line says so),
+a given one is an error.
 """
 
 from __future__ import annotations
@@ -97,8 +101,9 @@ _OPTION_HELP = {
     "has a request in progress (default 4096, lowered to what `ulimit -n` allows)",
     "header_timeout": "seconds from a request's first byte to the end of its head; a slower "
     "head (slowloris) gets a 408 and its connection is closed (default 10)",
-    "keep_alive_timeout": "seconds a connection may stay open sending nothing, before its first "
-    "request or between two (default 60)",
+    "keep_alive_timeout": "seconds a connection may wait, from its opening or its last reply, "
+    "until its next request's head is complete: an idle connection is closed after it "
+    "(default 60)",
     "body_timeout": "seconds of grace for a request body, extended by a second per "
     "--min-body-rate-kb KiB received; a body slower than that gets a 408 and its connection is "
     "closed (default 30)",

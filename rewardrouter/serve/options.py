@@ -8,8 +8,8 @@ flag                        default     what it bounds
                                         closes the longest-idle one (else the oldest unfinished
                                         request head), or gets a 503 when every one is busy
 ``--header-timeout``        10 s        from a request's first byte to the end of its head
-``--keep-alive-timeout``    60 s        an open connection that sends nothing (before its first
-                                        request or between two)
+``--keep-alive-timeout``    60 s        from a connection's opening, or its last reply, to the
+                                        end of its next request's head (an idle connection)
 ``--body-timeout``          30 s        a body's grace period: it may take this long, plus one
 ``--min-body-rate-kb``      16 KiB/s    second per this many KiB received
 ``--small-request-kb``      256 KiB     bodies up to this size are scored by a scoring process
