@@ -323,13 +323,27 @@ async def read_body(request: web.Request, options: ServeOptions, limit: int) -> 
         parts.append(part)
 
 
+def cap_problem(cap: int, limit: int) -> Problem | None:
+    """Why ``cap`` connections cannot be held under an open-file ``limit`` (None: they can)."""
+    want = cap + RESERVED_FDS
+    if limit == resource.RLIM_INFINITY or limit >= want:
+        return None
+    return Problem(
+        "--max-connections",
+        f"{cap} connections need {want} open files, but this process may open only {limit} "
+        f"(`ulimit -n`)",
+        f"pass --max-connections {max(limit - RESERVED_FDS, 1)} or less, or raise the limit "
+        f"(`ulimit -n {want}`) before starting the server",
+    )
+
+
 def connection_cap(requested: int | None) -> tuple[int, str | None]:
     """The connection cap for ``requested`` (None: :data:`MAX_CONNECTIONS`, lowered to fit),
     and a note when the default was lowered; raises this process's soft open-file limit as far
     as needed and allowed.
 
     Raises :class:`~rewardrouter.ConfigError` naming ``--max-connections`` when a requested cap
-    does not fit under the hard open-file limit.
+    does not fit under the open-file limit (:func:`cap_problem`).
     """
     want = (requested or MAX_CONNECTIONS) + RESERVED_FDS
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -340,25 +354,22 @@ def connection_cap(requested: int | None) -> tuple[int, str | None]:
             soft = raised
         except (ValueError, OSError):
             pass
-    if soft == resource.RLIM_INFINITY or soft >= want:
+    problem = cap_problem(requested or MAX_CONNECTIONS, soft)
+    if problem is None:
         return want - RESERVED_FDS, None
     fits = soft - RESERVED_FDS
     if requested is not None or fits < 1:
-        raise ConfigError(
-            [
-                Problem(
-                    "--max-connections",
-                    f"{requested or MAX_CONNECTIONS} connections need {want} open files, but this "
-                    f"process may open only {soft} (`ulimit -n`, hard limit {hard})",
-                    f"pass --max-connections {max(fits, 1)} or less, or raise the limit "
-                    f"(`ulimit -n {want}`) before starting the server",
-                )
-            ]
-        )
+        raise ConfigError([problem])
     return fits, (
         f"--max-connections lowered to {fits}: this process may open only {soft} files "
         f"(`ulimit -n`); raise that limit to allow more"
     )
+
+
+def hard_cap_problem(cap: int) -> Problem | None:
+    """:func:`cap_problem` under this process's hard open-file limit (how far
+    :func:`connection_cap` can raise the soft one): checked as the flag is read."""
+    return cap_problem(cap, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
 
 
 class GuardedSite(web.BaseSite):

@@ -14,8 +14,8 @@ which). A port that cannot be bound (in use, privileged, a host not of this mach
 with an error naming the option, its value and what to do, and so does a server whose scoring
 process died and could not be started again (the cause is printed). The connection bounds and
 the small-request lane are :class:`~rewardrouter.serve.options.ServeOptions`, one flag each; a
-default ``--max-connections`` that the open-file limit cannot hold is lowered (a line says so),
-a given one is an error.
+default ``--max-connections`` that the open-file limit cannot hold is lowered (a line on stderr
+says so), a given one is an error.
 """
 
 from __future__ import annotations
@@ -37,7 +37,13 @@ from aiohttp import web
 from rewardrouter.config.models import RouterConfig
 from rewardrouter.errors import ConfigError, Problem
 from rewardrouter.serve.app import MAX_REQUEST_MB, SCORING, make_app, size_problem
-from rewardrouter.serve.guard import GUARD, GuardedSite, MalformedRequests, connection_cap
+from rewardrouter.serve.guard import (
+    GUARD,
+    GuardedSite,
+    MalformedRequests,
+    connection_cap,
+    hard_cap_problem,
+)
 from rewardrouter.serve.options import KINDS, ServeOptions, flag_of, option_problem
 from rewardrouter.serve.process import ScoringFailed
 
@@ -87,6 +93,9 @@ def _bound(name: str) -> Callable[[str], float]:
 
     def problem(value: object, given: str) -> str | None:
         found = option_problem(value, name, given)
+        if found is None and name == "max_connections":
+            assert isinstance(value, int)
+            found = hard_cap_problem(value)  # before the router compiles
         return None if found is None else f"{found.message}; {found.hint}"
 
     return _option(int if KINDS[name] == "count" else float, problem)
@@ -232,8 +241,8 @@ async def serve(
             await GuardedSite(runner, host, port, app[GUARD]).start()
             bound_host, bound_port = runner.addresses[0][:2]
             url = f"http://{bound_host}:{bound_port}"
-            if note is not None:
-                print(f"rewardrouter serve: {note}", flush=True)
+            if note is not None:  # on stderr: the first line of stdout stays `listening on`
+                print(f"rewardrouter serve: {note}", file=sys.stderr, flush=True)
             print(f"rewardrouter serve: listening on {url}", flush=True)
             if listening is not None:
                 listening(url)

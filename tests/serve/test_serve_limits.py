@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import resource
 import subprocess
 import sys
 import urllib.error
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 from rr_serve import HONEST, ServeThread, request, status_of, until_closed
+from test_serve import CONFIG, EXE, _listening, command_env, stopped
 from test_serve_hostile import HeldGrader
 
 from rewardrouter.errors import ConfigError
@@ -138,6 +140,53 @@ def test_the_cap_fits_the_open_file_limit() -> None:
         "only 1024"
     )
     assert "pass --max-connections 768 or less" in refused
+
+
+def _low_file_limit() -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
+
+
+@pytest.mark.parametrize(
+    ("flags", "status", "stderr"),
+    [
+        pytest.param(
+            [],
+            None,
+            "rewardrouter serve: --max-connections lowered to 768: this process may open only "
+            "1024 files (`ulimit -n`); raise that limit to allow more",
+            id="default_cap_lowered",
+        ),
+        pytest.param(
+            ["--max-connections", "2000"],
+            2,
+            "argument --max-connections: 2000 connections need 2256 open files, but this "
+            "process may open only 1024 (`ulimit -n`); pass --max-connections 768 or less, or "
+            "raise the limit (`ulimit -n 2256`) before starting the server",
+            id="given_cap_refused",
+        ),
+    ],
+)
+def test_the_command_fits_its_cap_to_a_low_open_file_limit(
+    tmp_path: Path, flags: list[str], status: int | None, stderr: str
+) -> None:
+    config = tmp_path / "router.yaml"
+    config.write_text(json.dumps(CONFIG))
+    process = subprocess.Popen(
+        [EXE, "serve", "--config", str(config), "--port", "0", *flags],
+        env=command_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_low_file_limit,
+    )
+    if status is None:  # it serves: `listening on` is still the first line of its stdout
+        base = _listening(process, within=60)
+        assert request(base + "/health")[0] == 200
+        assert stderr in stopped(process)
+    else:
+        _, err = process.communicate(timeout=60)
+        assert process.returncode == status, err
+        assert stderr in err and "Traceback" not in err
 
 
 # -- connections ---------------------------------------------------------------------------------
