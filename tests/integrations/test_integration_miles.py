@@ -9,6 +9,7 @@ config is the shipped ``examples/miles`` one, with its own reward module.
 from __future__ import annotations
 
 import asyncio
+import warnings
 from argparse import Namespace
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,8 +20,15 @@ from rr_frameworks import AdapterRef, RewardSpec
 from rr_frameworks import MilesSample as Sample
 
 from rewardrouter import RoutingError, SampleError
+from rewardrouter.errors import RewardRouterWarning
+from rewardrouter.integrations._metrics import WARNINGS
 from rewardrouter.integrations._router_cache import close_shared
-from rewardrouter.integrations.miles import batched_custom_rm, custom_rm, post_process_rewards
+from rewardrouter.integrations.miles import (
+    adapter_prompt_group_sizes,
+    batched_custom_rm,
+    custom_rm,
+    post_process_rewards,
+)
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "miles"
 
@@ -221,3 +229,109 @@ def test_none_stage_keeps_the_rewards_unrounded(tmp_path: Path) -> None:
     args = miles_args(rewardrouter_config=str(router_with(tmp_path, "{kind: none}")))
     raw, advantages = post_process_rewards(args, rows)
     assert raw == advantages == rewards
+
+
+# -- multi-LoRA batches as miles hands them to the hook: ``fn(args, samples)`` ---------------
+
+
+def lora_batch(layout: list[tuple[AdapterRef, int, list[float]]], **fields: Any) -> list[Sample]:
+    """Prompt groups in a row as miles' multi-LoRA rollout lays them out: (adapter,
+    group_index, rewards) per group, every row its own rollout (a running index)."""
+    rows: list[Sample] = []
+    for adapter, group, rewards in layout:
+        for reward in rewards:
+            rows.append(answer(reward, group, index=len(rows), adapter=adapter, **fields))
+    return rows
+
+
+A, B = AdapterRef("A", 0), AdapterRef("B", 1)
+
+# Each row: the batch, n_samples_per_prompt, the prompt group sizes read back, and whether the
+# group_index_reused warning counts it.
+LORA_GROUPS = [
+    pytest.param(
+        [(A, 0, [1.0, 0.0, 1.0, 0.0]), (A, 0, [1.0] * 4), (B, 0, [3.0, 1.0])],
+        4,
+        [4, 4, 2],
+        True,
+        id="reused_group_index_split_by_n_samples_per_prompt",
+    ),
+    pytest.param(
+        [(A, 0, [1.0, 0.0]), (A, 1, [1.0, 1.0]), (B, 0, [3.0, 1.0])],
+        2,
+        [2, 2, 2],
+        False,
+        id="distinct_group_index_one_group_each",
+    ),
+    pytest.param(
+        [(A, 7, [1.0, 0.0, 1.0]), (B, 7, [3.0, 1.0])],
+        2,
+        [3, 2],
+        False,
+        id="not_a_whole_multiple_stays_one_group",
+    ),
+    pytest.param(
+        [(A, 3, [0.0, 1.0, 2.0, 3.0])],
+        4,
+        [4],
+        False,
+        id="one_group_of_n_is_not_split",
+    ),
+]
+
+
+@pytest.mark.parametrize(("layout", "size", "expected", "warned"), LORA_GROUPS)
+def test_lora_prompt_groups_read_back_from_the_flat_batch(
+    layout: list[tuple[AdapterRef, int, list[float]]],
+    size: int,
+    expected: list[int],
+    warned: bool,
+) -> None:
+    before = WARNINGS["group_index_reused"]
+    rows = lora_batch(layout)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RewardRouterWarning)
+        assert adapter_prompt_group_sizes(miles_args(n_samples_per_prompt=size), rows) == expected
+    assert (WARNINGS["group_index_reused"] > before) is warned
+
+
+def test_reused_group_index_normalized_per_prompt_group_as_miles_calls_the_hook(
+    tmp_path: Path,
+) -> None:
+    """miles' multi-LoRA train-data case: C's two groups both carry group_index 0; called as
+    ``fn(args, samples)`` each group is still zero-mean, and the constant one exactly 0."""
+    c = AdapterRef("C", 2)
+    rows = lora_batch([(c, 0, [1.0, 0.0, 1.0, 0.0]), (c, 0, [1.0] * 4), (B, 0, [3.0, 1.0])])
+    args = miles_args(
+        rewardrouter_config=str(router_with(tmp_path, CENTER)), n_samples_per_prompt=4
+    )
+    before = WARNINGS["group_index_reused"]
+    with pytest.warns(RewardRouterWarning) as caught:
+        advantages = post_process_rewards(args, rows)[1]
+    assert WARNINGS["group_index_reused"] == before + 1
+    assert str(caught[0].message) == (
+        "samples 0..7 of LoRA adapter 'C' all carry group_index 0: 2 x n_samples_per_prompt "
+        "(4) rollouts in a row, normalized as 2 prompt groups of 4 (miles hands its own "
+        "normalization the rollout's group sizes, but not this hook); give each prompt group "
+        "its own group_index, and keep --n-samples-per-prompt at least as large as any "
+        "adapter's own"
+    )
+    assert advantages == [0.5, -0.5, 0.5, -0.5, 0.0, 0.0, 0.0, 0.0, 1.0, -1.0]
+
+
+def test_compact_rollouts_split_by_rollout_not_by_row(tmp_path: Path) -> None:
+    """Rows sharing a rollout_id count once toward n_samples_per_prompt."""
+    rows = [
+        answer(1.0, index=0, rollout_id=10, adapter=A),
+        answer(1.0, index=0, rollout_id=10, adapter=A),
+        answer(3.0, index=1, rollout_id=11, adapter=A),
+        answer(5.0, index=2, rollout_id=12, adapter=A),
+        answer(9.0, index=3, rollout_id=13, adapter=A),
+    ]
+    args = miles_args(
+        rewardrouter_config=str(router_with(tmp_path, CENTER)), n_samples_per_prompt=2
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RewardRouterWarning)
+        assert adapter_prompt_group_sizes(args, rows) == [3, 2]
+        assert post_process_rewards(args, rows)[1] == [-1.0, -1.0, 1.0, -2.0, 2.0]
