@@ -17,8 +17,10 @@ import importlib
 import inspect
 import pkgutil
 import traceback
+import types
+import typing
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from rewardrouter.errors import Problem, did_you_mean
 
@@ -154,6 +156,106 @@ def check_kwargs(sig: inspect.Signature, fixed: int, kwargs: Mapping[str, Any], 
             f"{name} requires {', '.join(repr(m) for m in missing)}, which kwargs does not set",
             f"add them under kwargs: ({name + str(sig)})",
         )
+
+
+_SPELLED_BOOLS = frozenset({"true", "false", "yes", "no", "on", "off", "1", "0"})
+_UNQUOTE = (
+    "write the value unquoted in YAML; a value read from an environment variable is a string "
+    "until decoded: ${oc.decode:${oc.env:NAME}}"
+)
+
+
+def _fits(hint: Any, value: Any) -> bool | None:
+    """Whether ``value`` fits a parameter annotated ``hint``; None for an annotation that is not
+    checked (anything but ``bool``, ``int``, ``float``, ``str``, ``Literal`` and their unions)."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        verdicts = [_fits(arg, value) for arg in typing.get_args(hint)]
+        return None if None in verdicts else any(verdicts)
+    if origin is Literal:
+        return any(value == a and type(value) is type(a) for a in typing.get_args(hint))
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    if hint is type(None):
+        return value is None
+    return None
+
+
+def _expected(hint: Any) -> str:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_expected(arg) for arg in typing.get_args(hint))
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in typing.get_args(hint))
+    names = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+    return names.get(hint, "null" if hint is type(None) else str(hint))
+
+
+def _what_to_do(hint: Any, value: Any) -> str | None:
+    """A "did you mean" among a ``Literal``'s values (any case first), or how to write a
+    boolean or a number that arrived as a string."""
+    if not isinstance(value, str):
+        return None
+    allowed = [
+        str(a)
+        for arg in (*typing.get_args(hint), hint)
+        if typing.get_origin(arg) is Literal
+        for a in typing.get_args(arg)
+    ]
+    same = [a for a in allowed if a.lower() == value.strip().lower()]
+    if same:
+        return f"did you mean {same[0]!r}?"
+    close = did_you_mean(value, allowed)
+    if close is not None:
+        return close
+    types_ = {hint, *typing.get_args(hint)}
+    if bool in types_ and value.strip().lower() in _SPELLED_BOOLS:
+        return _UNQUOTE
+    if types_ & {int, float}:
+        with contextlib.suppress(ValueError):
+            float(value)
+            return _UNQUOTE
+    return None
+
+
+def check_values(fn: Callable[..., Any], kwargs: Mapping[str, Any], name: str) -> None:
+    """Raise :class:`ResolveError` listing every value in ``kwargs`` that does not fit its
+    parameter's annotation in ``fn``: a mode spelled in another case (``extract: Any``), a
+    boolean written as a string (``case_sensitive: "false"``, as an environment interpolation
+    gives it), a number as a string. Each problem's path is ``kwargs.<name>``; annotations
+    other than ``bool``, ``int``, ``float``, ``str``, ``Literal`` and their unions are not
+    checked.
+
+    >>> def grade(response, label, metadata, *, extract: Literal["boxed", "any"] = "boxed"): ...
+    >>> try:
+    ...     check_values(grade, {"extract": "Any"}, "built-in 'math'")
+    ... except ResolveError as exc:
+    ...     print(exc.problems[0])
+    kwargs.extract: built-in 'math' got extract='Any'; expected one of 'boxed', 'any'
+        did you mean 'any'?
+    """
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # an annotation naming what its module does not define: not checked
+        return
+    problems = []
+    for key, value in kwargs.items():
+        if key in hints and _fits(hints[key], value) is False:
+            hint = hints[key]
+            shown = f"{value!r} (a string)" if isinstance(value, str) else repr(value)
+            message = f"{name} got {key}={shown}; expected {_expected(hint)}"
+            if isinstance(value, str) and typing.get_origin(hint) is Literal:
+                message = f"{name} got {key}={value!r}; expected {_expected(hint)}"
+            problems.append(Problem(f"kwargs.{key}", message, _what_to_do(hint, value)))
+    if problems:
+        first = problems[0]
+        raise ResolveError(f"{first.path}: {first.message}", first.hint, problems=tuple(problems))
 
 
 def module_allowed(path: str, allowed: tuple[str, ...]) -> bool:

@@ -26,6 +26,7 @@ from rewardrouter.errors import Problem, did_you_mean
 from rewardrouter.introspect import (
     ResolveError,
     check_kwargs,
+    check_values,
     import_path,
     is_async,
     positional_params,
@@ -165,6 +166,7 @@ def resolve_builtin(kind: str, kwargs: Mapping[str, Any]) -> RewardFn:
         )
     spec = BUILTINS[reward.name]
     check_kwargs(inspect.signature(spec.grade), 3, kwargs, f"built-in {kind!r}")
+    check_values(spec.grade, kwargs, f"built-in {kind!r}")
     return RewardFn(
         name=kind,
         fn=reward,

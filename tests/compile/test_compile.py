@@ -59,6 +59,45 @@ def _term(term: dict[str, Any], **route: Any) -> dict[str, Any]:
             "routes.r.rewards.t.kwargs.case_sensitiv: built-in 'exact_match' takes no argument",
             id="unknown_builtin_kwarg",
         ),
+        # a value of the wrong case or type is refused, not silently read as the default
+        pytest.param(
+            _term({"kind": "math", "kwargs": {"extract": "Any"}}),
+            "routes.r.rewards.t.kwargs.extract: built-in 'math' got extract='Any'; expected one "
+            "of 'boxed', 'any'\n    did you mean 'any'?",
+            id="builtin_kwarg_literal_case",
+        ),
+        pytest.param(
+            _term({"kind": "boxed_math", "kwargs": {"extract": "boxd"}}),
+            "routes.r.rewards.t.kwargs.extract: built-in 'boxed_math' got extract='boxd'",
+            id="builtin_kwarg_literal_typo",
+        ),
+        # an environment interpolation gives a string: "false" would be truthy
+        pytest.param(
+            _term({"kind": "exact_match", "kwargs": {"case_sensitive": "false"}}),
+            "routes.r.rewards.t.kwargs.case_sensitive: built-in 'exact_match' got "
+            "case_sensitive='false' (a string); expected true or false\n    write the value "
+            "unquoted in YAML; a value read from an environment variable is a string until "
+            "decoded: ${oc.decode:${oc.env:NAME}}",
+            id="builtin_kwarg_bool_as_string",
+        ),
+        pytest.param(
+            _term({"kind": "think_format", "kwargs": {"opened_by_prompt": 1}}),
+            "routes.r.rewards.t.kwargs.opened_by_prompt: built-in 'think_format' got "
+            "opened_by_prompt=1; expected true or false",
+            id="builtin_kwarg_bool_as_int",
+        ),
+        pytest.param(
+            _term({"kind": "random", "kwargs": {"p": "0.3"}}),
+            "routes.r.rewards.t.kwargs.p: built-in 'random' got p='0.3' (a string); expected a "
+            "number\n    write the value unquoted",
+            id="builtin_kwarg_number_as_string",
+        ),
+        pytest.param(
+            _term({"kind": "deterministic_random", "kwargs": {"salt": 7}}),
+            "routes.r.rewards.t.kwargs.salt: built-in 'deterministic_random' got salt=7; "
+            "expected a string",
+            id="builtin_kwarg_str_as_int",
+        ),
         pytest.param(
             _term({"path": "rr_testfns.needs_kw"}),
             "routes.r.rewards.t.path: rr_testfns.needs_kw requires 'threshold'",
@@ -100,6 +139,30 @@ def _term(term: dict[str, Any], **route: Any) -> dict[str, Any]:
 def test_compile_problem(config: dict[str, Any], expected: str) -> None:
     problems = _problems(config)
     assert any(p.startswith(expected) for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    ("kind", "kwargs"),
+    [
+        pytest.param("math", {"extract": "any"}, id="literal"),
+        pytest.param("exact_match", {"case_sensitive": True}, id="bool"),
+        pytest.param("random", {"p": 1}, id="int_for_float"),
+        pytest.param("deterministic_random", {"p": 0.25, "salt": "run-1"}, id="float_and_str"),
+    ],
+)
+def test_builtin_kwargs_values_that_fit_compile(kind: str, kwargs: dict[str, Any]) -> None:
+    with compile_router(_term({"kind": kind, "kwargs": kwargs})) as router:
+        assert router.routes["r"].terms[0].kwargs == kwargs
+
+
+def test_every_bad_builtin_value_is_reported() -> None:
+    config = _term({"kind": "deterministic_random", "kwargs": {"p": "1", "salt": None}})
+    assert [p.split("\n")[0] for p in _problems(config)] == [
+        "routes.r.rewards.t.kwargs.p: built-in 'deterministic_random' got p='1' (a string); "
+        "expected a number",
+        "routes.r.rewards.t.kwargs.salt: built-in 'deterministic_random' got salt=None; "
+        "expected a string",
+    ]
 
 
 def test_all_problems_reported_together() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import multiprocessing
 import pickle
 import re
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from rewardrouter import ConfigError
+from rewardrouter.introspect import ResolveError, check_values
 from rewardrouter.rewards import BUILTINS, BuiltinReward, kind_names, known_kinds, lookup
 
 SLIME_NAMES = ["math", "dapo", "deepscaler", "f1", "gpqa", "random"]
@@ -160,3 +162,16 @@ def test_rm_type_routes_to_the_builtin(make_router: Any, kind: str) -> None:
 def test_dapo_without_key_is_a_compile_error(make_router: Any) -> None:
     with pytest.raises(ConfigError, match="set `key: score`"):
         make_router({"routes": {"r": {"rewards": {"t": {"kind": "dapo"}}}}})
+
+
+@pytest.mark.parametrize("name", sorted(BUILTINS))
+def test_every_builtin_keyword_is_checked_at_compile_time(name: str) -> None:
+    # compile_router checks a term's kwargs values against the annotations: each keyword's own
+    # default fits, and a value of no checked type is refused (an annotation the check cannot
+    # read would let a bad value through silently)
+    grade = BUILTINS[name].grade
+    parameters = inspect.signature(grade).parameters.values()
+    for keyword in [p for p in parameters if p.kind is p.KEYWORD_ONLY]:
+        check_values(grade, {keyword.name: keyword.default}, name)
+        with pytest.raises(ResolveError, match=f"kwargs.{keyword.name}: {name} got"):
+            check_values(grade, {keyword.name: object()}, name)
