@@ -87,6 +87,8 @@ SLIME_RUNS = {
 POST_PROCESS = {
     "CUSTOM_REWARD_POST_PROCESS_PATH": "rewardrouter.integrations.slime.post_process_rewards"
 }
+#: An entry point called by this many tests or fewer has each of them listed.
+FEW = 3
 ENTRY_MODULES = ("rewardrouter.integrations.slime", "rewardrouter.integrations.miles")
 
 
@@ -381,6 +383,13 @@ def _report(rows: list[Run]) -> None:
         chained = sum(t["post_processed"] for t in r.reached.values())
         for entry, count in sorted(r.entry_tests().items()):
             print(f"  {entry}: called by {count} test(s)")
+            if count <= FEW:  # few enough to say what each of them handed over
+                for test, t in r.reached.items():
+                    if entry in t["entries"]:
+                        print(
+                            f"    {test}: scored {t['scored']}, kept {t['kept']}, "
+                            f"post-processed {t['post_processed']}"
+                        )
         print(
             f"  samples scored {samples}, arrived with a reward (kept) {kept}, "
             f"post-processed {chained}"
