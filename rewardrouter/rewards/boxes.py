@@ -3,9 +3,12 @@
 A response states its final answer in its last ``\\boxed{}``. When the answer has several parts,
 models often box each part: ``the roots are \\boxed{2} and \\boxed{3}``, ``x = \\boxed{1}, y =
 \\boxed{5}``. :func:`final_boxes` returns the contents of the last *run* of boxes: the last box
-and the boxes right before it that are joined to it by nothing but connectors (commas, "and",
-"or", math delimiters, spacing, ``x =``). Boxes separated by prose are not a run: in ``first
-\\boxed{3}, then on reflection \\boxed{4}`` only ``4`` is the answer.
+and the boxes right before it that are joined to it by nothing but separators: punctuation,
+"and", "or", math delimiters, spacing, a name and its equals sign (``x =``), a part label
+(``(b)``), and a unit right after a box (``\\boxed{3} cm and \\boxed{4} cm``). Any other word
+between two boxes ends the run, and the last box is the answer: in ``\\boxed{41}, so
+\\boxed{42}``, ``\\boxed{41}, final answer \\boxed{42}`` or ``first \\boxed{3}, then on reflection
+\\boxed{4}``, a self-correction, only the last box counts.
 """
 
 from __future__ import annotations
@@ -14,35 +17,39 @@ import re
 
 from rewardrouter.rewards.registry import boxed_at, last_box_start
 
-# What may stand between two boxes of one multi-part answer: connectors, and at most two words
-# besides them (units, "for part (a)") when "and", "or", a comma or a semicolon joins the parts.
-_CONNECTOR = re.compile(
-    r"\s|\$|\\[\[\]()]|[,;.&:]|\\\\|\\q?quad\b|\\[,;:! ]|\band\b|\bor\b|\(\w\)"
-    r"|\\text\{|\}|[a-zA-Z](?:_\{?\w{1,3}\}?)?\s*="
+# What may stand between two boxes of one multi-part answer: separators only.
+_SEPARATOR = re.compile(
+    r"\s|\$|\\[\[\]()]|[,;.&:]|\\\\|\\q?quad\b|\\[,;:! ]|\band\b|\bor\b"
+    r"|(?:\b(?i:part)\s*)?\((?:[a-zA-Z]|[ivx]{1,4}|\d{1,2})\)|\\text\{|\}|[a-zA-Z](?:_\{?\w{1,3}\}?)?\s*="
 )
-_JOINER = re.compile(r"\band\b|\bor\b|[,;]")
-_WORD = re.compile(r"[A-Za-z]{1,12}")
-_MAX_WORDS = 2
-# Words that take an answer back instead of adding a part: "\boxed{1} or rather \boxed{2}".
-_REVISION = frozenset(
-    {"rather", "actually", "wait", "no", "not", "instead", "then", "maybe", "perhaps", "hmm"}
+# A unit right after the earlier box's closing brace, in \text{} or not: part of its answer.
+_UNITS = "|".join(
+    (
+        "mm|cm|km|m|inch|inches|ft|feet|foot|yd|yards?|mi|miles?|meters?|metres?",
+        "mg|g|kg|grams?|kilograms?|lbs?|pounds?|oz|ounces?|[mk]?L|liters?|litres?",
+        "ms|s|sec|seconds?|min|minutes?|h|hr|hours?|days?|weeks?|months?|years?",
+        "degrees?|radians?|units?|dollars?|cents?|percent|square units|sq",
+    )
+)
+_UNIT_AFTER_BOX = re.compile(
+    rf"(?:\s|\\[,;: ]|\\text\{{|\\mathrm\{{)*(?:{_UNITS})\b\}}?(?:\^\{{?[23]\}}?)?"
 )
 _MAX_CONNECTOR = 60
 _MAX_PARTS = 16
 
 
 def _joins(gap: str, loose: bool) -> bool:
-    """Whether ``gap``, the text between two boxes, joins them into one multi-part answer;
-    ``loose``: also any gap without a letter or digit (``\\boxed{35} ++ \\boxed{4}``)."""
+    """Whether ``gap``, the text between two boxes, joins them into one multi-part answer:
+    nothing but separators, after a unit that ends the earlier box's answer; ``loose``: also
+    any gap without a letter or digit (``\\boxed{35} ++ \\boxed{4}``)."""
     if len(gap) > _MAX_CONNECTOR:
         return False
     if loose and not any(c.isalnum() for c in gap):
         return True
-    rest = _CONNECTOR.sub(" ", gap).split()
-    if not rest:
-        return True
-    words = [w for w in rest if _WORD.fullmatch(w) and w.lower() not in _REVISION]
-    return len(words) == len(rest) <= _MAX_WORDS and _JOINER.search(gap) is not None
+    unit = _UNIT_AFTER_BOX.match(gap)
+    if unit is not None:
+        gap = gap[unit.end() :]
+    return not _SEPARATOR.sub(" ", gap).split()
 
 
 def final_run(text: str, *, loose: bool = False) -> tuple[list[str], int] | None:

@@ -94,6 +94,38 @@ def test_boxed_math_grades_the_extracted_answer(content: str, label: str, expect
     assert math_answer(BoxedAnswer(content), label, {}) == expected
 
 
+BOX_RUNS = [
+    # words between two boxes take the first back: the last box is the answer (a self-correction)
+    pytest.param("\\boxed{41}, so \\boxed{42}", "42", 1.0, id="so"),
+    pytest.param("\\boxed{42}, so \\boxed{41}", "42", 0.0, id="so_wrong"),
+    pytest.param("\\boxed{41}, final \\boxed{42}", "42", 1.0, id="final"),
+    pytest.param("\\boxed{42}, final \\boxed{41}", "42", 0.0, id="final_wrong"),
+    pytest.param("\\boxed{41}, final answer \\boxed{42}", "42", 1.0, id="final_answer"),
+    pytest.param("\\boxed{42}, final answer \\boxed{41}", "42", 0.0, id="final_answer_wrong"),
+    pytest.param("\\boxed{41}, but corrected: \\boxed{42}", "42", 1.0, id="corrected"),
+    pytest.param("\\boxed{42}, but corrected: \\boxed{41}", "42", 0.0, id="corrected_wrong"),
+    pytest.param("$\\boxed{41} \\text{, so } \\boxed{42}$", "42", 1.0, id="so_in_text"),
+    # ...and the box taken back is no part of the answer
+    pytest.param("\\boxed{41}, so \\boxed{42}", "41, 42", 0.0, id="so_not_two_parts"),
+    # nothing but separators between boxes: one answer in parts, every part compared
+    pytest.param("\\boxed{41}, \\boxed{42}", "41, 42", 1.0, id="comma_two_parts"),
+    pytest.param("\\boxed{41}, \\boxed{42}", "42", 0.0, id="comma_hedge"),
+    pytest.param("\\boxed{41} \\boxed{42}", "42", 0.0, id="space_hedge"),
+    pytest.param("(a) \\boxed{3} (b) \\boxed{4}", "3, 4", 1.0, id="part_labels"),
+    pytest.param("(a) \\boxed{3} (b) \\boxed{4}", "4", 0.0, id="part_labels_one_part"),
+    pytest.param("Part (a): \\boxed{3}; Part (b): \\boxed{4}", "3, 4", 1.0, id="part_words"),
+    pytest.param("\\boxed{3} cm and \\boxed{4} cm", "3, 4", 1.0, id="units_after_boxes"),
+    pytest.param("\\boxed{3} cm and \\boxed{4} cm", "4", 0.0, id="units_after_boxes_hedge"),
+]
+
+
+@pytest.mark.parametrize(("response", "label", "expected"), BOX_RUNS)
+def test_a_run_of_boxes_is_one_answer_only_when_separators_join_it(
+    response: str, label: str, expected: float
+) -> None:
+    assert math_answer(response, label, {}) == expected
+
+
 def test_any_extraction_reads_unboxed_answers() -> None:
     # with extract: any, math-verify's own extraction finds an unboxed final answer
     assert math_answer("The final answer is $\\frac{1}{2}$.", "0.5", {}, extract="any") == 1.0
