@@ -11,7 +11,8 @@ The forms and what they mean:
 - :class:`Number`: an exact value (:mod:`~rewardrouter.rewards.latex_value`), possibly written
   as a percentage;
 - :class:`Infinity`: ``\\infty``, ``-\\infty``;
-- :class:`Collection`: ``\\{1, 2\\}`` (``set``), ``(1, 2)`` / ``[1, 2)`` (``tuple``, its
+- :class:`Collection`: ``\\{1, 2\\}`` (``set``; the empty set as ``\\{\\}``, ``\\emptyset``,
+  ``\\varnothing`` or ``∅``), ``(1, 2)`` / ``[1, 2)`` (``tuple``, its
   brackets kept: an ordered pair and an open interval are written alike and compared alike),
   ``1, 2`` or ``1 and 2`` (``list``, an unordered list of answers), and ``a \\pm b``
   (a ``list`` of two);
@@ -34,6 +35,7 @@ from rewardrouter.rewards.answer_text import normalize
 from rewardrouter.rewards.latex_value import ParsedValue, parse_value
 
 __all__ = [
+    "EMPTY_SET",
     "Collection",
     "Form",
     "Infinity",
@@ -104,6 +106,10 @@ class Unknown:
 
 
 Form: TypeAlias = Number | Infinity | Collection | Union | Matrix | Named | Text | Unknown
+
+#: The empty set, however it is written (``\\{\\}``, ``\\emptyset``, ``\\varnothing``, ``∅``).
+EMPTY_SET = Collection("set", ())
+_EMPTY_SET_NAMES = frozenset({"\\emptyset", "\\varnothing", "\u2205"})
 
 _TEXT_WRAPPER = re.compile(r"^\\(?:text|textbf|textit|mathrm|mbox|textnormal)\s*\{([^{}]*)\}$")
 _WORDS = re.compile(r"[A-Za-z][A-Za-z' -]*[A-Za-z]")
@@ -227,6 +233,8 @@ def _read(text: str, depth: int) -> Form:
 
 
 def _read_normalized(text: str, depth: int) -> Form:
+    if text in _EMPTY_SET_NAMES:
+        return EMPTY_SET
     matrix = _MATRIX.match(text)
     if matrix is not None:
         return _read_matrix(matrix.group(2), depth)
@@ -275,6 +283,8 @@ def _scalar(text: str) -> Form:
 
 def _collection(kind: str, parts: list[str], depth: int, brackets: str = "", raw: str = "") -> Form:
     parts = [p for p in (p.strip() for p in parts) if p]
+    if not parts and kind == "set":
+        return EMPTY_SET  # \{\}
     if not parts or len(parts) > MAX_ELEMENTS:
         return Unknown(raw or ",".join(parts))
     items: list[Form] = []

@@ -21,6 +21,12 @@ inequalities, matrices, assignments, text) and compared by :func:`compare_forms`
 - a bare pair that cannot be a thousands grouping (``0,375``, ``2500,25``) against a number: read
   with a decimal comma.
 
+An answer longer than :data:`MAX_ANSWER_CHARS` (1,000 characters) matches nothing unless it is
+identical to a reference answer (both stripped): no final answer is that long, and reading one
+costs time that grows with it (math-verify's parse of a long expression can run for minutes), so
+a response cannot buy a slow comparison by writing one. A long reference, such as a large
+matrix, is still matched by the same text.
+
 Whatever these rules cannot decide goes to math-verify: ``verify(parse(gold), parse(answer))``
 on both (normalized) strings wrapped in ``\\boxed{}``. Verdicts are cached per process, keyed by
 the two strings, so the answers a GRPO group repeats, and the label it shares, are read once.
@@ -60,7 +66,8 @@ from rewardrouter.rewards.closed_form import Inexpressible, Ratio, TooLarge, Und
 from rewardrouter.rewards.labels import clear_label_cache
 from rewardrouter.rewards.latex_value import Huge, ParsedValue
 
-# An answer longer than this is not a final answer; math-verify on it could run for minutes.
+#: An answer longer than this is not a final answer: it matches only a reference identical to
+#: it (math-verify on such an answer could run for minutes).
 MAX_ANSWER_CHARS = 1000
 
 # Rounding to 6 decimals (math-verify's float rule) cannot merge values further apart than this,
@@ -306,30 +313,41 @@ def verdict(answer: str, gold: str) -> bool:
     return math_verify_match(answer, gold) if decided is None else decided
 
 
-def _answers(answer: str, golds: Sequence[str]) -> tuple[str, list[str]] | None:
+def _answers(answer: str, golds: Sequence[str]) -> tuple[str, list[str]] | bool:
+    """The stripped answer and non-blank golds to compare, or the verdict already: False for an
+    empty answer; for one over :data:`MAX_ANSWER_CHARS`, whether a gold is that very text."""
     answer = answer.strip()
-    if not answer or len(answer) > MAX_ANSWER_CHARS:
-        return None
-    return answer, [g for g in (gold.strip() for gold in golds) if g]
+    if not answer:
+        return False
+    stripped = [g for g in (gold.strip() for gold in golds) if g]
+    if len(answer) > MAX_ANSWER_CHARS:
+        return answer in stripped
+    return answer, stripped
 
 
 def answers_match(answer: str, golds: Sequence[str]) -> bool:
     """Whether ``answer`` equals any of ``golds`` (see the module docstring for how).
 
-    Empty answers and answers longer than :data:`MAX_ANSWER_CHARS` match nothing.
+    An empty answer matches nothing; one longer than :data:`MAX_ANSWER_CHARS` matches only a
+    gold identical to it.
 
     >>> answers_match("0.5", ["\\\\frac{1}{2}"])
     True
+    >>> long = "+".join(["x"] * 600)
+    >>> answers_match(long, [long]), answers_match(long + " ", [long]), answers_match(long, ["1"])
+    (True, True, False)
     """
     pair = _answers(answer, golds)
-    return pair is not None and any(verdict(pair[0], gold) for gold in pair[1])
+    if isinstance(pair, bool):
+        return pair
+    return any(verdict(pair[0], gold) for gold in pair[1])
 
 
 def decided_match(answer: str, golds: Sequence[str]) -> bool | None:
     """:func:`answers_match` by the exact rules alone: None when only math-verify could tell."""
     pair = _answers(answer, golds)
-    if pair is None:
-        return False
+    if isinstance(pair, bool):
+        return pair
     undecided = False
     for gold in pair[1]:
         decided = quick_verdict(pair[0], gold)

@@ -84,7 +84,9 @@ def math_answer(
     answer, or be a list of acceptable answers. Comparison: exact where the
     rules of :mod:`~rewardrouter.rewards.equivalence` decide (numbers, radicals, sets, tuples,
     intervals, inequalities, matrices, percentages, units), math-verify's verdict elsewhere.
-    Answers over 1,000 characters score 0.0. ``None`` when the label is missing or blank. Under
+    An answer over 1,000 characters scores 0.0 unless it is the label's very text (no final
+    answer is that long, and reading one could take minutes). ``None`` when the label is missing
+    or blank. Under
     ``boxed_math`` the router hands over the box's content and it is graded as the answer.
     CPU-heavy: math-verify's own SIGALRM timeouts are off; the executor's deadline bounds it.
     """

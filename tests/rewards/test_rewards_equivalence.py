@@ -218,7 +218,10 @@ def test_answers_match_falls_back_to_math_verify() -> None:
     assert not answers_match("3x-6y+12=0", ["y=\\frac{1}{2}x+3"])
     assert not answers_match("4x+2y-6=0", ["y=2x+3"])
     assert not answers_match("", ["5"])
-    assert not answers_match("1" * 2000, ["1" * 2000])  # not a final answer
+    # past 1,000 characters no final answer is read: only the label's very text matches
+    assert answers_match("1" * 2000, ["1" * 2000])
+    assert not answers_match("1" * 2000, ["1" * 1999 + "2"])
+    assert not answers_match("1" * 2000, ["10" * 1000])
 
 
 def _numbers() -> st.SearchStrategy[str]:

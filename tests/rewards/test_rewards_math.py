@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from rewardrouter.execute.outcome import UNDECIDED
 from rewardrouter.rewards import BoxedAnswer
-from rewardrouter.rewards.math import math_answer
+from rewardrouter.rewards.math import math_answer, math_quick
 
 MEGABYTE_OF_THOUGHT = "Let me think about this step by step. " * 27_000  # about 1 MB
 
@@ -124,6 +125,35 @@ def test_a_run_of_boxes_is_one_answer_only_when_separators_join_it(
     response: str, label: str, expected: float
 ) -> None:
     assert math_answer(response, label, {}) == expected
+
+
+LONG_SUM = "+".join(["x"] * 600)  # 1,199 characters: past the 1,000-character bound
+
+EMPTY_AND_LONG = [
+    # the empty set, however it is written, is one set
+    pytest.param("\\boxed{\\{\\}}", "\\emptyset", 1.0, id="braces_for_emptyset"),
+    pytest.param("\\boxed{\\emptyset}", "\\{\\}", 1.0, id="emptyset_for_braces"),
+    pytest.param("\\boxed{\\varnothing}", "\\{ \\}", 1.0, id="varnothing"),
+    pytest.param("\\boxed{\u2205}", "\\emptyset", 1.0, id="unicode_empty_set"),
+    pytest.param("\\boxed{x \\in \\emptyset}", "\\varnothing", 1.0, id="member_of_empty"),
+    # ...and no other set, nor the number 0
+    pytest.param("\\boxed{\\{0\\}}", "\\emptyset", 0.0, id="zero_set_is_not_empty"),
+    pytest.param("\\boxed{\\{\\emptyset\\}}", "\\{\\}", 0.0, id="set_of_empty_set"),
+    pytest.param("\\boxed{\\{\\}}", "\\{1, 2\\}", 0.0, id="empty_for_nonempty"),
+    pytest.param("\\boxed{\\emptyset}", "0", 0.0, id="empty_set_is_not_zero"),
+    # past 1,000 characters an answer matches only the label's very text
+    pytest.param(f"\\boxed{{{LONG_SUM}}}", LONG_SUM, 1.0, id="long_identical"),
+    pytest.param(f"\\boxed{{ {LONG_SUM} }}", f"{LONG_SUM}\n", 1.0, id="long_identical_spaces"),
+    pytest.param(f"\\boxed{{{LONG_SUM}}}", "600x", 0.0, id="long_equal_value_not_text"),
+    pytest.param(f"\\boxed{{{LONG_SUM}+x}}", LONG_SUM, 0.0, id="long_other_text"),
+]
+
+
+@pytest.mark.parametrize(("response", "label", "expected"), EMPTY_AND_LONG)
+def test_empty_sets_and_long_answers(response: str, label: str, expected: float) -> None:
+    assert math_answer(response, label, {}) == expected
+    # the quick path (no math-verify) agrees wherever it decides
+    assert math_quick(response, label, {}) in (expected, UNDECIDED)
 
 
 def test_any_extraction_reads_unboxed_answers() -> None:
