@@ -397,3 +397,61 @@ def test_grpo_trainer_step_with_routed_rewards(
     assert logged["rewards/rewardrouter/mean"] == pytest.approx(sum(rewards) / 4, abs=1e-6)
     assert {f"rewardrouter/{d}/reward" for d in datasets} <= set(logged)
     assert time.monotonic() - started < 60
+
+
+# -- the example's command line, trained for a few steps on the CPU ---------------------------
+
+CPU_STEPS = 3
+
+
+@pytest.mark.slow
+def test_example_script_trains_on_the_cpu_and_logs_route_term_status_metrics(
+    tmp_path: Path,
+) -> None:
+    """``train_grpo.py`` as a user runs it on a machine without a GPU (TRL's bf16 default is
+    replaced by float32 there), for a few steps on a tiny model saved from a config here (no
+    download); every step logs the routes it scored, their terms and the statuses."""
+    pytest.importorskip("trl")
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("checks the CPU default; this machine has a CUDA GPU")
+    import train_grpo
+
+    model, tokenizer = tiny_model_and_tokenizer([row["prompt"] for row in train_grpo.ROWS] * 4)
+    folder = tmp_path / "tiny-llama"
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    started = time.monotonic()
+    trainer = train_grpo.main(
+        [
+            f"--model={folder}",
+            f"--output-dir={tmp_path / 'out'}",
+            f"--max-steps={CPU_STEPS}",
+            "--num-generations=2",
+            "--batch-size=8",  # four prompts a step: both datasets, seeded
+            "--max-completion-length=8",
+            "--seed=0",
+        ]
+    )
+    seconds = time.monotonic() - started
+
+    assert trainer.args.bf16 is False and trainer.model.device.type == "cpu"
+    steps = [entry for entry in trainer.state.log_history if "loss" in entry]
+    assert [entry["step"] for entry in steps] == list(range(1, CPU_STEPS + 1))
+    terms = {"math": {"correct"}, "capitals": {"coverage", "brevity"}}
+    seen: set[str] = set()
+    for entry in steps:
+        routes = {key.split("/")[1] for key in entry if key.endswith("/count")} - {"status"}
+        assert routes and routes <= terms.keys(), entry
+        assert sum(entry[f"rewardrouter/{r}/count"] for r in routes) == 8  # the step's batch
+        seen |= routes
+        for route in routes:
+            expected = {f"rewardrouter/{route}/{name}" for name in {"reward", *terms[route]}}
+            assert expected <= set(entry), (route, entry)
+        statuses = {k: v for k, v in entry.items() if k.startswith("rewardrouter/status/")}
+        assert statuses and sum(statuses.values()) == pytest.approx(1.0), entry
+        assert set(statuses) <= {f"rewardrouter/status/{s}" for s in ("ok", "skipped")}
+        assert "rewards/rewardrouter/mean" in entry
+    assert seen == {"math", "capitals"}
+    assert seconds < 60, f"{CPU_STEPS} CPU steps took {seconds:.1f} s"
