@@ -19,7 +19,9 @@ def exact_match(
     Contract: the answer is the text after the last ``</think>`` (the whole response when there is
     none; under ``boxed_exact_match`` the last box's content). Both sides lose punctuation
     (Unicode too), the articles a / an / the and extra whitespace, and are lowercased unless
-    ``case_sensitive``; then they must be equal. A list label accepts any of its entries. An empty
+    ``case_sensitive``; then they must be equal. A label listing several answers (a list, SQuAD's
+    ``answers`` dict, a JSON list stored as text) accepts any of them; a label of another shape
+    raises :class:`~rewardrouter.rewards.labels.LabelError`. An empty
     answer scores 0.0; ``None`` (not applicable) when the label is missing or blank.
     """
     truths = label_texts(label, unbox=False)

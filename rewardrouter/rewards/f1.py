@@ -17,7 +17,10 @@ def f1(response: str, label: Any, metadata: Mapping[str, Any]) -> float | None:
     Contract: the answer is the text after the last ``</think>`` (the whole response when there is
     none; under ``boxed_f1`` the last box's content). Both sides are SQuAD-normalized (lowercase,
     punctuation — Unicode too — and the articles a / an / the removed, whitespace collapsed), then
-    scored by token overlap; a list label scores its best entry. An empty answer scores 0.0 (1.0
+    scored by token overlap; a label listing several answers (a list, Hugging Face SQuAD's
+    ``answers`` dict, a JSON list stored as text: see
+    :func:`~rewardrouter.rewards.labels.label_texts`) scores its best entry, and a label of
+    another shape raises :class:`~rewardrouter.rewards.labels.LabelError`. An empty answer scores 0.0 (1.0
     only if the label also normalizes to nothing). ``None`` when the label is missing or blank.
     """
     truths = label_texts(label, unbox=False)

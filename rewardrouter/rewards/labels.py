@@ -1,21 +1,53 @@
 """What the graders read besides the answer: label texts and the part of a response after thinking.
 
-Labels arrive as whatever a dataset stored: a string, a number, a list of acceptable answers, or
-nothing. :func:`label_texts` turns them into the list of non-blank strings a grader compares
-against, and ``None`` when there is nothing to compare against (the grader then returns ``None``,
-"not applicable", rather than a silent 0).
+Labels arrive as whatever a dataset stored. :func:`label_texts` turns them into the list of
+non-blank strings a grader compares against, and ``None`` when there is nothing to compare
+against (the grader then returns ``None``, "not applicable", rather than a silent 0). It reads:
+
+- a string or a number; a list or tuple of them (any entry is accepted), also as a NumPy array
+  (how a Parquet column of lists arrives) or as a JSON list stored as a string
+  (``'["Denver Broncos", "Broncos"]'``);
+- Hugging Face SQuAD's ``answers`` (``{"text": [...], "answer_start": [...]}``) and verl's
+  ``reward_model`` (``{"ground_truth": ..., "style": "rule"}``), as dicts or as JSON strings;
+- for math graders, a label that holds its answer inside a solution: its final ``\\boxed{}``,
+  GSM8K's closing ``#### N`` line, or the answer a sentence states (``The answer is 10000``,
+  ``The final answer is $\\frac{1}{2}$.``, ``Answer: 10000``).
+
+Any other shape (another dict, a nested list, a boolean, an object) raises :class:`LabelError`,
+which the router reports as that sample's failure, with its index (the CLI gives its line): a
+label read wrongly would give a plausible score.
 """
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Mapping
 from decimal import Decimal
+from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
 from rewardrouter.rewards.boxes import final_answer
-from rewardrouter.rewards.statements import stated_answer
+from rewardrouter.rewards.statements import STATEMENT, stated_answer
 
 THINK_END = "</think>"
+
+#: What a label may be, in words, for :class:`LabelError` messages.
+LABEL_SHAPES = (
+    "a string, a number, a list of them, SQuAD's answers ({\"text\": [...]}) or verl's "
+    'reward_model ({"ground_truth": ...})'
+)
+_FIX = "map data.columns.label to the column that holds the answer, or convert the labels"
+
+
+class LabelError(ValueError):
+    """A label of a shape no grader reads as an answer; the message says what was found."""
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _number_text(value: int | float) -> str:
@@ -27,52 +59,121 @@ def _number_text(value: int | float) -> str:
     return str(value)
 
 
-# A label longer than this without a box is a worked solution when it states its final answer.
-_SOLUTION_CHARS = 100
+# GSM8K's solutions end with the answer on a line of its own: "#### 18".
+_GSM8K = re.compile(r"^####[ \t]*(\S[^\n]*?)[ \t]*$", re.MULTILINE)
 
 
 def _answer_of(text: str) -> str:
-    """The answer a label holds: its final boxed answer, the final answer a worked solution
-    states, or the label itself."""
+    """The answer a label holds: its final boxed answer, GSM8K's ``#### N``, the final answer a
+    sentence of it states, or the label itself; :class:`LabelError` for a label that states
+    an answer no reader can make out (``"The answer is"``)."""
     if "\\boxed" in text or "\\fbox" in text:
         return final_answer(text, loose=True) or text
-    if len(text) > _SOLUTION_CHARS:
-        stated = stated_answer(text)
-        if stated is not None:
-            return stated[0]
+    if "####" in text:
+        found = _GSM8K.findall(text)
+        if found:
+            return str(found[-1])
+    stated = stated_answer(text)
+    if stated is not None:
+        return stated[0]
+    statement = STATEMENT.search(text)
+    if statement is not None and not text[statement.end() :].strip():
+        raise LabelError(
+            f"label {_short(text)} states no answer after {statement.group(0).strip()!r}; "
+            f"expected the answer itself or a sentence stating it"
+        )
     return text
 
 
 def label_texts(label: Any, *, unbox: bool = True) -> tuple[str, ...] | None:
     """The non-blank strings a response is compared against, or ``None`` when there are none.
 
-    A list or tuple label accepts any of its entries; numbers are spelled plainly (``0.5``, never
-    ``5e-01``); with ``unbox`` a label holding ``\\boxed{...}`` is replaced by its final boxed
-    answer (:func:`~rewardrouter.rewards.boxes.final_answer`, a run of boxes included), and a
-    worked solution without a box by the final answer it states. ``None``, blank strings and
-    empty lists give ``None``. A string or number label is read once per process (every response
-    of a GRPO group shares it).
+    Reads the shapes the module docstring lists; numbers are spelled plainly (``0.5``, never
+    ``5e-01``); with ``unbox`` (math graders) a label holding a solution is replaced by the
+    answer it states. ``None``, blank strings and empty lists give ``None``; a label of another
+    shape raises :class:`LabelError`. A string or number label is read once per process (every
+    response of a GRPO group shares it).
 
     >>> label_texts(["\\\\boxed{1/2}", 0.5, " "])
     ('1/2', '0.5')
+    >>> label_texts({"text": ["Denver Broncos", "Broncos"], "answer_start": [177, 249]}, unbox=False)
+    ('Denver Broncos', 'Broncos')
+    >>> label_texts("The final answer is 10000.")
+    ('10000',)
     """
     if type(label) in (str, int, float):
         return _texts_of(label, unbox)
-    items = label if isinstance(label, list | tuple) else [label]
-    texts = tuple(text for item in items if (text := _text_of(item, unbox)))
+    texts = tuple(text for item in _entries(label) if (text := _text_of(item, unbox)))
     return texts or None
+
+
+def _entries(label: Any) -> list[str | int | float | Fraction | Decimal | None]:
+    """The answers a label of any accepted shape lists; :class:`LabelError` for other shapes."""
+    if hasattr(label, "tolist") and not isinstance(label, str | bytes):
+        label = label.tolist()  # a NumPy array or scalar
+    if isinstance(label, Mapping):
+        return _entries(_mapped_answers(label))
+    listed = isinstance(label, list | tuple)
+    entries: list[str | int | float | Fraction | Decimal | None] = []
+    for item in label if listed else [label]:
+        if hasattr(item, "tolist") and not isinstance(item, str | bytes):
+            item = item.tolist()
+        if item is None or (
+            isinstance(item, str | int | float | Fraction | Decimal) and not isinstance(item, bool)
+        ):
+            entries.append(item)
+            continue
+        what = "a boolean" if isinstance(item, bool) else f"a value of type {type(item).__name__}"
+        raise LabelError(
+            f"label {_short(label)} {'holds' if listed else 'is'} {what}; expected "
+            f"{LABEL_SHAPES}; {_FIX}"
+        )
+    return entries
+
+
+def _mapped_answers(label: Mapping[Any, Any]) -> Any:
+    """The answers of SQuAD's ``answers`` or verl's ``reward_model`` dict."""
+    if "text" in label and set(label) <= {"text", "answer_start"}:
+        return label["text"]
+    if "ground_truth" in label:
+        return label["ground_truth"]
+    keys = ", ".join(repr(k) for k in list(label)[:8])
+    raise LabelError(f"label is a dict with keys {keys}; expected {LABEL_SHAPES}; {_FIX}")
 
 
 @lru_cache(maxsize=1024, typed=True)
 def _texts_of(label: str | int | float, unbox: bool) -> tuple[str, ...] | None:
+    if isinstance(label, str) and (parsed := _json_label(label)) is not None:
+        return label_texts(parsed, unbox=unbox)
     text = _text_of(label, unbox)
     return (text,) if text else None
 
 
+def _json_label(text: str) -> Any:
+    """The value of a label stored as JSON text: a list holding a string (an interval such as
+    ``[1, 2]`` stays text), or a dict; None for any other text."""
+    text = text.strip()
+    if not (text.startswith("[") and text.endswith("]") and '"' in text) and not (
+        text.startswith("{") and text.endswith("}") and text[1:].lstrip().startswith('"')
+    ):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, list) and any(isinstance(v, str) for v in value):
+        return value
+    return None
+
+
 def _text_of(item: Any, unbox: bool) -> str:
     """The text one label entry stands for; "" for none."""
-    if item is None or isinstance(item, bool):
+    if item is None:
         return ""
+    if isinstance(item, bool):
+        raise LabelError(f"label {item!r} is a boolean; expected {LABEL_SHAPES}; {_FIX}")
     text = _number_text(item) if isinstance(item, int | float) else str(item)
     return (_answer_of(text) if unbox else text).strip()
 

@@ -80,9 +80,12 @@ def math_answer(
     characters); with the default ``boxed`` a response without a box scores 0.0. A box left open
     (the response was cut mid-answer) scores 0.0 either way, never an earlier box. The label may
     be a number, LaTeX, contain ``\\boxed{}`` (its final boxed answer counts; boxes separated by
-    connectors or symbols only are one answer), be a worked solution that states its final
-    answer, or be a list of acceptable answers. Comparison: exact where the
-    rules of :mod:`~rewardrouter.rewards.equivalence` decide (numbers, radicals, sets, tuples,
+    connectors or symbols only are one answer), be a solution or a sentence that states its
+    answer (``The answer is 10000``, ``Answer: 10000``, GSM8K's ``#### 18``), a list of
+    acceptable answers (also as JSON text), or verl's ``reward_model`` dict
+    (:func:`~rewardrouter.rewards.labels.label_texts`); a label of another shape, or a statement
+    without its answer, raises :class:`~rewardrouter.rewards.labels.LabelError` (that sample's
+    error, never a 0.0). Comparison: exact where the rules of :mod:`~rewardrouter.rewards.equivalence` decide (numbers, radicals, sets, tuples,
     intervals, inequalities, matrices, percentages, units), math-verify's verdict elsewhere.
     An answer over 1,000 characters scores 0.0 unless it is the label's very text (no final
     answer is that long, and reading one could take minutes). ``None`` when the label is missing

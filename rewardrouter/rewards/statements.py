@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 
-_STATEMENT = re.compile(
+#: Where a statement of the final answer starts: "The final answer is", "Answer:".
+STATEMENT = re.compile(
     r"(?i:\b(?:final\s+answer|answer)(?:\s*(?:is|was|will\s+be|would\s+be)\s*:?|\s*[:=])"
     r"|\bfinal\s+answer\b[*:\s]*\n)[ \t]*"
 )
@@ -32,7 +33,7 @@ def stated_answer(text: str) -> tuple[str, int] | None:
     ('12 apples', 0)
     """
     last = None
-    for match in _STATEMENT.finditer(text):
+    for match in STATEMENT.finditer(text):
         last = match
     if last is None:
         return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -11,6 +12,7 @@ import pytest
 
 from rewardrouter.execute.outcome import UNDECIDED
 from rewardrouter.rewards import BoxedAnswer
+from rewardrouter.rewards.labels import LabelError
 from rewardrouter.rewards.math import math_answer, math_quick
 
 MEGABYTE_OF_THOUGHT = "Let me think about this step by step. " * 27_000  # about 1 MB
@@ -154,6 +156,69 @@ def test_empty_sets_and_long_answers(response: str, label: str, expected: float)
     assert math_answer(response, label, {}) == expected
     # the quick path (no math-verify) agrees wherever it decides
     assert math_quick(response, label, {}) in (expected, UNDECIDED)
+
+
+LABELS = [
+    # a label that states its answer in a sentence is read as that answer
+    pytest.param("\\boxed{10000}", "The answer is 10000", 1.0, id="answer_is"),
+    pytest.param("\\boxed{1000}", "The answer is 10000", 0.0, id="answer_is_wrong"),
+    pytest.param("\\boxed{10000}", "The final answer is 10000.", 1.0, id="final_answer_is"),
+    pytest.param("\\boxed{10001}", "The final answer is 10000.", 0.0, id="final_answer_is_wrong"),
+    pytest.param("\\boxed{10000}", "Answer: 10000", 1.0, id="answer_colon"),
+    pytest.param("\\boxed{100}", "Answer: 10000", 0.0, id="answer_colon_wrong"),
+    pytest.param("\\boxed{0.5}", "The answer is $\\frac{1}{2}$.", 1.0, id="answer_is_latex"),
+    pytest.param("\\boxed{0.25}", "The answer is $\\frac{1}{2}$.", 0.0, id="latex_wrong"),
+    # GSM8K's solutions close with "#### N"
+    pytest.param("\\boxed{18}", "3 packs of 6 is 3 * 6 = 18 eggs.\n#### 18", 1.0, id="gsm8k"),
+    pytest.param("\\boxed{6}", "3 packs of 6 is 3 * 6 = 18 eggs.\n#### 18", 0.0, id="gsm8k_wrong"),
+    pytest.param("\\boxed{1800}", "#### 1,800", 1.0, id="gsm8k_grouped"),
+    # verl's reward_model column, as a dict or as JSON text
+    pytest.param("\\boxed{42}", {"ground_truth": "42", "style": "rule"}, 1.0, id="verl_dict"),
+    pytest.param("\\boxed{41}", {"ground_truth": "42", "style": "rule"}, 0.0, id="verl_wrong"),
+    pytest.param("\\boxed{42}", '{"ground_truth": "42", "style": "rule"}', 1.0, id="verl_json"),
+    # a JSON list stored as a string: any entry
+    pytest.param("\\boxed{1/2}", '["\\\\frac{1}{2}", "0.5"]', 1.0, id="json_list"),
+    pytest.param("\\boxed{1/3}", '["\\\\frac{1}{2}", "0.5"]', 0.0, id="json_list_wrong"),
+    # an interval is not a JSON list of answers
+    pytest.param("\\boxed{[1, 2]}", "[1, 2]", 1.0, id="interval_label"),
+    pytest.param("\\boxed{1}", "[1, 2]", 0.0, id="interval_label_not_a_list"),
+]
+
+
+@pytest.mark.parametrize(("response", "label", "expected"), LABELS)
+def test_label_forms(response: str, label: Any, expected: float) -> None:
+    assert math_answer(response, label, {}) == expected
+
+
+@pytest.mark.parametrize(
+    ("label", "message"),
+    [
+        pytest.param({"solution": "42"}, "label is a dict with keys 'solution'", id="other_dict"),
+        pytest.param(["42", ["43"]], "holds a value of type list", id="nested_list"),
+        pytest.param("The answer is", "states no answer after 'answer is'", id="empty_statement"),
+        pytest.param("Answer:", "states no answer after 'Answer:'", id="empty_answer_line"),
+    ],
+)
+def test_labels_of_another_shape_are_refused(label: Any, message: str) -> None:
+    # right and wrong would both score 0 on such a label: it is an error instead
+    for response in ("\\boxed{42}", "\\boxed{41}"):
+        with pytest.raises(LabelError, match=re.escape(message)):
+            math_answer(response, label, {})
+
+
+def test_a_refused_label_is_that_samples_error(make_router: Any) -> None:
+    config = {"default_route": "m", "routes": {"m": {"rewards": {"t": {"kind": "math"}}}}}
+    router = make_router(config)
+    rows = [
+        {"response": "\\boxed{42}", "label": {"ground_truth": "42", "style": "rule"}},
+        {"response": "\\boxed{42}", "label": {"solution": "42"}},
+        {"response": "\\boxed{42}", "label": "Answer: 42"},
+    ]
+    first, bad, last = router.score_sync(rows, failures="record")
+    assert (first.reward, last.reward) == (1.0, 1.0)
+    assert (bad.reward, bad.status) == (None, "error")
+    assert bad.error_message is not None
+    assert "LabelError: label is a dict with keys 'solution'" in bad.error_message
 
 
 def test_any_extraction_reads_unboxed_answers() -> None:

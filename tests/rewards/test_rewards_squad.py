@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
+import numpy as np
 import pytest
 
 from rewardrouter.rewards import BoxedAnswer
 from rewardrouter.rewards.exact import exact_match
 from rewardrouter.rewards.f1 import f1
+from rewardrouter.rewards.labels import LabelError
 
 MEGABYTE = "word " * 200_000
 
@@ -110,3 +114,52 @@ def test_exact_match_case_sensitive() -> None:
 def test_boxed_variants_grade_the_content() -> None:
     assert exact_match(BoxedAnswer("Paris"), "paris", {}) == 1.0
     assert f1(BoxedAnswer(""), "paris", {}) == 0.0
+
+
+SQUAD_ANSWERS = {"text": ["Denver Broncos", "Denver Broncos"], "answer_start": [177, 177]}
+
+LABEL_SHAPES = [
+    # Hugging Face SQuAD's `answers` column: its texts are the acceptable answers
+    pytest.param("Denver Broncos", SQUAD_ANSWERS, 1.0, 1.0, id="squad_answers"),
+    pytest.param("Carolina Panthers", SQUAD_ANSWERS, 0.0, 0.0, id="squad_answers_wrong"),
+    pytest.param("Broncos", SQUAD_ANSWERS, 2 / 3, 0.0, id="squad_answers_partial"),
+    # ...and the same stored as JSON text
+    pytest.param("Denver Broncos", json.dumps(SQUAD_ANSWERS), 1.0, 1.0, id="squad_json"),
+    # a JSON list stored as a string: its entries, not the text of the list
+    pytest.param("Denver Broncos", '["Denver Broncos", "Broncos"]', 1.0, 1.0, id="json_list"),
+    pytest.param("Panthers", '["Denver Broncos", "Broncos"]', 0.0, 0.0, id="json_list_wrong"),
+    # a list column read from Parquet arrives as a NumPy array
+    pytest.param("Broncos", np.array(["Denver Broncos", "Broncos"]), 1.0, 1.0, id="numpy_array"),
+    # verl's reward_model column
+    pytest.param("Paris", {"ground_truth": "Paris", "style": "rule"}, 1.0, 1.0, id="verl_dict"),
+    # SQuAD v2's unanswerable question lists no answer: not applicable, never a score
+    pytest.param("Paris", {"text": [], "answer_start": []}, None, None, id="squad_no_answer"),
+    # text that only looks like JSON stays text
+    pytest.param("[1, 2]", "[1, 2]", 1.0, 1.0, id="bracketed_text"),
+]
+
+
+@pytest.mark.parametrize(("response", "label", "f1_reward", "exact_reward"), LABEL_SHAPES)
+def test_label_shapes(response: str, label: Any, f1_reward: Any, exact_reward: Any) -> None:
+    assert f1(response, label, {}) == pytest.approx(f1_reward)
+    assert exact_match(response, label, {}) == exact_reward
+
+
+REFUSED_LABELS = [
+    pytest.param({"answer": "Paris"}, "label is a dict with keys 'answer'", id="other_dict"),
+    pytest.param('{"answer": "Paris"}', "label is a dict with keys 'answer'", id="other_json_dict"),
+    pytest.param(["Paris", ["Lyon"]], "holds a value of type list", id="nested_list"),
+    pytest.param([{"text": "Paris"}], "holds a value of type dict", id="list_of_dicts"),
+    pytest.param(True, "is a boolean", id="boolean"),
+    pytest.param({"text": [True]}, "holds a boolean", id="squad_boolean"),
+    pytest.param(object(), "is a value of type object", id="object"),
+]
+
+
+@pytest.mark.parametrize(("label", "message"), REFUSED_LABELS)
+def test_labels_of_another_shape_are_refused(label: Any, message: str) -> None:
+    # a label read wrongly gives a plausible score: it is an error, with what to do
+    for grade in (f1, exact_match):
+        with pytest.raises(LabelError, match=re.escape(message)) as info:
+            grade("Paris", label, {})
+        assert "map data.columns.label" in str(info.value)
