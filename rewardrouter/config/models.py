@@ -225,6 +225,34 @@ class RayConfig(_Model):
         )
 
 
+class MissingReward(_Model):
+    """What a trainer hook hands its trainer for a sample that got no reward.
+
+    A sample gets none when no term applied (status ``skipped``) or a failure was skipped
+    (``on_error: skip``: ``error``, ``timeout``, ``invalid``). Routers return ``None`` then, but
+    slime, vime, miles and OpenRLHF read every reward as a number (slime's rollout logging
+    rounds it, OpenRLHF batches it as a tensor), so their hooks hand over ``value`` instead. The
+    sample keeps its real status (in its ``metadata`` and the metrics), stays out of its
+    group's statistics and gets advantage 0; with ``mask`` it is also left out of the loss
+    where the trainer has a per-sample mask (``Sample.remove_sample`` of slime, vime and
+    miles). TRL and the command line take ``None`` as it is. Aborted samples are not filled:
+    the trainers leave them without a reward and never train on them.
+
+    Example: ``missing_reward: {value: 0.0, mask: true}`` (the defaults).
+    """
+
+    value: float = Field(
+        default=0.0,
+        description="The reward a trainer hook hands over for a sample without one (status "
+        "skipped, or a failure skipped by `on_error: skip`).",
+    )
+    mask: bool = Field(
+        default=True,
+        description="Also leave such samples out of the loss where the trainer has a "
+        "per-sample mask (slime, vime and miles: `Sample.remove_sample`).",
+    )
+
+
 class RouterConfig(_Model):
     """A whole reward router: the reward map, how samples find routes, and post-processing."""
 
@@ -263,6 +291,11 @@ class RouterConfig(_Model):
     ray: RayConfig = Field(default_factory=RayConfig)
     rescore: bool = Field(
         default=False, description="Re-score samples that already carry a reward."
+    )
+    missing_reward: MissingReward = Field(
+        default_factory=MissingReward,
+        description="What trainer hooks hand their trainer for a sample that got no reward "
+        "(slime, vime, miles and OpenRLHF need a number); see MissingReward.",
     )
     routes: dict[str, Route] = Field(default_factory=dict)
     post_process: list[PostProcessStage] = Field(default_factory=list)
