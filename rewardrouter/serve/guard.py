@@ -166,7 +166,8 @@ _EVICTION: tuple[tuple[State, str], ...] = (
 
 class ConnectionGuard:
     """Every open connection of one server, by state, and the cap on their number (see the
-    module's description). ``cap=None``: :func:`connection_cap` of the options."""
+    module's description). ``cap=None``: ``options.max_connections``, else
+    :data:`MAX_CONNECTIONS` (the command sets :attr:`cap` from :func:`connection_cap`)."""
 
     def __init__(self, options: ServeOptions, cap: int | None = None) -> None:
         self.options = options
@@ -179,9 +180,8 @@ class ConnectionGuard:
         }
         self._of_protocol: dict[asyncio.BaseProtocol, GuardedConnection] = {}
         #: What the guard did, counted since the last warning (``closed idle``, ``closed
-        #: unfinished heads``, ``refused``, ``late heads``).
+        #: unfinished heads``, ``refused``, ``late heads``, ``malformed requests``).
         self.counts: dict[str, int] = {}
-        self.totals: dict[str, int] = {}
         self._warned = 0.0
 
     def __call__(self, inner: asyncio.Protocol) -> GuardedConnection:
@@ -240,7 +240,6 @@ class ConnectionGuard:
         """Count what the guard did; warn (at most every :data:`WARN_EVERY` seconds) with the
         counts since the last warning."""
         self.counts[what] = self.counts.get(what, 0) + 1
-        self.totals[what] = self.totals.get(what, 0) + 1
         now = time.monotonic()
         if now - self._warned >= WARN_EVERY:
             self._warned = now
