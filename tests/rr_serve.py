@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import selectors
 import socket
 import threading
 import time
@@ -141,6 +142,31 @@ def until_closed(
             except OSError:
                 return time.monotonic() - start, received
     return float("inf"), received
+
+
+def closed_by_server(socks: list[socket.socket], at_least: int, within: float = 5.0) -> int:
+    """How many of ``socks`` the server has closed, waiting until ``at_least`` are (at most
+    ``within`` seconds)."""
+    closed = 0
+    deadline = time.monotonic() + within
+    with selectors.DefaultSelector() as selector:
+        for sock in socks:
+            sock.setblocking(False)
+            selector.register(sock, selectors.EVENT_READ)
+        while closed < at_least and time.monotonic() < deadline:
+            for key, _ in selector.select(max(0.0, deadline - time.monotonic())):
+                sock = key.fileobj
+                assert isinstance(sock, socket.socket)
+                try:
+                    ended = sock.recv(65536) == b""
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    ended = True
+                if ended:
+                    selector.unregister(sock)
+                    closed += 1
+    return closed
 
 
 def status_of(reply: bytes) -> int | None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rr_serve import HONEST, ServeThread, request, status_of, until_closed
+from rr_serve import HONEST, ServeThread, closed_by_server, request, status_of, until_closed
 from test_serve import CONFIG, EXE, _listening, command_env, stopped
 from test_serve_hostile import HeldGrader
 
@@ -199,8 +199,7 @@ def test_health_answers_beside_an_idle_flood_over_the_cap(server: Any) -> None:
         assert request(running.base + "/health", timeout=10)[0] == 200
         assert request(running.base + "/reward", HONEST, timeout=10) == (200, 1.0)
         # The server keeps at most its cap open: it closed the longest idle ones.
-        closed = sum(until_closed(sock, within=0.05)[0] != float("inf") for sock in idle)
-        assert closed >= 300 - 50
+        assert closed_by_server(idle, at_least=300 - 50) >= 300 - 50
     finally:
         for sock in idle:
             sock.close()
