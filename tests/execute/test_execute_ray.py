@@ -122,6 +122,91 @@ def test_an_address_where_nothing_answers_is_a_clear_error_at_once() -> None:
     )
 
 
+class Listener:
+    """A real TCP service on a free local port that is not Ray: ``reply`` is what it sends each
+    connection (its first bytes read, when ``after_request``), then it hangs up."""
+
+    def __init__(self, reply: bytes, after_request: bool = True) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.address = f"127.0.0.1:{self.server.getsockname()[1]}"
+        self.reply, self.after_request = reply, after_request
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        with self.server:
+            while True:
+                try:
+                    connection, _ = self.server.accept()
+                except OSError:  # closed
+                    return
+                with connection:
+                    if self.after_request:
+                        connection.recv(1024)
+                    connection.sendall(self.reply)
+
+    def close(self) -> None:
+        self.server.close()
+
+
+# Each row: a service that is not a Ray head, and how the error says what answered.
+NOT_RAY = [
+    pytest.param(
+        b"HTTP/1.1 400 Bad Request\r\nServer: nginx\r\n\r\n",
+        True,
+        "an HTTP server answers there ('HTTP/1.1 400 Bad Request')",
+        id="http_server",
+    ),
+    pytest.param(
+        b"SSH-2.0-OpenSSH_9.6\r\n",
+        False,
+        "it answered 'SSH-2.0-OpenSSH_9.6'",
+        id="banner_before_a_word",
+    ),
+    pytest.param(b"", True, "it closed the connection without a word", id="hangs_up"),
+]
+
+
+@pytest.mark.parametrize(("reply", "after_request", "answered"), NOT_RAY)
+def test_an_address_where_a_service_that_is_not_ray_listens_says_what_answered(
+    reply: bytes, after_request: bool, answered: str
+) -> None:
+    """``ray.init`` would wait there for minutes; the router says at once what it found."""
+    pytest.importorskip("ray")
+    listener = Listener(reply, after_request)
+    config = router_config("rr_execution.misbehave", executor="ray")
+    config["ray"] = {"address": listener.address, "actors": 1}
+    start = time.perf_counter()
+    try:
+        with compile_router(config) as router, pytest.raises(RewardRouterError) as info:
+            router.score_sync([row("abc")])
+    finally:
+        listener.close()
+    assert time.perf_counter() - start < BOUND
+    assert str(info.value) == (
+        f"ray.address: what listens at {listener.address!r} is not a Ray head: {answered}; "
+        f"point `ray.address` at the port of the cluster's head (the one `ray start --head` "
+        f"prints, 6379 unless `--port` says otherwise), or `ray://host:10001` for Ray Client"
+    )
+
+
+def test_auto_goes_where_ray_address_points(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``auto`` with ``RAY_ADDRESS`` set is checked at that head, and the error names both."""
+    pytest.importorskip("ray")
+    listener = Listener(b"HTTP/1.0 200 OK\r\n\r\n")
+    monkeypatch.setenv("RAY_ADDRESS", listener.address)
+    config = router_config("rr_execution.misbehave", executor="ray")
+    config["ray"] = {"address": "auto", "actors": 1}
+    try:
+        with compile_router(config) as router, pytest.raises(RewardRouterError) as info:
+            router.score_sync([row("abc")])
+    finally:
+        listener.close()
+    assert str(info.value).startswith(
+        f"ray.address: what listens at {listener.address!r} (`auto`, from RAY_ADDRESS) is not a "
+        f"Ray head: an HTTP server answers there ('HTTP/1.0 200 OK'); "
+    )
+
+
 def test_a_router_that_starts_ray_imports_it_late_and_shuts_it_down() -> None:
     pytest.importorskip("ray")
     script = textwrap.dedent(
