@@ -28,6 +28,7 @@ from rr_cluster import LocalCluster
 from rr_execution import router_config, row
 
 from rewardrouter import Router
+from rewardrouter.execute.ray import pool as ray_pool
 from rewardrouter.execute.ray.pool import RayPool
 
 ray = pytest.importorskip("ray")
@@ -232,6 +233,30 @@ def test_calls_that_find_no_actor_fail_after_the_placement_timeout_and_later_one
     assert _statuses(router.score_sync(_slow(3, 0.0))) == ["ok"] * 3
 
 
+def test_an_actor_that_fits_no_node_because_free_cpus_are_split_is_reported_so(
+    cluster: LocalCluster, make_router: Any
+) -> None:
+    """2 CPUs free in all, 1 on the head and 1 on the 2-CPU node: an actor of 2 CPUs fits no
+    node, and the pool says so (not that it is placed and still starting)."""
+    [big] = [n["NodeID"] for n in ray.nodes() if n["Alive"] and n["Resources"]["CPU"] == 2]
+    where = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(node_id=big, soft=False)
+    holder = ray.remote(num_cpus=1)(rr_ray.Trainer).options(scheduling_strategy=where).remote()
+    ray.get(holder.__ray_ready__.remote(), timeout=BOUND)
+    router = make_router(_pool_config(actors=1, cpus_per_actor=2, placement_timeout=2.0))
+    results = router.score_sync(_slow(2, 0.0))
+    assert _statuses(results) == ["error"] * 2
+    assert results[0].error_message == (
+        "t: no Ray actor of the reward pool was ready for 2 s (`ray.placement_timeout`): the "
+        "cluster has 2 of its 3 CPUs free, but split across its nodes: the most free on one "
+        "node is 1 and an actor reserves 2 on one node; they start as CPUs free up on a node or "
+        "nodes join (lower `ray.cpus_per_actor`, or set `ray.actors` to what the nodes can "
+        "spare)"
+    )
+    ray.kill(holder)
+    _until(lambda: _pool(router).placement.ready == 1, "the actor is placed")
+    assert _statuses(router.score_sync(_slow(2, 0.0))) == ["ok"] * 2
+
+
 # -- token authentication --------------------------------------------------------------------
 
 JOIN = textwrap.dedent(
@@ -269,9 +294,9 @@ def test_a_cluster_with_token_authentication(cluster: LocalCluster, tmp_path: Pa
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
     env.update(HOME=str(home), PYTHONPATH=str(TESTS))
 
-    def join(**extra: str) -> list[str]:
+    def join(address: str = cluster.address, **extra: str) -> list[str]:
         done = subprocess.run(
-            [sys.executable, "-c", JOIN, cluster.address],
+            [sys.executable, "-c", JOIN, address],
             capture_output=True, text=True, timeout=120, check=False, env={**env, **extra},
         )  # fmt: skip
         assert done.returncode == 0, done.stderr[-3000:]
@@ -295,6 +320,21 @@ def test_a_cluster_with_token_authentication(cluster: LocalCluster, tmp_path: Pa
     _, wrong = join(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN="f" * 64)
     assert wrong.startswith(f"ray.address: authentication with Ray at {cluster.address!r} failed")
 
+    # `auto` through RAY_ADDRESS: the same check at that head, not 20 s and "start a cluster".
+    seconds, message = join("auto", RAY_ADDRESS=cluster.address)
+    assert float(seconds) < 10.0
+    assert message.startswith(
+        f"ray.address: Ray at {cluster.address!r} (`auto`, from RAY_ADDRESS) requires token "
+        f"authentication and this process sent no token (AuthenticationError: "
+    )
+    assert message.endswith(
+        "`auto` through RAY_ADDRESS sends one only when `RAY_AUTH_MODE=token` is set; set "
+        "`RAY_AUTH_MODE=token` in the environment of the process that runs the router, with "
+        "the cluster's token in `~/.ray/auth_token`, `RAY_AUTH_TOKEN` or the file that "
+        "`RAY_AUTH_TOKEN_PATH` names (`ray get-auth-token` on the head prints it)"
+    )
+    assert join("auto", RAY_ADDRESS=cluster.address, RAY_AUTH_MODE="token") == ["reward 1.0"]
+
     # The README's recipe, step 3: its config, a reward package no node has, its check command.
     [config] = [b.code for b in test_docs.ALL if b.language == "yaml" and HEAD in b.code]
     (tmp_path / "cluster_router.yaml").write_text(config.replace(HEAD, cluster.address))
@@ -309,3 +349,36 @@ def test_a_cluster_with_token_authentication(cluster: LocalCluster, tmp_path: Pa
              "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+# -- last: a node leaves for good ------------------------------------------------------------
+
+
+def test_actors_null_shrinks_when_a_node_leaves(
+    cluster: LocalCluster, make_router: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``actors: null`` sized the pool to the cluster's free CPUs: when a node leaves, its
+    actors leave the pool, which does not wait (and warn) for places that will not come."""
+    caplog.set_level(logging.INFO, logger="rewardrouter.ray")
+    router = make_router(_pool_config(actors=None))
+    pool = _pool(router)
+    _until(  # Ray's view of free CPUs lags the last test's actors: batches until it has them
+        lambda: (
+            _statuses(router.score_sync(_slow(6, 0.05))) == ["ok"] * 6 and _placed(pool) == (3, 0)
+        ),
+        "one actor a CPU: the head's and the node's 2",
+        pool,
+    )
+
+    cluster.nodes[-1].kill()  # the 2-CPU node, for good
+    _until(lambda: _placed(pool) == (1, 0), "the pool shrinks to the head's actor", pool)
+    assert _statuses(router.score_sync(_slow(4, 0.05))) == ["ok"] * 4
+    time.sleep(ray_pool.REPORT_SECONDS + 2.0)  # a pending replacement would be reported by now
+    assert _placed(pool) == (1, 0)
+    logged = _logged(caplog)
+    assert not [line for line in logged if "waiting to be placed" in line], logged
+    assert [line for line in logged if "is gone" in line] == [
+        "a node of the Ray cluster is gone: the reward pool (`ray.actors: null`) drops its "
+        f"actor there, {left} left; it grows again as CPUs come free"
+        for left in (2, 1)
+    ]

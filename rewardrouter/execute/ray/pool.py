@@ -35,8 +35,11 @@ held ``REPORT_SECONDS``, once per count, and again when all are placed
 (:attr:`RayPool.placement` has the counts too). Calls wait for an
 actor only when none is placed at all, and then at most ``ray.placement_timeout`` seconds; an
 actor that fails to start (a runtime env that cannot be set up) is asked again, later each
-time. With ``ray.actors: null`` the pool starts with the actors that the cluster's free CPUs
-allow and, while it has work, grows into CPUs that come free. ``ray.runtime_env`` goes to
+time. An actor that no node can take because the free CPUs are split across nodes (enough in
+all, too few on any one) is reported as waiting, with the most free on one node. With
+``ray.actors: null`` the pool starts with the actors that the cluster's free CPUs allow and,
+while it has work, grows into CPUs that come free; an actor whose node leaves leaves the pool
+with it (the last one excepted), instead of a replacement waiting for a place. ``ray.runtime_env`` goes to
 every actor, its local paths uploaded first (:mod:`~rewardrouter.execute.ray.runtime_env`).
 
 Through Ray Client (``ray://``), which cannot stream, each task carries one call and its
@@ -56,6 +59,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import importlib.util
 import itertools
 import logging
@@ -326,10 +330,31 @@ class RayPool(TaskPool):
             if work is None or loss is not None:  # lost while idle, or doing the work
                 node_lost = actor.lost or self._node_lost(actor)
                 self._kill(actor)
+                if node_lost and self._shrinks():
+                    if loss is not None:
+                        self._lost(loss, node_lost)
+                    return
                 replacement = self._spawn()  # under way before the caller hears of the loss
                 if loss is not None:
                     self._lost(loss, node_lost)
                 actor = await self._ready_actor(replacement)
+
+    def _shrinks(self) -> bool:
+        """``actors: null`` sized the pool to the CPUs there were: an actor whose node is gone
+        leaves the pool (it grows again when CPUs come free) rather than waiting for a place
+        that may never come, unless it was the last. Removes the calling slot when so."""
+        if self._settings.actors is not None or len(self._slots) <= 1:
+            return False
+        slot = asyncio.current_task()
+        if slot not in self._slots:
+            return False
+        self._slots.discard(slot)
+        log.warning(
+            "a node of the Ray cluster is gone: the reward pool (`ray.actors: null`) drops its "
+            "actor there, %d left; it grows again as CPUs come free",
+            len(self._slots),
+        )
+        return True
 
     def _spawn(self) -> _Actor:
         """A new actor, which Ray starts placing now."""
@@ -490,8 +515,16 @@ class RayPool(TaskPool):
                 f"has {largest:g}); lower `ray.cpus_per_actor`, or add a larger node"
             )
         free = float(ray.available_resources().get("CPU", 0.0))
-        if free >= need:
+        most = _largest_free(ray)
+        if free >= need and (most is None or most >= need):
             return 0, "they are placed and still starting (a runtime env being set up, say)"
+        if free >= need:  # enough free CPUs in all, but no node has an actor's worth
+            return pending, (
+                f"the cluster has {free:g} of its {total:g} CPUs free, but split across its "
+                f"nodes: the most free on one node is {most:g} and an actor reserves {need:g} "
+                f"on one node; they start as CPUs free up on a node or nodes join (lower "
+                f"`ray.cpus_per_actor`, or set `ray.actors` to what the nodes can spare)"
+            )
         held = total - free - self._ready() * need
         return max(0, pending - int(held / need + 1e-9)), (
             f"the cluster has {free:g} of its {total:g} CPUs free and each actor reserves "
@@ -626,6 +659,16 @@ class RayPool(TaskPool):
             for index in rest:
                 job.record(index, verdict)
         self._settle(job)
+
+
+def _largest_free(ray: Any) -> float | None:
+    """The most CPUs free on one live node of the cluster; None where Ray cannot say (its
+    per-node view is internal to Ray, and absent through Ray Client)."""
+    with contextlib.suppress(Exception):
+        state: Any = importlib.import_module("ray._private.state")
+        nodes: dict[str, dict[str, float]] = state.available_resources_per_node()
+        return max((float(n.get("CPU", 0.0)) for n in nodes.values()), default=0.0)
+    return None
 
 
 def _awaitable(ref: Any) -> asyncio.Future[Any]:
