@@ -1,11 +1,14 @@
 """The ``ray`` executor on a real two-node Ray cluster on this machine (``rr_cluster``): reward
 modules shipped to a node that cannot import them, a pool larger than the cluster, a node lost
 mid-batch and one that joins later, ``actors: null`` growing into freed CPUs, calls that find no
-actor at all, and joining with and without the cluster's authentication token.
+actor at all, an actor that fits no node because the free CPUs are split, joining with and
+without the cluster's authentication token (by address and by ``auto`` through
+``RAY_ADDRESS``), and, last, ``actors: null`` shrinking when a node leaves for good.
 
 The nodes are ``ray start`` processes with their own temp dirs and ports, killed (every process
 of a node at once) and started by the tests. One cluster serves the module: the tests run in
-order, and the node-loss test leaves the head and the node that joined.
+order, and the node-loss test leaves the head and the node that joined (2 CPUs), which the last
+test kills.
 """
 
 from __future__ import annotations
