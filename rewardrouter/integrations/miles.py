@@ -24,12 +24,14 @@ its rollout function returned (``prompt_group_sizes``), which it hands to its ow
 but not to this hook (miles calls it as ``fn(args, samples)``). The hook reads those groups back
 from the flat batch, laid out as miles lays it (each group's samples in a row, sorted by adapter
 slot): a prompt group is a run of consecutive samples of one adapter and one ``group_index``.
-A run holding ``k * n_samples_per_prompt`` rollouts (k ≥ 2) is ``k`` groups that reused one
-``group_index``; it is split into groups of ``n_samples_per_prompt`` rollouts, and the
-``group_index_reused`` warning counts it. An adapter registered with an ``n_samples_per_prompt``
-of its own that is such a multiple of ``--n-samples-per-prompt`` would be split the same way
-(the warning names it): give such an adapter's groups distinct ``group_index`` values, as miles'
-data sources do, and keep ``--n-samples-per-prompt`` at least as large as any adapter's.
+Every group of one adapter holds the same number of rollouts (the adapter's
+``n_samples_per_prompt``), so a run of ``k`` times that many (k ≥ 2) is ``k`` groups that
+reused one ``group_index``: it is split, and the ``group_index_reused`` warning counts it. The
+adapter's group size is its smallest run in the batch when it has two runs or more, else
+``--n-samples-per-prompt`` (what an adapter's size defaults to). So one group of an adapter
+registered with an ``n_samples_per_prompt`` of its own, k ≥ 2 times ``--n-samples-per-prompt``,
+alone of its adapter in a batch, would be split too (the warning names it); miles' data sources
+give every group its own ``group_index``, which this never merges.
 """
 
 from __future__ import annotations
@@ -64,14 +66,18 @@ def _rollout_key(sample: Any, row: int) -> Hashable:
     return ("row", row)
 
 
-def _split_run(rows: list[int], samples: Sequence[Any], size: int) -> list[int] | None:
-    """The group sizes of a run of ``k * size`` rollouts cut every ``size`` rollouts, or None
-    when the run is one group (at most ``size`` rollouts, or not a whole multiple) or its
-    rollouts' rows interleave (groups must be consecutive rows)."""
+def _rollouts(rows: list[int], samples: Sequence[Any]) -> list[list[int]]:
+    """The rows of each rollout among ``rows``, in order of their first row."""
     order: dict[Hashable, list[int]] = {}
     for row in rows:
         order.setdefault(_rollout_key(samples[row], row), []).append(row)
-    rollouts = list(order.values())
+    return list(order.values())
+
+
+def _split_run(rollouts: list[list[int]], size: int) -> list[int] | None:
+    """The group sizes (in rows) of a run of ``k * size`` rollouts cut every ``size``
+    rollouts, or None when the run is one group (at most ``size`` rollouts, or not a whole
+    multiple) or its rollouts' rows interleave (groups must be consecutive rows)."""
     if len(rollouts) <= size or len(rollouts) % size:
         return None
     sizes = []
@@ -97,23 +103,34 @@ def adapter_prompt_group_sizes(args: Any, samples: Sequence[Any]) -> list[int] |
     indices = [getattr(s, "group_index", None) for s in samples]
     if not samples or None in adapters or None in indices:
         return None
-    size = getattr(args, "n_samples_per_prompt", None)
+    runs = [
+        (adapter, group, _rollouts(list(rows), samples))
+        for (adapter, group), rows in groupby(
+            range(len(samples)), lambda i: (adapters[i], indices[i])
+        )
+    ]
+    counts: dict[Any, list[int]] = {}
+    for adapter, _, rollouts in runs:
+        counts.setdefault(adapter, []).append(len(rollouts))
+    default = getattr(args, "n_samples_per_prompt", None)
     sizes: list[int] = []
-    for (adapter, group), run in groupby(range(len(samples)), lambda i: (adapters[i], indices[i])):
-        rows = list(run)
-        split = _split_run(rows, samples, size) if isinstance(size, int) and size > 0 else None
+    for adapter, group, rollouts in runs:
+        seen = counts[adapter]
+        size = min(seen) if len(seen) > 1 else default
+        split = _split_run(rollouts, size) if isinstance(size, int) and size > 0 else None
         if split is None:
-            sizes.append(len(rows))
+            sizes.append(sum(map(len, rollouts)))
             continue
         sizes.extend(split)
+        where = "its smallest group here" if len(seen) > 1 else "n_samples_per_prompt"
+        first, last = rollouts[0][0], max(r for rollout in rollouts for r in rollout)
         warn(
             "group_index_reused",
-            f"samples {rows[0]}..{rows[-1]} of LoRA adapter {adapter!r} all carry group_index "
-            f"{group}: {len(split)} x n_samples_per_prompt ({size}) rollouts in a row, "
-            f"normalized as {len(split)} prompt groups of {size} (miles hands its own "
+            f"samples {first}..{last} of LoRA adapter {adapter!r} all carry group_index "
+            f"{group}: {len(split)} x {size} rollouts in a row ({size}: {where}), normalized "
+            f"as {len(split)} prompt groups of {size} rollouts (miles hands its own "
             f"normalization the rollout's group sizes, but not this hook); give each prompt "
-            f"group its own group_index, and keep --n-samples-per-prompt at least as large as "
-            f"any adapter's own",
+            f"group its own group_index, as miles' data sources do",
         )
     return sizes
 

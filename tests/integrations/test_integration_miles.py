@@ -247,7 +247,8 @@ def lora_batch(layout: list[tuple[AdapterRef, int, list[float]]], **fields: Any)
 A, B = AdapterRef("A", 0), AdapterRef("B", 1)
 
 # Each row: the batch, n_samples_per_prompt, the prompt group sizes read back, and whether the
-# group_index_reused warning counts it.
+# group_index_reused warning counts it. An adapter's group size is its smallest run when it has
+# two runs or more, else n_samples_per_prompt.
 LORA_GROUPS = [
     pytest.param(
         [(A, 0, [1.0, 0.0, 1.0, 0.0]), (A, 0, [1.0] * 4), (B, 0, [3.0, 1.0])],
@@ -276,6 +277,20 @@ LORA_GROUPS = [
         [4],
         False,
         id="one_group_of_n_is_not_split",
+    ),
+    pytest.param(
+        [(A, 0, [1.0] * 8), (A, 1, [0.0] * 8), (B, 0, [3.0, 1.0])],
+        4,
+        [8, 8, 2],
+        False,
+        id="adapter_with_a_larger_n_of_its_own_keeps_its_groups",
+    ),
+    pytest.param(
+        [(A, 0, [1.0] * 8), (A, 1, [0.0] * 4)],
+        2,
+        [4, 4, 4],
+        True,
+        id="group_size_from_the_adapters_smallest_group",
     ),
 ]
 
@@ -310,11 +325,10 @@ def test_reused_group_index_normalized_per_prompt_group_as_miles_calls_the_hook(
         advantages = post_process_rewards(args, rows)[1]
     assert WARNINGS["group_index_reused"] == before + 1
     assert str(caught[0].message) == (
-        "samples 0..7 of LoRA adapter 'C' all carry group_index 0: 2 x n_samples_per_prompt "
-        "(4) rollouts in a row, normalized as 2 prompt groups of 4 (miles hands its own "
-        "normalization the rollout's group sizes, but not this hook); give each prompt group "
-        "its own group_index, and keep --n-samples-per-prompt at least as large as any "
-        "adapter's own"
+        "samples 0..7 of LoRA adapter 'C' all carry group_index 0: 2 x 4 rollouts in a row "
+        "(4: n_samples_per_prompt), normalized as 2 prompt groups of 4 rollouts (miles hands "
+        "its own normalization the rollout's group sizes, but not this hook); give each prompt "
+        "group its own group_index, as miles' data sources do"
     )
     assert advantages == [0.5, -0.5, 0.5, -0.5, 0.0, 0.0, 0.0, 0.0, 1.0, -1.0]
 
