@@ -11,6 +11,12 @@ live on. Route shaping ran already, in the reward function.
 The router config comes from ``+algorithm.rewardrouter_config=/abs/path/router.yaml`` (overrides:
 ``+algorithm.rewardrouter_overrides``) or the ``REWARDROUTER_CONFIG`` environment variable of
 the trainer process.
+
+:func:`estimator_problems` lists what a config holds that this estimator cannot run: no advantage
+stage at the end of ``post_process``, a global stage that reads a field verl's advantage step does
+not carry (``truncation_penalty``: verl has no truncation flags), or ``group_by: position`` (verl's
+trainer reorders rows, ``uid`` names each row's prompt). The launch check of :mod:`._verl_launch`
+runs it when verl starts, and :func:`compute_advantage` again at every step.
 """
 
 from __future__ import annotations
@@ -23,12 +29,24 @@ import torch
 from torch import Tensor
 
 from rewardrouter.errors import ConfigError, Problem
+from rewardrouter.integrations._route_shaping import _NEEDS as STAGE_NEEDS
 from rewardrouter.integrations._router_cache import shared_router
 from rewardrouter.integrations._source import config_source
+from rewardrouter.router import Router
 from rewardrouter.shape.batch import MissingInputError
 
 #: The name verl's ``algorithm.adv_estimator`` selects this estimator by.
 ESTIMATOR_NAME = "rewardrouter"
+
+#: The per-row fields verl's advantage step gives global stages (lengths are the mask's sums).
+CARRIED = frozenset({"response_length", "group_index"})
+
+#: The fix for a config whose ``post_process`` does not end in an advantage stage.
+END_WITH_ESTIMATOR = (
+    "end post_process with an advantage stage, e.g. `- {kind: grpo}` (or `rloo`, "
+    "`reinforce_pp_baseline`, or `none` to train on the shaped rewards as they are); or drop "
+    "`algorithm.adv_estimator=rewardrouter` to keep one of verl's own estimators"
+)
 
 log = logging.getLogger("rewardrouter.verl")
 
@@ -37,6 +55,53 @@ def group_ids(index: Any, device: torch.device) -> Tensor:
     """One integer per row for verl's ``uid`` values (strings or numbers), on ``device``."""
     _, inverse = np.unique(np.asarray(index), return_inverse=True)
     return torch.as_tensor(inverse.reshape(-1), dtype=torch.int64, device=device)
+
+
+def estimator_problems(router: Router) -> list[Problem]:
+    """Every reason ``router``'s ``post_process`` cannot run as verl's estimator (empty: it can).
+
+    Each problem names its YAML path, what was found, and the fix.
+    """
+    processor = router.post_processor
+    estimator = processor.estimator
+    problems: list[Problem] = []
+    if estimator is None:
+        found = (
+            f"its last stage is `{router.config.post_process[-1].kind}`"
+            if router.config.post_process
+            else "the config has none"
+        )
+        problems.append(
+            Problem(
+                "post_process",
+                f"algorithm.adv_estimator=rewardrouter computes advantages with the advantage "
+                f"stage that ends the router config's post_process, but {found}",
+                END_WITH_ESTIMATOR,
+            )
+        )
+    for stage in processor.stages:
+        need = STAGE_NEEDS.get(stage.config.kind)
+        if need is not None and need not in CARRIED:
+            problems.append(
+                Problem(
+                    stage.where,
+                    f"`{stage.config.kind}` needs each row's `{need}`, which verl's advantage "
+                    f"step does not carry (it has the token rewards, the response mask and uid)",
+                    "remove the stage; `overlong_penalty` works (each row's length is its "
+                    "response mask's sum)",
+                )
+            )
+    if estimator is not None and estimator.group_by == "position":
+        problems.append(
+            Problem(
+                f"post_process[{len(processor.stages)}].group_by",
+                "`group_by: position` takes consecutive rows as a prompt group, but verl's "
+                "trainer reorders rows (trainer.balance_batch) and names each row's prompt by "
+                "its uid",
+                "remove `group_by` and `n_samples_per_prompt`: the estimator groups rows by uid",
+            )
+        )
+    return problems
 
 
 def compute_advantage(
@@ -48,22 +113,14 @@ def compute_advantage(
 ) -> tuple[Tensor, Tensor]:
     """verl's estimator contract: ``(advantages, returns)``, both rows x tokens.
 
-    ``config`` is verl's ``algorithm`` config; ``index`` its ``uid`` array.
+    ``config`` is verl's ``algorithm`` config; ``index`` its ``uid`` array. Raises
+    :class:`~rewardrouter.ConfigError` listing :func:`estimator_problems` when there are any.
     """
-    router = shared_router(config_source(config, "algorithm"))
-    processor = router.post_processor
-    if processor.estimator is None:
-        raise ConfigError(
-            [
-                Problem(
-                    "post_process",
-                    "algorithm.adv_estimator=rewardrouter, but the router config's post_process "
-                    "ends in no advantage stage",
-                    "end post_process with `grpo`, `rloo`, `reinforce_pp_baseline`, or `none` "
-                    "to train on the shaped rewards as they are",
-                )
-            ]
-        )
+    source = config_source(config, "algorithm")
+    router = shared_router(source)
+    problems = estimator_problems(router)
+    if problems:
+        raise ConfigError(problems, source.path)
     if index is None:
         raise ValueError(
             "verl passed no `uid` index to the rewardrouter advantage estimator; it needs each "
@@ -72,12 +129,13 @@ def compute_advantage(
     scores = token_level_rewards.sum(dim=-1)
     groups = group_ids(index, scores.device)
     try:
-        out = processor.process(
+        out = router.post_processor.process(
             scores, group_index=groups, response_length=response_mask.sum(dim=-1), check=True
         )
-    except MissingInputError as exc:
+    except MissingInputError as exc:  # a custom stage that reads what verl does not carry
         raise ConfigError(
-            [Problem("post_process", f"{exc} (verl's advantage step carries only lengths)")]
+            [Problem("post_process", f"{exc} (verl's advantage step carries only lengths)")],
+            source.path,
         ) from None
     _log_groups(groups, out.constant_groups)
     advantages = out.advantages.to(token_level_rewards.dtype).unsqueeze(-1) * response_mask

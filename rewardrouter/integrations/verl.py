@@ -171,5 +171,5 @@ async def compute_score_async(
 if __name__ == "__main__":
     _verl_launch.main()
 else:
-    _verl_launch.stop_ignored_launch(sys.argv[1:])
+    _verl_launch.check_launch(sys.argv[1:])
     _verl_advantage.register()
