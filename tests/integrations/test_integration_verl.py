@@ -5,7 +5,11 @@ loaded by verl's ``get_custom_reward_fn`` (which merges ``reward_kwargs`` into e
 reward loop test runs verl's ``RewardLoopManager`` with its Ray ``RewardLoopWorker`` s and the
 ``naive`` manager on a local Ray; the estimator runs through verl's ``compute_advantage``.
 Rewards are compared row by row with the router's own. The config is the shipped
-``examples/verl`` one, with its own reward module.
+``examples/verl`` one, with its own reward module: every YAML in that folder goes through the
+README's launch line, ``main_ppo``'s own config validation (up to where it starts Ray and asks
+for GPUs), the reward loop and ``compute_advantage``, one after the other. Launch lines naming
+a config the hooks cannot run are stopped by ``python -m verl.trainer.main_ppo`` itself, when
+verl loads rewardrouter's plugin.
 """
 
 from __future__ import annotations
@@ -15,10 +19,11 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -29,23 +34,29 @@ from omegaconf import DictConfig
 from rr_frameworks import shaped_route_config
 from verl import DataProto
 from verl.trainer.ppo.core_algos import (
+    AdvantageEstimator,
     compute_grpo_outcome_advantage,
     compute_rloo_outcome_advantage,
     get_adv_estimator_fn,
 )
 from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.trainer.ppo.reward import get_custom_reward_fn
+from verl.trainer.ppo.utils import need_critic, need_reference_policy
+from verl.utils.config import validate_config
+from verl.utils.device import auto_set_device
 
 from rewardrouter import ConfigError, Sample, compile_router, load_config
 from rewardrouter.advantage import group_advantages
 from rewardrouter.config.stages import AdvantageStage, GRPOStage, RLOOStage
 from rewardrouter.integrations._router_cache import close_shared
-from rewardrouter.integrations._verl_launch import layout_problems
+from rewardrouter.integrations._verl_launch import launch_problems, layout_problems
 from rewardrouter.integrations.verl import compute_score
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "verl"
 ROUTER = EXAMPLE / "router.yaml"
+#: Every router config shipped with the verl example.
+EXAMPLE_CONFIGS = sorted(EXAMPLE.glob("*.yaml"))
 VERL_CONFIG = Path(verl.__file__).parent / "trainer" / "config"
 FUNCTION = [
     "reward.custom_reward_function.path=pkg://rewardrouter.integrations.verl",
@@ -55,6 +66,36 @@ FUNCTION = [
 
 #: The same lines in the layout of verl before 0.9.
 LEGACY = [re.sub(r"^(\+?)reward\.", r"\1", o) for o in FUNCTION]
+
+#: The settings a real launch adds for ``main_ppo``'s validation ("data, model, rollout and
+#: trainer settings as usual"): batch sizes that divide, one GPU.
+TRAINING = [
+    "data.train_batch_size=8",
+    "actor_rollout_ref.rollout.n=4",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=8",
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2",
+    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=2",
+    "trainer.n_gpus_per_node=1",
+]
+
+
+def function_line(config: Path | str) -> list[str]:
+    """The reward-function overrides of the README, naming ``config``."""
+    return [
+        *FUNCTION[:2],
+        f"+reward.custom_reward_function.reward_kwargs.rewardrouter_config={config}",
+    ]
+
+
+def with_verls_grpo(config: Path | str) -> list[str]:
+    """The reward function of the README, naming ``config``, with verl's own GRPO."""
+    return [*function_line(config), "algorithm.adv_estimator=grpo"]
+
+
+def estimator_line(config: Path | str) -> list[str]:
+    """The estimator overrides of the README, naming ``config``."""
+    return ["algorithm.adv_estimator=rewardrouter", f"+algorithm.rewardrouter_config={config}"]
 
 
 @pytest.fixture(autouse=True)
@@ -69,6 +110,19 @@ def verl_config(*overrides: str) -> DictConfig:
     """verl's ``ppo_trainer`` config with ``overrides``, composed as ``main_ppo`` composes it."""
     with initialize_config_dir(config_dir=str(VERL_CONFIG), version_base=None):
         return compose("ppo_trainer", overrides=list(overrides))
+
+
+def validate_as_main_ppo(config: DictConfig) -> None:
+    """What ``verl.trainer.main_ppo.main`` runs on its composed config before ``run_ppo`` starts
+    Ray and asks for GPUs: its device choice and ``validate_config``, with main_ppo's arguments
+    (the functions main_ppo imports)."""
+    auto_set_device(config)
+    with warnings.catch_warnings():  # verl notes that it disables the critic for non-GAE ones
+        warnings.simplefilter("ignore", UserWarning)
+        use_critic = need_critic(config)
+    validate_config(
+        config=config, use_reference_policy=need_reference_policy(config), use_critic=use_critic
+    )
 
 
 @pytest.fixture(scope="module")
@@ -289,7 +343,7 @@ def readme_overrides(readme: Path) -> list[str]:
 )
 def test_readme_launch_lines_are_what_verl_reads(readme: Path) -> None:
     overrides = readme_overrides(readme)
-    assert layout_problems(overrides) == []
+    assert launch_problems(overrides) == []
     config = verl_config(*overrides)
     assert config.reward.custom_reward_function.path == "pkg://rewardrouter.integrations.verl"
     loaded = get_custom_reward_fn(config)
@@ -312,6 +366,148 @@ def test_the_older_layout_is_ignored_by_verl_and_refused_by_rewardrouter() -> No
     ]
 
 
+# -- configs the hooks cannot run, refused when verl starts --------------------------------------
+
+#: Router configs each hook refuses: (YAML, the launch line for it, what the refusal says).
+REFUSED = [
+    pytest.param(
+        "routes: {}\n",
+        estimator_line,
+        r"algorithm\.rewardrouter_config -> .*router\.yaml, post_process: .*the config has none\n"
+        r".*end post_process with an advantage stage",
+        id="estimator_without_post_process",
+    ),
+    pytest.param(
+        "routes: {}\npost_process: [{kind: clip, max: 1.0}]\n",
+        estimator_line,
+        r", post_process: .*but its last stage is `clip`",
+        id="post_process_ending_in_a_shaping_stage",
+    ),
+    pytest.param(
+        "routes: {}\npost_process: [{kind: truncation_penalty, factor: 0.5}, {kind: grpo}]\n",
+        estimator_line,
+        r", post_process\[0\]: `truncation_penalty` needs each row's `truncated`, which verl's "
+        r"advantage step does not carry",
+        id="truncation_flags_verl_does_not_carry",
+    ),
+    pytest.param(
+        "routes: {}\npost_process: [{kind: grpo, group_by: position, n_samples_per_prompt: 2}]\n",
+        estimator_line,
+        r", post_process\[0\]\.group_by: `group_by: position` .* reorders rows",
+        id="prompt_groups_by_position",
+    ),
+    pytest.param(
+        "route_by: [data_source]\nroutes:\n  qa:\n    rewards: {correct: {kind: exact_match}}\n"
+        "    shaping: [{kind: overlong_penalty, max_len: 8, buffer: 2}]\n",
+        with_verls_grpo,
+        r"reward_kwargs\.rewardrouter_config -> .*, routes\.qa\.shaping\[0\]: "
+        r"`overlong_penalty` needs each sample's `response_length`",
+        id="route_stage_the_reward_function_cannot_feed",
+    ),
+    pytest.param(
+        "routes:\n  gsm8k:\n    rewards: {correct: {path: verl_rewardz.hash_answer}}\n",
+        with_verls_grpo,
+        r", routes\.gsm8k\.rewards\.correct\.path: module 'verl_rewardz' not found",
+        id="reward_module_not_found",
+    ),
+]
+
+
+@pytest.mark.parametrize(("yaml", "line", "message"), REFUSED)
+def test_configs_the_hooks_cannot_run_are_refused_at_launch(
+    tmp_path: Path, yaml: str, line: Any, message: str
+) -> None:
+    config = tmp_path / "router.yaml"
+    config.write_text(yaml)
+    overrides = [*line(config), *TRAINING]
+    validate_as_main_ppo(verl_config(*overrides))  # verl's own validation lets them through
+    problems = launch_problems(overrides)
+    assert len(problems) == 1
+    assert re.search(message, str(problems[0]), re.S), str(problems[0])
+
+
+@pytest.mark.parametrize(("yaml", "line", "message"), REFUSED[:4])
+def test_the_estimator_refuses_the_same_configs_at_its_step(
+    tmp_path: Path, yaml: str, line: Any, message: str
+) -> None:
+    """A config that reaches the trainer another way (a ``--config-name`` file) still stops at
+    the first advantage step, with the same problems."""
+    config = tmp_path / "router.yaml"
+    config.write_text(yaml)
+    path = message.split(", ", 1)[1]
+    with pytest.raises(ConfigError, match=path):
+        estimate(config, advantage_batch([1.0, 0.0], ["u", "u"], [2, 2]))
+
+
+def test_every_problem_of_both_hooks_at_once(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    reward = shaped_route_config(tmp_path / "a", "{kind: truncation_penalty, factor: 0.5}")
+    estimator = tmp_path / "b" / "router.yaml"
+    estimator.write_text(
+        "routes: {}\npost_process:\n  - {kind: truncation_penalty, factor: 0.5}\n"
+        "  - {kind: grpo, group_by: position, n_samples_per_prompt: 2}\n"
+    )
+    problems = launch_problems([*function_line(reward), *estimator_line(estimator)])
+    assert [p.path.rsplit(", ", 1)[1] for p in problems] == [
+        "routes.qa.shaping[0]",
+        "post_process[0]",
+        "post_process[1].group_by",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "environment", "found"),
+    [
+        pytest.param(
+            ["algorithm.adv_estimator=rewardrouter"],
+            None,
+            [r"\+algorithm\.rewardrouter_config: no router config was given"],
+            id="estimator_without_a_config",
+        ),
+        pytest.param(
+            ["algorithm.adv_estimator=rewardrouter"], ROUTER, [], id="config_from_the_environment"
+        ),
+        pytest.param(
+            ["algorithm.adv_estimator=rewardrouter", "--config-name=my_ppo"],
+            None,
+            [],
+            id="config_may_come_from_a_config_file",
+        ),
+        pytest.param(
+            estimator_line("nowhere.yaml"),
+            ROUTER,
+            [r"algorithm\.rewardrouter_config: router config 'nowhere\.yaml' not found"],
+            id="missing_file_though_the_environment_names_one",
+        ),
+        pytest.param(
+            [*function_line(ROUTER), "algorithm.adv_estimator=grpo"],
+            None,
+            [],
+            id="verls_own_estimator_reads_no_router_config",
+        ),
+        pytest.param(
+            estimator_line("${reward.custom_reward_function.reward_kwargs.rewardrouter_config}"),
+            None,
+            [],
+            id="interpolation_left_to_the_hook",
+        ),
+    ],
+)
+def test_where_the_launch_check_finds_router_configs(
+    monkeypatch: pytest.MonkeyPatch,
+    overrides: list[str],
+    environment: Path | None,
+    found: list[str],
+) -> None:
+    if environment is not None:
+        monkeypatch.setenv("REWARDROUTER_CONFIG", str(environment))
+    problems = launch_problems(overrides)
+    assert len(problems) == len(found), problems
+    for problem, pattern in zip(problems, found, strict=True):
+        assert re.search(pattern, str(problem)), str(problem)
+
+
 def run_python(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(EXAMPLE), *sys.path])}
     return subprocess.run(
@@ -330,6 +526,22 @@ def test_verl_stops_at_import_when_launched_with_the_older_layout() -> None:
     )
 
 
+def test_main_ppo_stops_at_start_on_a_config_the_estimator_cannot_run(tmp_path: Path) -> None:
+    """verl's own entry point, the README's line: the plugin stops it before Hydra's job runs."""
+    config = tmp_path / "router.yaml"
+    config.write_text(ROUTER.read_text().split("post_process:")[0])  # the example as it was
+    line = [*function_line(config), *estimator_line(config), *TRAINING, "--cfg", "job"]
+    refused = run_python("-m", "verl.trainer.main_ppo", *line)
+    assert refused.returncode != 0
+    assert "error: verl launch line (1 problem)" in refused.stderr
+    assert "post_process: algorithm.adv_estimator=rewardrouter computes" in refused.stderr
+    assert "end post_process with an advantage stage" in refused.stderr
+    shipped = [*function_line(ROUTER), *estimator_line(ROUTER), *TRAINING, "--cfg", "job"]
+    accepted = run_python("-m", "verl.trainer.main_ppo", *shipped)
+    assert accepted.returncode == 0, accepted.stderr[-2000:]
+    assert f"rewardrouter_config: {ROUTER}" in accepted.stdout
+
+
 def test_launcher_checks_then_runs_main_ppo_unchanged() -> None:
     legacy = run_python("-m", "rewardrouter.integrations.verl", "reward_model.reward_manager=batch")
     assert legacy.returncode == 2
@@ -340,7 +552,14 @@ def test_launcher_checks_then_runs_main_ppo_unchanged() -> None:
     assert "path: pkg://rewardrouter.integrations.verl" in shown.stdout  # main_ppo's own compose
 
 
-# -- verl's reward loop on a local Ray -------------------------------------------------------
+# -- an example config from the launch line to the advantages ---------------------------------
+
+#: The reward loop's rows: ROWS, a wrong MATH answer, and each row's prompt group (verl's uid):
+#: the gsm8k group has four different rewards, math two, squad is constant.
+LOOP_ROWS: list[tuple[str, str, str, dict[str, Any]]] = [
+    cast(tuple[str, str, str, dict[str, Any]], (*p.values[:3], p.values[3] or {})) for p in ROWS
+] + [("lighteval/MATH", "\\boxed{2}", "\\frac12", {})]
+UIDS = ["gsm8k"] * 4 + ["math", "squad", "squad", "math"]
 
 
 @pytest.fixture(scope="module")
@@ -357,7 +576,7 @@ def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         special_tokens=["<pad>", "</s>"],
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
-    tok.train_from_iterator([str(p.values[1]) for p in ROWS], trainer)
+    tok.train_from_iterator([str(r[1]) for r in LOOP_ROWS], trainer)
     path = tmp_path_factory.mktemp("tokenizer")
     PreTrainedTokenizerFast(
         tokenizer_object=tok, pad_token="<pad>", eos_token="</s>"
@@ -390,15 +609,11 @@ def reward_loop_batch(
     )
 
 
-def test_verl_reward_loop_on_ray_gives_the_routers_rewards(tokenizer_dir: Path) -> None:
+def run_reward_loop(config: DictConfig, batch: DataProto) -> DataProto:
+    """verl's RewardLoopManager, its Ray RewardLoopWorkers and the naive manager, on local Ray."""
     import ray
-    from transformers import AutoTokenizer
     from verl.experimental.reward_loop import RewardLoopManager
 
-    rows = [(p.values[0], p.values[1], p.values[2], p.values[3] or {}) for p in ROWS]
-    config = verl_config(
-        f"actor_rollout_ref.model.path={tokenizer_dir}", "reward.num_workers=2", *FUNCTION
-    )
     path = os.pathsep.join([str(EXAMPLE), *sys.path])
     ray.init(
         num_cpus=2,
@@ -407,21 +622,65 @@ def test_verl_reward_loop_on_ray_gives_the_routers_rewards(tokenizer_dir: Path) 
         runtime_env={"env_vars": {"PYTHONPATH": path}},
     )
     try:
-        out = RewardLoopManager(config).compute_rm_score(
-            reward_loop_batch(AutoTokenizer.from_pretrained(tokenizer_dir), rows)
-        )
+        out: DataProto = RewardLoopManager(config).compute_rm_score(batch)
+        return out
     finally:
         ray.shutdown()
-    samples = [
-        Sample(response=r[1], label=r[2], metadata={**r[3], "data_source": r[0]}) for r in rows
+
+
+@pytest.mark.parametrize("router_config", EXAMPLE_CONFIGS, ids=lambda p: p.name)
+def test_example_config_from_the_launch_line_to_the_advantages(
+    router_config: Path, tokenizer_dir: Path
+) -> None:
+    """The README's launch line naming the shipped config, through verl as a launch goes: the
+    plugin's launch check, Hydra's compose and main_ppo's validation, the reward loop on Ray,
+    then the trainer's advantage step on the loop's scores."""
+    from transformers import AutoTokenizer
+
+    line = [
+        o.replace(str(ROUTER), str(router_config)) for o in readme_overrides(EXAMPLE / "README.md")
     ]
-    with compile_router(load_config(ROUTER)) as router:
-        expected = list(router.score_sync(samples))
-    assert out.batch["rm_scores"].sum(dim=-1).tolist() == pytest.approx(
-        [r.reward for r in expected], rel=1e-6
+    assert "algorithm.adv_estimator=rewardrouter" in line
+    assert launch_problems(line) == []
+    config = verl_config(
+        *line, *TRAINING, f"actor_rollout_ref.model.path={tokenizer_dir}", "reward.num_workers=2"
     )
+    validate_as_main_ppo(config)
+
+    batch = reward_loop_batch(AutoTokenizer.from_pretrained(tokenizer_dir), LOOP_ROWS)
+    out = run_reward_loop(config, batch)
+    samples = [
+        Sample(response=r[1], label=r[2], metadata={**r[3], "data_source": r[0]}) for r in LOOP_ROWS
+    ]
+    with compile_router(load_config(router_config)) as router:
+        expected = list(router.score_sync(samples))
+        rewards = [r.reward for r in expected]
+        lengths = batch.batch["attention_mask"][:, 2:].sum(dim=-1).tolist()
+        groups = [sorted(set(UIDS)).index(u) for u in UIDS]
+        chain = router.post_processor(rewards, group_index=groups, response_length=lengths)
+    assert out.batch["rm_scores"].sum(dim=-1).tolist() == pytest.approx(rewards, rel=1e-6)
     assert out.non_tensor_batch["route"].tolist() == [r.route for r in expected]
     assert set(out.meta_info["reward_extra_keys"]) == COLUMNS
+
+    # the trainer's advantage step (no KL in the reward: token_level_rewards = the scores)
+    batch = batch.union(out)
+    batch.batch["token_level_rewards"] = batch.batch["rm_scores"]
+    batch.non_tensor_batch["uid"] = np.array(UIDS, dtype=object)
+    ours = compute_advantage(
+        batch, adv_estimator=config.algorithm.adv_estimator, config=config.algorithm
+    ).batch["advantages"]
+    mask = batch.batch["response_mask"]  # verl's compute_response_mask made it
+    assert (ours == ours[:, :1] * mask).all()  # one advantage per row, over its response tokens
+    assert ours[:, 0].tolist() == pytest.approx(chain.advantages, abs=1e-6)
+    assert ours[[5, 6], 0].tolist() == [0.0, 0.0]  # the constant squad group: exactly 0
+    estimator = router.config.post_process[-1]
+    if isinstance(estimator, GRPOStage) and estimator.std == "group":
+        theirs = compute_advantage(
+            batch.select(deepcopy=True),
+            adv_estimator=AdvantageEstimator.GRPO,
+            config=config.algorithm,
+        ).batch["advantages"]
+        torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-6)  # verl's own GRPO
 
 
 # -- the advantage estimator through verl's compute_advantage --------------------------------
@@ -484,13 +743,6 @@ def test_estimator_runs_the_global_shaping_with_each_rows_length(tmp_path: Path)
     )
     advantages = estimate(config, advantage_batch([1.0, 1.0], ["u", "u"], [3, 6]))
     assert advantages[:, 0].tolist() == [0.5, -0.5]  # the long answer lost 1.0 to the penalty
-
-
-def test_estimator_without_an_advantage_stage_is_refused(tmp_path: Path) -> None:
-    config = tmp_path / "router.yaml"
-    config.write_text("routes: {}\npost_process: []\n")
-    with pytest.raises(ConfigError, match="ends in no advantage stage"):
-        estimate(config, advantage_batch([1.0, 0.0], ["u", "u"], [2, 2]))
 
 
 @pytest.mark.parametrize("seed", range(8))
