@@ -1,13 +1,14 @@
-"""OpenRLHF: the Python reward file of ``--remote_rm_url``, routed by a JSON label.
+"""OpenRLHF: the Python reward file of ``--reward.remote_url``, routed by a JSON label.
 
-OpenRLHF (0.11) loads a ``--remote_rm_url`` that ends in ``.py`` as a module and calls its
+OpenRLHF (0.11) loads a ``--reward.remote_url`` that ends in ``.py`` as a module and calls its
 ``reward_func(queries, prompts, labels)`` through ``asyncio.to_thread``, one sample per call:
 ``queries`` holds the decoded prompt + response (special tokens kept), ``prompts`` the prompt,
-``labels`` the ``--label_key`` column as it is. It reads ``rewards``, ``scores`` and
-``extra_logs`` from the returned dict. This module is such a file::
+``labels`` the ``--data.label_key`` column as it is. It reads ``rewards``, ``scores`` and
+``extra_logs`` from the returned dict. This module is such a file (OpenRLHF before 0.11 spelled
+the flags ``--remote_rm_url`` and ``--label_key``; 0.11 refuses those)::
 
-    --remote_rm_url $(python -c "import rewardrouter.integrations.openrlhf as m; print(m.__file__)")
-    --label_key label
+    --reward.remote_url $(python -c "import rewardrouter.integrations.openrlhf as m; print(m.__file__)")
+    --data.input_key prompt --data.label_key label
     # and REWARDROUTER_CONFIG=/abs/path/router.yaml in the environment of OpenRLHF's vLLM actors
 
 OpenRLHF hands a reward function no dataset column, so the route rides in the label: a label that
@@ -32,7 +33,7 @@ step) hold ``rewardrouter/scored`` (1.0 when the route's terms produced the rewa
 ``rewardrouter/status/<s>`` for ``skipped``, ``error``, ``timeout``, ``invalid`` and
 ``rewardrouter/route/<name>`` per configured route: the fraction of rows with each.
 
-``rewardrouter serve`` answers OpenRLHF's HTTP form of the same call (``--remote_rm_url
+``rewardrouter serve`` answers OpenRLHF's HTTP form of the same call (``--reward.remote_url
 http://HOST:PORT/reward``, body ``{"query": [...], "prompts": [...], "labels": [...]}``) with the
 same values as JSON lists.
 """

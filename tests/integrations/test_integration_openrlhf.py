@@ -1,25 +1,42 @@
 """OpenRLHF contract, judged by openrlhf 0.11.2 itself.
 
-OpenRLHF's ``SingleTurnAgentExecutor`` loads the ``--remote_rm_url`` Python file (here the
+OpenRLHF's ``SingleTurnAgentExecutor`` loads the ``--reward.remote_url`` Python file (here the
 integration module's own file, and the example's reward file) with its own loader, decodes prompt
 and response tokens with the real tokenizer, calls ``reward_func`` in a thread, and keeps what it
 returns, or logs an exception at INFO and goes on. Its HTTP client posts the same call to
 ``rewardrouter serve``'s app on loopback. Every reward is compared with the router's own.
+
+Every OpenRLHF launch line of README.md and examples/openrlhf/README.md is read from the Markdown
+when the tests run, expanded by bash as a user's shell would, and parsed by the argument parser
+that ``openrlhf.cli.train_ppo_ray`` builds, with the checks it runs after parsing (that module's
+own ``__main__`` block, taken from the installed file without its last statement,
+``train(args)``: the module itself cannot be imported without vLLM). The README's data rows then
+go through OpenRLHF's ``blending_datasets`` and ``PromptDataset`` with the parsed arguments, and
+their labels to the reward file the line names.
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import functools
+import importlib.util
 import json
 import logging
+import os
+import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
+from types import CodeType, SimpleNamespace
 from typing import Any
 
 import pytest
 import torch
 from aiohttp.test_utils import TestServer
+from openrlhf.datasets import PromptDataset
+from openrlhf.datasets.utils import blending_datasets
 from openrlhf.utils.agent import SingleTurnAgentExecutor
 
 import rewardrouter.integrations.openrlhf as module
@@ -126,11 +143,8 @@ def test_openrlhf_loads_the_module_file_and_gets_the_routers_rewards(tokenizer: 
 
 def test_a_reward_file_of_your_own(tokenizer: Any) -> None:
     executor = SingleTurnAgentExecutor(remote_rm_url=str(EXAMPLE / "reward_func.py"))
-    prompt, response, label = ROWS[0]
-    row = (prompt, response, {"answer": label["label"], "dataset": label["dataset"]})
-    assert float(execute(executor, tokenizer, row)["reward"]) == pytest.approx(
-        expected(ROWS[:1])[0]
-    )
+    outputs = [execute(executor, tokenizer, row) for row in ROWS]
+    assert [float(o["reward"]) for o in outputs] == pytest.approx(expected(ROWS))
 
 
 def test_config_errors_are_logged_at_error_with_the_fix(
@@ -183,3 +197,194 @@ def test_serve_answers_openrlhfs_http_client() -> None:
     [reply] = asyncio.run(run())
     assert reply["rewards"] == pytest.approx(expected(ROWS))
     assert reply["extra_logs"]["rewardrouter/route/squad"] == [0.0, 0.0, 1.0, 1.0]
+
+
+# -- the documented launch lines, through OpenRLHF's own argument parser ----------------------
+
+DOCS = [ROOT / "README.md", EXAMPLE / "README.md"]
+COMMAND = "openrlhf.cli.train_ppo_ray"
+
+
+def openrlhf_main() -> CodeType:
+    """The ``__main__`` block of the installed ``openrlhf/cli/train_ppo_ray.py``, compiled: its
+    standard-library imports, its parser, ``parse_args()`` and the checks after it; not the
+    final ``train(args)``, which starts Ray and the GPU actors."""
+    spec = importlib.util.find_spec("openrlhf")
+    assert spec is not None and spec.submodule_search_locations
+    path = Path(spec.submodule_search_locations[0]) / "cli" / "train_ppo_ray.py"
+    tree = ast.parse(path.read_text(), str(path))
+    [main] = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "__name__ == '__main__'"
+    ]
+    assert ast.unparse(main.body[-1]) == "train(args)", "OpenRLHF's __main__ block changed"
+    stdlib = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        and all(
+            ((node.module or "") if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0]
+            in sys.stdlib_module_names
+            for alias in node.names
+        )
+    ]
+    return compile(ast.Module(body=[*stdlib, *main.body[:-1]], type_ignores=[]), str(path), "exec")
+
+
+MAIN = openrlhf_main()
+
+
+def parse(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``argv`` as ``python -m openrlhf.cli.train_ppo_ray`` parses and checks it: the args."""
+    monkeypatch.setattr(sys, "argv", [f"{COMMAND}.py", *argv])
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    exec(MAIN, namespace)  # OpenRLHF's own code, from the installed file
+    return namespace["args"]
+
+
+def shell_words(text: str) -> list[str]:
+    """The words bash makes of ``text`` (quotes, ``$(...)``), as the user's shell would; the
+    documents' ``/abs/path`` is this repository, ``python`` this interpreter."""
+    text = text.replace("/abs/path/", f"{ROOT}/")
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
+    }
+    done = subprocess.run(
+        ["bash", "-c", f"printf '%s\\0' {text}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+        timeout=60,
+    )
+    return [w for w in done.stdout.split("\0") if w and w != "..."]
+
+
+@functools.cache
+def launch_lines(doc: Path) -> list[list[str]]:
+    """The arguments of every ``openrlhf.cli.train_ppo_ray`` command in ``doc``'s bash blocks."""
+    lines = []
+    for block in re.findall(r"^```bash[^\n]*\n(.*?)^```", doc.read_text(), re.S | re.M):
+        for command in block.replace("\\\n", " ").splitlines():
+            if COMMAND in command:
+                lines.append(shell_words(command.split(COMMAND, 1)[1]))
+    return lines
+
+
+def readme_rows() -> list[dict[str, Any]]:
+    """The data rows examples/openrlhf/README.md shows (its ``json`` blocks)."""
+    text = (EXAMPLE / "README.md").read_text()
+    return [json.loads(b) for b in re.findall(r"^```json\n(.*?)^```", text, re.S | re.M)]
+
+
+#: (document, index of the launch line in it), for every launch line of the documents.
+DOC_LINES = [(doc, i) for doc in DOCS for i in range(len(launch_lines(doc)))]
+LINES = [pytest.param(doc, i, id=f"{doc.relative_to(ROOT)}:{i}") for doc, i in DOC_LINES]
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda d: str(d.relative_to(ROOT)))
+def test_every_doc_shows_an_openrlhf_launch_line(doc: Path) -> None:
+    assert launch_lines(doc), f"{doc} has no `{COMMAND}` line in a bash block"
+
+
+@pytest.mark.parametrize(("doc", "index"), LINES)
+def test_launch_lines_parse_with_openrlhfs_own_parser(
+    doc: Path, index: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = parse(launch_lines(doc)[index], monkeypatch)
+    [url] = args.reward.remote_url  # OpenRLHF splits it at commas
+    assert (args.data.input_key, args.data.label_key) == ("prompt", "label")
+    assert set(readme_rows()[0]) == {args.data.input_key, args.data.label_key}
+    if url.endswith(".py"):
+        reward_func = SingleTurnAgentExecutor(args.reward.remote_url).reward_func
+        # OpenRLHF execs the file as a module of its own: the class is a copy, not this one
+        assert type(reward_func).__qualname__ == module.RewardFunc.__qualname__
+        assert reward_func.label_field == "label"  # the entry the README's label objects hold
+    else:
+        assert url.endswith("/reward")  # rewardrouter serve's OpenRLHF endpoint
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["--remote_rm_url", "reward.py"], id="remote_rm_url"),
+        pytest.param(["--label_key", "label"], id="label_key"),
+        pytest.param(["--input_key", "prompt"], id="input_key"),
+    ],
+)
+def test_flags_of_earlier_releases_are_refused_by_0_11(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        parse(argv, monkeypatch)
+    assert stopped.value.code == 2
+    assert f"unrecognized arguments: {' '.join(argv)}" in capsys.readouterr().err
+
+
+class Strategy:
+    """What OpenRLHF's dataset code asks of its DeepSpeed strategy: the parsed args, printing,
+    and whether this is rank 0 (the real one needs DeepSpeed and a process group)."""
+
+    def __init__(self, args: Any) -> None:
+        self.args = args
+
+    def print(self, *msg: Any) -> None:
+        pass
+
+    def is_rank_0(self) -> bool:
+        return True
+
+
+def remote_url(words: list[str]) -> str:
+    """The value a launch line gives ``--reward.remote_url``."""
+    return words[words.index("--reward.remote_url") + 1]
+
+
+#: The launch lines that name a Python reward file (OpenRLHF's loader runs it).
+FILE_LINES = [
+    pytest.param(doc, i, id=f"{doc.relative_to(ROOT)}:{i}")
+    for doc, i in DOC_LINES
+    if remote_url(launch_lines(doc)[i]).endswith(".py")
+]
+
+
+@pytest.mark.parametrize(("doc", "index"), FILE_LINES)
+def test_readme_rows_score_right_above_wrong_through_openrlhfs_loaders(
+    doc: Path, index: int, tokenizer: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's rows, loaded as the launch line tells OpenRLHF to load them, scored by the
+    reward file it names: a right and a wrong answer to each get the router's two rewards."""
+    data = tmp_path / "prompts.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in readme_rows()))
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "cache"))
+    args = parse([*launch_lines(doc)[index], "--data.prompt_dataset", str(data)], monkeypatch)
+    strategy = Strategy(args)
+    rows = blending_datasets(  # as openrlhf.trainer.ppo_trainer.prepare_datasets calls it
+        args.data.prompt_dataset,
+        args.data.prompt_probs,
+        strategy,
+        args.train.seed,
+        max_count=args.data.max_samples,
+        dataset_split=args.data.prompt_split,
+    )
+    dataset = PromptDataset(rows, tokenizer, strategy, input_template=args.data.input_template)
+    executor = SingleTurnAgentExecutor(args.reward.remote_url)
+    params = SimpleNamespace(max_tokens=32, logprobs=None)
+    for _, prompt, label, _ in dataset:
+        answer = json.loads(label)
+        scored = {
+            response: float(
+                asyncio.run(
+                    executor.execute(
+                        prompt, label, params, 128, tokenizer, Engine(tokenizer, response)
+                    )
+                )["reward"]
+            )
+            for response in (f"\\boxed{{{answer['label']}}}", "\\boxed{0}")
+        }
+        truth = [(prompt, r, answer) for r in scored]
+        assert list(scored.values()) == pytest.approx(expected(truth))
+        right, wrong = scored.values()
+        assert right > wrong
