@@ -61,6 +61,12 @@ _ESTIMATOR = "algorithm.adv_estimator"
 #: Where each hook reads its router config from (the keys under it are CONFIG_FIELD and
 #: OVERRIDES_FIELD).
 _REWARD_HOLDER, _ESTIMATOR_HOLDER = f"{_FUNCTION}.reward_kwargs", "algorithm"
+#: How verl's ``reward.custom_reward_function`` names rewardrouter's reward function: the module
+#: (``pkg://``, dotted) or its file, and one of its two entry points.
+_HOOK_MODULE = re.compile(
+    r"^(pkg://)?rewardrouter\.integrations\.verl$|rewardrouter/integrations/verl\.py$"
+)
+_HOOK_FUNCTIONS = ("compute_score", "compute_score_async")
 #: Hydra options that name a config file, whose settings the command line does not show.
 _CONFIG_FILE_OPTIONS = ("--config-name", "-cn", "--config-path", "-cp", "--config-dir", "-cd")
 _IGNORED = {
@@ -167,14 +173,15 @@ def _within(source: ConfigSource, problems: Sequence[Problem]) -> list[Problem]:
 def router_problems(argv: Sequence[str]) -> list[Problem]:
     """What the router configs that ``argv`` hands rewardrouter's hooks hold that they cannot run.
 
-    Checked: the reward function's config when ``reward.custom_reward_function.path`` names
-    rewardrouter, the estimator's when ``algorithm.adv_estimator=rewardrouter``; each is found
+    Checked: the reward function's config when ``reward.custom_reward_function`` names
+    rewardrouter's ``compute_score`` (or ``compute_score_async``), the estimator's when ``algorithm.adv_estimator=rewardrouter``; each is found
     as the hook finds it (its own keys, else ``REWARDROUTER_CONFIG``), loaded and compiled. A
     value that interpolates (``${...}``) is left to the hook.
     """
     values = _overrides(argv)
     checks: list[tuple[str, Callable[[Router], list[Problem]]]] = []
-    if "rewardrouter" in str(values.get(f"{_FUNCTION}.path") or ""):
+    path, name = (str(values.get(f"{_FUNCTION}.{k}") or "") for k in ("path", "name"))
+    if _HOOK_MODULE.search(path) and name in _HOOK_FUNCTIONS:
         checks.append((_REWARD_HOLDER, _route_shaping_problems))
     if values.get(_ESTIMATOR) == ESTIMATOR_NAME:
         checks.append((_ESTIMATOR_HOLDER, estimator_problems))

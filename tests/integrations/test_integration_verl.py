@@ -487,6 +487,26 @@ def test_every_problem_of_both_hooks_at_once(tmp_path: Path) -> None:
             id="verls_own_estimator_reads_no_router_config",
         ),
         pytest.param(
+            [
+                f"reward.custom_reward_function.path={compute_score.__code__.co_filename}",
+                *function_line("nowhere.yaml")[1:],
+                "algorithm.adv_estimator=grpo",
+            ],
+            None,
+            [r"reward_kwargs\.rewardrouter_config: router config 'nowhere\.yaml' not found"],
+            id="the_hook_named_by_its_file",
+        ),
+        pytest.param(
+            [
+                "reward.custom_reward_function.path=/home/me/rewardrouter_tools/score.py",
+                "reward.custom_reward_function.name=my_score",
+                "algorithm.adv_estimator=grpo",
+            ],
+            None,
+            [],
+            id="a_function_of_your_own_is_not_checked",
+        ),
+        pytest.param(
             estimator_line("${reward.custom_reward_function.reward_kwargs.rewardrouter_config}"),
             None,
             [],
