@@ -10,9 +10,12 @@ Hydra overrides for ``verl.trainer.main_ppo`` (verl 0.9)::
 
 (or export ``REWARDROUTER_CONFIG`` where verl's workers run). verl before 0.9 reads the reward
 function from the top-level ``custom_reward_function.*``; 0.9 ignores that key and silently grades
-with its own default, so a launch that names rewardrouter there stops with the fix (see
-:mod:`._verl_launch`; ``python -m rewardrouter.integrations.verl <overrides>`` checks any launch
-and then runs ``main_ppo`` unchanged).
+with its own default, so a launch that names rewardrouter there stops with the fix. The same
+check, run when verl loads this module in the launching process, loads and compiles the router
+configs the command line names and stops the launch, listing every problem, on one that
+:func:`compute_score` or the estimator cannot run (see :mod:`._verl_launch`;
+``python -m rewardrouter.integrations.verl <overrides>`` checks any launch and then runs
+``main_ppo`` unchanged).
 
 **Rewards.** verl's reward managers call :func:`compute_score` per row,
 ``compute_score(data_source=..., solution_str=..., ground_truth=..., extra_info=...)``, from
