@@ -41,15 +41,43 @@ PREFIX = "rewardrouter"
 #: Warnings counted in this process, by kind.
 WARNINGS: Counter[str] = Counter()
 _emitted: set[str] = set()
+#: (kind, batch) checks already counted; cleared when it reaches ``_COUNTED_KEPT`` entries.
+_counted: set[tuple[str, Hashable]] = set()
+_COUNTED_KEPT = 256
 
 
-def warn(kind: str, message: str) -> None:
-    """Count one ``kind`` of warning; emit ``message`` as a :class:`RewardRouterWarning` the
-    first time it occurs (a trainer calls hooks thousands of times)."""
-    WARNINGS[kind] += 1
-    if message not in _emitted:
-        _emitted.add(message)
+def warn(
+    kind: str,
+    message: str,
+    *,
+    count: int = 1,
+    key: str | None = None,
+    batch: Hashable | None = None,
+) -> None:
+    """Count ``count`` warnings of ``kind``; the first time ``key`` (default: ``message``)
+    occurs, emit ``message`` as a :class:`RewardRouterWarning` (a trainer calls hooks
+    thousands of times: once is enough). ``batch`` (see :func:`batch_key`) counts a check of
+    one batch once, though two hooks (slime's log and post-process hooks) run it."""
+    if batch is not None:
+        if (kind, batch) in _counted:
+            return
+        if len(_counted) >= _COUNTED_KEPT:
+            _counted.clear()
+        _counted.add((kind, batch))
+    WARNINGS[kind] += count
+    once = message if key is None else key
+    if once not in _emitted:
+        _emitted.add(once)
         warnings.warn(message, RewardRouterWarning, stacklevel=3)
+
+
+def batch_key(samples: Sequence[object]) -> Hashable:
+    """What tells one batch from another while both hooks of a trainer hold it: its size and
+    the identity of its first and last sample (the hooks see the same sample objects, though
+    not always the same list)."""
+    if not samples:
+        return (0,)
+    return (len(samples), id(samples[0]), id(samples[-1]))
 
 
 def warning_metrics() -> dict[str, float]:

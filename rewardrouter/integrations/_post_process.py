@@ -12,9 +12,16 @@ counts as one answer:
   slime's position rule. One answer is one *rollout*: samples sharing a ``rollout_id`` (else an
   ``index``) must carry one reward, which is normalized once and copied to each of them.
 
-A sample without a reward (aborted, not applicable, skipped after a failure) gets raw reward 0.0
-and advantage 0.0 and stays out of its group's statistics. With the ``none`` advantage stage (or
-none at all) the advantages are the shaped rewards in float64, unrounded.
+A sample without a reward (aborted, not applicable, skipped after a failure) gets the config's
+``missing_reward.value`` as raw reward and advantage 0.0, and stays out of its group's
+statistics; so does a sample whose reward is that value handed over by the reward hook in its
+place (its ``metadata["rewardrouter"]`` record says ``filled``). With the ``none`` advantage
+stage (or none at all) the advantages are the shaped rewards in float64, unrounded.
+
+Before the chain runs, the batch goes through the checks of :mod:`._checks` that the command
+line runs too: ``group_by: position`` over a batch that is not whole groups is refused
+(:class:`~rewardrouter.SampleError`); a prompt group holding answers to different prompts and
+slime's one-group fallback are counted warnings.
 """
 
 from __future__ import annotations
@@ -25,12 +32,28 @@ from typing import Any, Literal, cast
 
 from rewardrouter.errors import RoutingError, SampleError
 from rewardrouter.execute.values import InvalidReturn, to_value
-from rewardrouter.integrations._metrics import warn
+from rewardrouter.integrations._checks import (
+    batch_positions,
+    position_problem,
+    warn_mixed_prompt_groups,
+)
+from rewardrouter.integrations._metrics import batch_key
 from rewardrouter.integrations._self_reference import without_self_references
 from rewardrouter.router import Router
 from rewardrouter.sample import status_of
 
 Framework = Literal["slime", "miles"]
+
+#: The ``metadata`` entry in which the reward hook leaves a scored sample's route, status, term
+#: values, and whether its reward is ``missing_reward.value`` handed over in place of none.
+RECORD = "rewardrouter"
+
+
+def record_of(sample: Any) -> dict[str, Any] | None:
+    """What the reward hook left in the sample's metadata (:data:`RECORD`); None when nothing."""
+    metadata = getattr(sample, "metadata", None)
+    record = metadata.get(RECORD) if isinstance(metadata, dict) else None
+    return record if isinstance(record, dict) else None
 
 
 class RolloutRewardsDiffer(SampleError, ValueError):
@@ -48,7 +71,8 @@ class Processed:
 
 
 def training_rewards(samples: Sequence[Any], key: str | None) -> list[float | None]:
-    """Each sample's training reward as the trainer reads it (``reward[key]`` for dict rewards)."""
+    """Each sample's training reward as the trainer reads it (``reward[key]`` for dict rewards);
+    None for an aborted sample and for one whose reward the hook filled in (:func:`record_of`)."""
     return _rewards_and_truncation(samples, key)[0]
 
 
@@ -61,6 +85,11 @@ def _rewards_and_truncation(
     for i, sample in enumerate(samples):
         status = status_of(sample)
         reward = None if status == "aborted" else getattr(sample, "reward", None)
+        if reward is not None:
+            metadata = getattr(sample, "metadata", None)
+            record = metadata.get(RECORD) if type(metadata) is dict else None
+            if type(record) is dict and record.get("filled"):
+                reward = None  # missing_reward.value, handed over in place of none
         truncated.append(status == "truncated")
         try:
             rewards.append(to_value(reward, key))
@@ -85,30 +114,14 @@ def sample_routes(router: Router, samples: Sequence[Any]) -> list[str | None]:
     return routes
 
 
-def _positions(args: Any, n: int) -> list[Hashable]:
-    """slime's rule without prompt ids: runs of ``n_samples_per_prompt`` when the batch holds
-    exactly ``n_samples_per_prompt * rollout_batch_size`` samples, else one group."""
-    size = getattr(args, "n_samples_per_prompt", None)
-    batch = getattr(args, "rollout_batch_size", None)
-    if isinstance(size, int) and isinstance(batch, int) and size > 0 and n == size * batch:
-        return [i // size for i in range(n)]
-    if not isinstance(size, int):
-        warn(
-            "one_prompt_group",
-            "the samples carry no group_index and args no n_samples_per_prompt: the whole "
-            "batch is normalized as one prompt group; set group_index on the samples (or pass "
-            "--n-samples-per-prompt) to normalize each prompt's answers among themselves",
-        )
-    return [0] * n
-
-
 def prompt_groups(
     args: Any,
     samples: Sequence[Any],
     framework: Framework,
     prompt_group_sizes: Sequence[int] | None = None,
+    batch: Hashable | None = None,
 ) -> list[Hashable]:
-    """One prompt-group key per sample."""
+    """One prompt-group key per sample (``batch``: see :func:`._metrics.batch_key`)."""
     n = len(samples)
     if prompt_group_sizes is not None:
         if sum(prompt_group_sizes) != n:
@@ -123,7 +136,7 @@ def prompt_groups(
             return cast("list[Hashable]", indices)
         adapters = [getattr(getattr(s, "adapter", None), "name", None) for s in samples]
         return list(zip(adapters, indices, strict=True))
-    return _positions(args, n)
+    return cast("list[Hashable]", batch_positions(args, n, batch))
 
 
 def _rollouts(
@@ -161,16 +174,25 @@ def post_process(
     framework: Framework,
     prompt_group_sizes: Sequence[int] | None = None,
 ) -> Processed:
-    """Run ``router``'s shaping and advantage chain over one batch, as ``framework`` groups it."""
+    """Run ``router``'s shaping and advantage chain over one batch, as ``framework`` groups it.
+
+    Raises :class:`~rewardrouter.SampleError` before the chain runs when the batch cannot be
+    grouped as the config says (:func:`._checks.position_problem`)."""
+    uneven = position_problem(router.config, len(samples))
+    if uneven is not None:
+        raise SampleError(f"sample {uneven[0]}: {uneven[1]}")
     rewards, truncated = _rewards_and_truncation(samples, key)
-    groups = all_groups = prompt_groups(args, samples, framework, prompt_group_sizes)
+    batch = batch_key(samples)
+    groups = all_groups = prompt_groups(args, samples, framework, prompt_group_sizes, batch)
+    warn_mixed_prompt_groups(samples, groups, batch)
     spread: list[int] | None = None
     processor = router.post_processor
     # routes matter to route shaping alone
     routes = sample_routes(router, samples) if processor.route_names else None
     estimator = processor.estimator
     normalizes = estimator is not None and estimator.kind != "none"
-    raw = [0.0 if r is None else float(r) for r in rewards]
+    fill = router.config.missing_reward.value
+    raw = [fill if r is None else float(r) for r in rewards]
     if (
         framework == "miles"
         and estimator is not None

@@ -6,9 +6,10 @@ Launch flags (vime takes the same)::
     --custom-reward-post-process-path rewardrouter.integrations.slime.post_process_rewards
     --custom-config-path rewardrouter.yaml    # holds `rewardrouter_config: /abs/path/router.yaml`
 
-``--group-rm`` needs no other function: slime then passes each prompt group as a list, and
-:func:`custom_rm` takes lists as well (so do fan-out generate functions without ``--group-rm``);
-:func:`batched_custom_rm` is the same entry point under the name a group hook usually has.
+With ``--group-rm``, name :func:`batched_custom_rm` instead: slime then awaits
+``fn(args, samples)`` with each prompt group as a list, and its plugin contract checks that the
+function's parameters are ``(args, samples)``. :func:`custom_rm` (parameters ``(args, sample)``)
+takes lists as well, for fan-out generate functions that pass one without ``--group-rm``.
 
 The config comes from ``args.rewardrouter_config`` (slime's ``--custom-config-path`` sets every
 key of its YAML on ``args``) or the ``REWARDROUTER_CONFIG`` environment variable; overrides from
@@ -16,12 +17,22 @@ key of its YAML on ``args``) or the ``REWARDROUTER_CONFIG`` environment variable
 
 What the hooks return, so that slime reads the right value:
 
-- without ``--reward-key``: the training reward as a number (``None`` when no term applied);
+- without ``--reward-key``: the training reward as a number;
 - with ``--reward-key k``: a dict whose ``k`` is the training reward (and whose
   ``--eval-reward-key`` entry is the evaluation reward), next to the entries of a single
   dict-valued term; ``--reward-key`` also becomes the router's ``reward_key`` when the config
   sets none, for the dict rewards of ``rm_type`` / ``custom_rm_path`` functions;
-- aborted samples get ``None`` and are never scored; samples that carry a reward keep it.
+- a sample that got no reward (no term applied, or a failure that ``on_error: skip`` skipped)
+  gets the config's ``missing_reward.value`` (default 0.0), never ``None``: slime's own
+  rollout logging rounds every reward. Its record says ``filled``, the post-process hook
+  leaves it out of its group's statistics (advantage 0), and with ``missing_reward.mask``
+  (the default) ``sample.remove_sample`` is set, so that slime leaves it out of the loss;
+- aborted samples get ``None`` and are never scored (slime puts them back in its buffer and
+  scores them when they are finished); samples that carry a reward keep it.
+
+Each call runs the checks of :mod:`._checks` on what it scored: samples without a label whose
+graders did not apply are counted (``rewardrouter/warnings/label_missing``) and warned about
+once, with the fix (``--label-key``).
 
 Per-sample ``custom_rm_path`` and ``metadata.rm_type`` win over routes, as the router's precedence
 says. (Without ``--group-rm`` slime calls a sample's own ``custom_rm_path`` itself.) Without
@@ -30,7 +41,7 @@ sees one sample per call: the first such call warns (:class:`~rewardrouter.Rewar
 counted in ``rewardrouter/warnings/group_term_per_sample``) with the fix.
 
 Each scored sample's ``metadata`` gains a ``rewardrouter`` entry (``route``, ``status``,
-``terms``); the log hook :func:`log_rollout`
+``terms``, ``filled``); the log hook :func:`log_rollout`
 (``--custom-rollout-log-function-path rewardrouter.integrations.slime.log_rollout``) reads it and
 adds the figures of :mod:`._metrics` to the metrics slime logs for the rollout.
 """
@@ -42,11 +53,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rewardrouter.config.models import MissingReward
 from rewardrouter.errors import ConfigError, Problem
 from rewardrouter.integrations import _metrics
+from rewardrouter.integrations._checks import warn_unlabeled
 from rewardrouter.integrations._post_process import (
+    RECORD,
     Framework,
     post_process,
+    record_of,
     sample_routes,
     training_rewards,
 )
@@ -65,10 +80,14 @@ __all__ = [
     "rollout_metrics",
 ]
 
-#: The ``metadata`` entry that carries a scored sample's route, status and term values.
-RECORD = "rewardrouter"
-
 log = logging.getLogger("rewardrouter.slime")
+
+#: Where slime's samples get their labels, and how to read them from another column.
+LABELS_FROM = "the samples' `label` (slime's --label-key column of the data, default `label`)"
+LABELS_FIX = "launch with --label-key <the column that holds the reference answers>"
+
+#: Statuses of samples that are handed ``missing_reward.value`` when they got no reward.
+NOT_FILLED = frozenset({"aborted", "kept"})
 
 
 @dataclass(frozen=True)
@@ -115,35 +134,42 @@ def _eval_differs(router: Router) -> bool:
 
 
 def _slime_value(
-    result: RewardResult, preset: Any, keys: _Keys, evaluated: RewardResult | None
+    result: RewardResult, preset: Any, keys: _Keys, evaluated: RewardResult | None, fill: float
 ) -> Any:
-    """What slime stores in ``sample.reward`` for one result."""
+    """What slime stores in ``sample.reward`` for one result (``fill`` where it got none)."""
     if result.status == "kept":
         return preset
-    if keys.train is None or result.reward is None:
-        return result.reward
+    if result.status == "aborted":
+        return None
+    reward = fill if result.reward is None else result.reward
+    if keys.train is None:
+        return reward
     value: dict[str, Any] = {}
     if isinstance(result.raw, Mapping) and len(result.terms) == 1:
         value.update(result.raw)  # e.g. dapo's `acc` and `pred`, for slime's logs
-    value[keys.train] = result.reward
+    value[keys.train] = reward
     if keys.eval is not None and keys.eval != keys.train:
-        value[keys.eval] = (evaluated or result).reward
+        other = (evaluated or result).reward
+        value[keys.eval] = fill if other is None else other
     return value
 
 
-def _record(sample: Any, result: RewardResult) -> None:
-    """Leave ``result``'s route, status and terms in the sample's metadata for the log hook."""
+def _record(sample: Any, result: RewardResult, missing: MissingReward) -> None:
+    """Leave ``result``'s route, status and terms in the sample's metadata for the log and
+    post-process hooks, and whether its reward is ``missing.value`` in place of none (then, with
+    ``missing.mask``, slime's ``remove_sample`` leaves it out of the loss)."""
+    filled = result.reward is None and result.status not in NOT_FILLED
+    if filled and missing.mask and hasattr(sample, "remove_sample"):
+        sample.remove_sample = True
     metadata = getattr(sample, "metadata", None)
     if not isinstance(metadata, dict) or (result.status == "kept" and RECORD in metadata):
         return
-    metadata[RECORD] = {"route": result.route, "status": result.status, "terms": result.terms}
-
-
-def _record_of(sample: Any) -> dict[str, Any] | None:
-    """What :func:`_record` left in the sample's metadata; None when nothing."""
-    metadata = getattr(sample, "metadata", None)
-    record = metadata.get(RECORD) if isinstance(metadata, dict) else None
-    return record if isinstance(record, dict) else None
+    metadata[RECORD] = {
+        "route": result.route,
+        "status": result.status,
+        "terms": result.terms,
+        "filled": filled,
+    }
 
 
 def _warn_group_terms(router: Router, results: Sequence[RewardResult]) -> None:
@@ -157,8 +183,10 @@ def _warn_group_terms(router: Router, results: Sequence[RewardResult]) -> None:
                     f"{term.where} ({term.fn.name}) takes a group of samples, but slime calls "
                     f"the reward hook with one sample at a time (no --group-rm): the function "
                     f"sees one sample per call, and a reward computed across samples changes. "
-                    f"Launch with --group-rm (custom_rm takes the lists it then passes), or set "
-                    f"`mode: single` on the term if it scores each sample on its own",
+                    f"Launch with --group-rm and --custom-rm-path "
+                    f"rewardrouter.integrations.slime.batched_custom_rm (miles: "
+                    f"rewardrouter.integrations.miles.batched_custom_rm), or set `mode: single` "
+                    f"on the term if it scores each sample on its own",
                 )
 
 
@@ -169,13 +197,16 @@ async def _score_flat(args: Any, samples: Sequence[SampleLike], *, one: bool = F
     results = await router.score(views, args=args)
     if one:
         _warn_group_terms(router, results)
+    warn_unlabeled(views, results, LABELS_FROM, LABELS_FIX)
     evaluated: Sequence[RewardResult | None] = [None] * len(views)
     if keys.eval != keys.train and _eval_differs(router):
         evaluated = await router.score(views, args=args, evaluation=True)
+    missing = router.config.missing_reward
     values = []
     for sample, result, other in zip(samples, results, evaluated, strict=True):
-        _record(sample, result)
-        values.append(_slime_value(result, getattr(sample, "reward", None), keys, other))
+        _record(sample, result, missing)
+        preset = getattr(sample, "reward", None)
+        values.append(_slime_value(result, preset, keys, other, missing.value))
     return values
 
 
@@ -244,7 +275,11 @@ def post_process_rewards(
     groups from ``group_index`` (any order, any sizes), else by position as slime does
     (``n_samples_per_prompt`` on ``args``); constant groups get exactly 0. Both lists hold plain
     floats, one per sample; a sample without a reward (aborted, not applicable, skipped after a
-    failure) has raw reward 0.0 and advantage 0.0 and stays out of its group's statistics.
+    failure, or handed ``missing_reward.value`` by :func:`custom_rm`) has that value as raw
+    reward and advantage 0.0, and stays out of its group's statistics. The batch is checked
+    first (:mod:`._checks`): ``group_by: position`` over an incomplete last group raises
+    :class:`~rewardrouter.SampleError`; a group holding answers to different prompts and the
+    one-group fallback are counted warnings.
 
     >>> raw, advantages = post_process_rewards(args, samples)  # doctest: +SKIP
     """
@@ -272,7 +307,7 @@ def rollout_metrics(
     flat = _flat(samples)
     key = keys.train or router.config.reward_key
     done = post_process(router, args, flat, key, framework)
-    records = [_record_of(sample) for sample in flat]
+    records = [record_of(sample) for sample in flat]
     # samples scored elsewhere count by the route the router would give them, and their reward
     routes = iter(
         sample_routes(router, [s for s, r in zip(flat, records, strict=True) if r is None])
@@ -283,9 +318,11 @@ def rollout_metrics(
         else RewardResult(reward, record["status"], record["route"], terms=record["terms"])
         for record, reward in zip(records, training_rewards(flat, key), strict=True)
     ]
+    filled = sum(1 for record in records if record is not None and record.get("filled"))
     return {
         **_metrics.score_metrics(results),
         **_metrics.group_metrics(done.shaped, done.groups),
+        f"{_metrics.PREFIX}/filled": filled / len(flat) if flat else 0.0,
         **_metrics.warning_metrics(),
     }
 
@@ -299,7 +336,9 @@ def hand_rollout_metrics(
 ) -> bool:
     """Add :func:`rollout_metrics` to the metrics the trainer logs for the rollout; False, so
     that its own logging still runs. Without a metrics dict (a rollout function that returned
-    none) the figures go to the ``rewardrouter.slime`` logger at INFO."""
+    none) the figures go to the ``rewardrouter.slime`` logger at INFO. Sets
+    ``args.logged_rollout_id``, as the log hook of slime's plugin contract does."""
+    args.logged_rollout_id = rollout_id
     metrics = rollout_metrics(args, samples, framework)
     if isinstance(rollout_extra_metrics, dict):
         rollout_extra_metrics.update(metrics)

@@ -73,6 +73,7 @@ def _isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.syspath_prepend(str(EXAMPLE))  # slime_rewards, as PYTHONPATH gives it to slime
     monkeypatch.setattr(_metrics, "WARNINGS", Counter())  # counted and emitted per test
     monkeypatch.setattr(_metrics, "_emitted", set())
+    monkeypatch.setattr(_metrics, "_counted", set())
     yield
     close_shared()
 
@@ -475,15 +476,21 @@ def contract_router(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize(
-    ("n", "batch", "rewards", "expected"),
+    ("n", "batch", "rewards", "expected", "warned"),
     [
-        pytest.param(2, 2, [0.0, 2.0, 10.0, 14.0], [-1.0, 1.0, -2.0, 2.0], id="runs_of_n"),
-        pytest.param(2, 2, [0.0, 2.0, 4.0], [-2.0, 0.0, 2.0], id="uneven_count_one_group"),
-        pytest.param(None, None, [0.5, 1.5], [-0.5, 0.5], id="no_group_size_one_group"),
+        pytest.param(2, 2, [0.0, 2.0, 10.0, 14.0], [-1.0, 1.0, -2.0, 2.0], False, id="runs_of_n"),
+        # slime's own rule; a counted warning, since answers to different prompts are compared
+        pytest.param(2, 2, [0.0, 2.0, 4.0], [-2.0, 0.0, 2.0], True, id="uneven_count_one_group"),
+        pytest.param(None, None, [0.5, 1.5], [-0.5, 0.5], True, id="no_group_size_one_group"),
     ],
 )
 def test_post_process_without_group_index_groups_by_position_as_slime(
-    tmp_path: Path, n: int | None, batch: int | None, rewards: list[float], expected: list[float]
+    tmp_path: Path,
+    n: int | None,
+    batch: int | None,
+    rewards: list[float],
+    expected: list[float],
+    warned: bool,
 ) -> None:
     rows = [Sample(index=i, reward=r) for i, r in enumerate(rewards)]
     args = slime_args(contract_router(tmp_path), n_samples_per_prompt=n, rollout_batch_size=batch)
@@ -491,10 +498,12 @@ def test_post_process_without_group_index_groups_by_position_as_slime(
         warnings.simplefilter("always")
         raw, advantages = post_process_rewards(args, rows)
     assert (raw, advantages) == (rewards, expected)
-    unknown = [
+    one_group = [
         w for w in caught if "whole batch is normalized as one prompt group" in str(w.message)
     ]
-    assert len(unknown) == (n is None)  # slime's own rule for a short batch is silent
+    assert len(one_group) == warned
+    counted = _metrics.warning_metrics().get("rewardrouter/warnings/one_prompt_group", 0.0)
+    assert counted == float(warned)
 
 
 def test_reward_hooks_score_contract_samples_with_their_rewards_cleared(tmp_path: Path) -> None:
@@ -552,6 +561,7 @@ def test_log_hook_adds_routes_terms_statuses_and_constant_groups() -> None:
         "rewardrouter/status/aborted": 0.2,
         "rewardrouter/groups": 2.0,
         "rewardrouter/constant_groups": 0.5,
+        "rewardrouter/filled": 0.0,
     }
 
 
@@ -581,6 +591,7 @@ def test_record_of_a_sample_scored_by_one_term_is_its_result(reward_key: str | N
             "route": result.route,
             "status": "ok",
             "terms": result.terms,
+            "filled": False,
         }
     for row, reward in zip(rows, rewards, strict=True):
         row.reward = reward

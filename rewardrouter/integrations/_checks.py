@@ -1,0 +1,264 @@
+"""The checks of a batch that the command line and every trainer hook run, in one place.
+
+A mistake in the data (the labels in another column, two files that each number their prompt
+groups from 0, a batch that is not whole prompt groups) gives plausible rewards, so it has to be
+looked for. Each check returns what it found; how loud it is depends on what the caller can do:
+the command line holds the whole file before anything is scored, so it refuses the file; a hook
+inside a trainer holds one batch of a run, so what may be deliberate there (a generate function
+that rewrites prompts) is a counted warning, and only what cannot be processed at all raises.
+
+==========================  ===============================================  =====================
+check                       finds                                            command line; hooks
+==========================  ===============================================  =====================
+:func:`absent_column`       a label column the rows lack (``data.columns.``  error; error (TRL)
+                            ``label``, TRL's ``label_column``)
+:func:`unlabeled`           samples without a label whose graders did not    hint; counted
+                            apply: the labels are probably elsewhere         ``label_missing``
+:func:`mixed_prompt_groups` a prompt group holding answers to different      error; counted
+                            prompts (joined files that each number           ``mixed_prompt_group``
+                            ``group_index`` from 0)
+:func:`position_problem`    ``group_by: position`` over a batch that is not  error; error
+                            whole groups of ``n_samples_per_prompt``
+:func:`batch_positions`     slime's rule without ``group_index``: a batch    (needs group_index);
+                            that is not ``n_samples_per_prompt *             counted
+                            rollout_batch_size`` is one group                ``one_prompt_group``
+==========================  ===============================================  =====================
+
+Counted warnings go through :func:`rewardrouter.integrations._metrics.warn`: each trainer's
+metrics carry ``rewardrouter/warnings/<kind>`` (OpenRLHF's ``extra_logs`` carry
+``rewardrouter/label_missing`` per row), and the first of each is emitted as a
+:class:`~rewardrouter.RewardRouterWarning`. Problems are ``(sample index, message)`` pairs, the
+form of :meth:`Router.check <rewardrouter.Router.check>`, so that the command line lists them as
+``file:line: message`` with the rest.
+
+>>> from rewardrouter import Sample
+>>> rows = [Sample(prompt="2+2?", group_index=0), Sample(prompt="3+3?", group_index=0)]
+>>> [i for i, _ in mixed_prompt_groups(rows, [0, 0])]
+[1]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Hashable, Sequence
+from typing import Any
+
+from rewardrouter.config.models import RouterConfig
+from rewardrouter.errors import Problem, did_you_mean
+from rewardrouter.integrations._metrics import warn
+from rewardrouter.results import RewardResult
+
+#: Characters of a prompt quoted in a message.
+QUOTED = 60
+
+
+def absent_column(
+    field: str,
+    column: str,
+    columns: Collection[str],
+    setting: str,
+    fix: str,
+    *,
+    holder: str = "the rows do",
+    taken: Collection[str] = (),
+) -> Problem | None:
+    """A :class:`Problem` at ``setting`` when rows with ``columns`` lack the ``column`` that
+    ``field`` is read from; None when they have it. ``holder`` names the rows with their verb
+    (``"this row does"``), ``fix`` says how to read another column; ``taken`` are columns that
+    other fields read, never suggested.
+
+    >>> print(absent_column("label", "solution", ["answer", "prompt"], "label_column",
+    ...                     "pass label_column=<column>"))
+    label_column: reads `label` from column 'solution', which the rows do not have (columns: answer, prompt)
+        give every row a 'solution' column, or pass label_column=<column>
+    """
+    if column in columns:
+        return None
+    names = [str(c) for c in columns]
+    close = did_you_mean(column, [c for c in names if c not in taken])
+    return Problem(
+        setting,
+        f"reads `{field}` from column {column!r}, which {holder} not have "
+        f"(columns: {', '.join(names) or 'none'})",
+        f"{close + ' ' if close else ''}give every row a {column!r} column, or {fix}",
+    )
+
+
+def _not_applied(result: RewardResult) -> bool:
+    """Whether a grader of the sample's route returned None (not applicable)."""
+    if result.status == "skipped":
+        return True
+    return result.status == "ok" and any(v is None for v in result.terms.values())
+
+
+def unlabeled(samples: Sequence[Any], results: Sequence[RewardResult]) -> list[int]:
+    """Positions of samples that carry no label (``None``) and whose route's graders did not all
+    apply: a grader that compares with a label returns None without one, so the reward comes
+    from the other terms alone (a wrong answer in the expected format can then outscore a
+    right one). A blank label (``""``) is a label: the data says there is none."""
+    found = []
+    for i, sample in enumerate(samples):
+        if getattr(sample, "label", None) is None and _not_applied(results[i]):
+            found.append(i)
+    return found
+
+
+def warn_unlabeled(
+    samples: Sequence[Any], results: Sequence[RewardResult], source: str, fix: str
+) -> list[int]:
+    """:func:`unlabeled`, counted as ``label_missing`` (one per sample) with a warning that
+    names ``source`` (where the labels were read from) and ``fix``; the positions found."""
+    found = unlabeled(samples, results)
+    if found:
+        routes = sorted({str(results[i].route) for i in found})
+        warn(
+            "label_missing",
+            f"samples of route(s) {', '.join(routes)} have no label, and graders that compare "
+            f"with one returned None (not applicable), so their rewards come from the other "
+            f"terms alone: the labels were read from {source}; {fix}",
+            count=len(found),
+            key=f"label_missing {source}",
+        )
+    return found
+
+
+def _quoted(prompt: Any) -> str:
+    text = " ".join(str(prompt).split())
+    return repr(text if len(text) <= QUOTED else text[: QUOTED - 1] + "…")
+
+
+def _sample(i: int) -> str:
+    return f"sample {i}"
+
+
+def mixed_prompt_groups(
+    samples: Sequence[Any],
+    groups: Sequence[Hashable | None],
+    name: Callable[[int], str] = _sample,
+) -> list[tuple[int, str]]:
+    """Samples whose prompt differs from the first prompt of their prompt group.
+
+    GRPO compares the answers to *one* prompt; a group that holds answers to two prompts
+    (files joined after each numbered its groups from 0) ranks them against each other. One
+    sample per rollout is compared (siblings sharing a ``rollout_id`` may carry longer prompts:
+    fan-out turns), and samples without a prompt (``None`` or ``""``) or a group are left out.
+    ``groups`` holds each sample's group key, ``name`` says where a sample is (``"line 12"``
+    for a file). One problem per (group, prompt) pair.
+    """
+    first: dict[Hashable, tuple[int, Any]] = {}
+    rollouts: set[tuple[Hashable, Hashable]] = set()
+    reported: set[tuple[Hashable, str]] = set()
+    problems: list[tuple[int, str]] = []
+    for i, (sample, group) in enumerate(zip(samples, groups, strict=True)):
+        prompt = getattr(sample, "prompt", None)
+        if group is None or prompt is None or prompt == "":
+            continue
+        rollout = getattr(sample, "rollout_id", None)
+        if rollout is not None:
+            if (group, rollout) in rollouts:
+                continue
+            rollouts.add((group, rollout))
+        if group not in first:
+            first[group] = (i, prompt)
+            continue
+        j, expected = first[group]
+        if prompt == expected or (group, repr(prompt)) in reported:
+            continue
+        reported.add((group, repr(prompt)))
+        problems.append(
+            (
+                i,
+                f"prompt group {group!r} holds answers to another prompt: "
+                f"{_quoted(prompt)} here, {_quoted(expected)} at {name(j)}; GRPO would "
+                f"compare answers to different questions. Give each prompt its own "
+                f"group_index (files joined after each numbered its groups from 0: offset each "
+                f"file's group_index past the previous file's)",
+            )
+        )
+    return problems
+
+
+def warn_mixed_prompt_groups(
+    samples: Sequence[Any], groups: Sequence[Hashable | None], batch: Hashable | None = None
+) -> None:
+    """:func:`mixed_prompt_groups`, counted as ``mixed_prompt_group`` (one per problem; once
+    per ``batch``, see :func:`~rewardrouter.integrations._metrics.batch_key`)."""
+    problems = mixed_prompt_groups(samples, groups)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        i, why = problems[0]
+        warn(
+            "mixed_prompt_group",
+            f"sample {i}: {why}{more}",
+            count=len(problems),
+            key="mixed_prompt_group",
+            batch=batch,
+        )
+
+
+def position_problem(config: RouterConfig, n: int) -> tuple[int, str] | None:
+    """A problem when the config's advantage stage groups by position and ``n`` samples are not
+    whole groups; it names the first sample of the incomplete last group. None otherwise."""
+    if not config.post_process:
+        return None
+    stage = config.post_process[-1]
+    size = getattr(stage, "n_samples_per_prompt", None)
+    if getattr(stage, "group_by", None) != "position" or not isinstance(size, int) or size < 1:
+        return None
+    left = n % size
+    if not left:
+        return None
+    where = f"post_process[{len(config.post_process) - 1}] ({stage.kind})"
+    return (
+        n - left,
+        f"{where} groups by position, {size} consecutive samples per prompt "
+        f"(n_samples_per_prompt), but the batch holds {n} samples: the last {left} make no "
+        f"whole group. Give every sample its prompt's group_index and drop `group_by: "
+        f"position` (groups by group_index take any sizes), or pass whole groups",
+    )
+
+
+def batch_positions(args: Any, n: int, batch_of: Hashable | None = None) -> list[int]:
+    """slime's prompt groups for ``n`` samples without ``group_index``: consecutive runs of
+    ``args.n_samples_per_prompt`` when the batch holds exactly ``n_samples_per_prompt *
+    rollout_batch_size`` samples, else one group of all. The one-group case is counted as
+    ``one_prompt_group``: its advantages compare answers to different prompts."""
+    size = getattr(args, "n_samples_per_prompt", None)
+    batch = getattr(args, "rollout_batch_size", None)
+    if isinstance(size, int) and isinstance(batch, int) and size > 0 and n == size * batch:
+        return [i // size for i in range(n)]
+    if not isinstance(size, int):
+        reason, why = "size", "args has no n_samples_per_prompt"
+    elif not isinstance(batch, int):
+        reason, why = "batch", "args has no rollout_batch_size"
+    else:
+        reason, why = (
+            "count",
+            (
+                f"the batch holds {n} samples, not n_samples_per_prompt * rollout_batch_size = "
+                f"{size} * {batch} = {size * batch} (filtered or dropped samples)"
+            ),
+        )
+    if n > 1:
+        warn(
+            "one_prompt_group",
+            f"the samples carry no group_index and {why}: the whole batch is normalized as "
+            f"one prompt group, as slime does then. Set group_index on the samples (slime's "
+            f"data source does) to normalize each prompt's answers among themselves",
+            key=f"one_prompt_group {reason}",
+            batch=batch_of,
+        )
+    return [0] * n
+
+
+def data_problems(
+    config: RouterConfig, samples: Sequence[Any], name: Callable[[int], str] = _sample
+) -> list[tuple[int, str]]:
+    """The grouping checks of a whole input before anything is scored (the command line's):
+    :func:`position_problem`, and :func:`mixed_prompt_groups` over the samples' ``group_index``.
+    ``(sample index, message)`` pairs in sample order."""
+    groups = [getattr(s, "group_index", None) for s in samples]
+    problems = mixed_prompt_groups(samples, groups, name)
+    uneven = position_problem(config, len(samples))
+    if uneven is not None:
+        problems.append(uneven)
+    return sorted(problems, key=lambda p: p[0])
