@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from rewardrouter.errors import Problem, RewardRouterError, did_you_mean
+from rewardrouter.errors import Problem, RewardRouterError
+from rewardrouter.integrations._checks import absent_column
 from rewardrouter.sample import response_problem, row_problems
 
 #: Problems listed in one error; the rest are counted.
@@ -139,17 +140,17 @@ def _mapped_row_problems(row: dict[str, Any], columns: Mapping[Any, str] | None)
         if field == "response" and response_problem({**row, "response": None}) is None:
             continue  # an aborted row, or one carrying its reward, needs no response
         lacking.add(str(field))
-        mapped = set((columns or {}).values())  # a column another field reads is no guess
-        close = did_you_mean(column, [k for k in keys if k not in mapped])
-        problems.append(
-            Problem(
-                f"data.columns.{field}",
-                f"reads `{field}` from column {column!r}, which this row does not have "
-                f"(columns: {', '.join(keys) or 'none'})",
-                f"{close + ' ' if close else ''}give every row a {column!r} column, or map "
-                f"`{field}` to the column that holds it: data.columns.{field}=<column>",
-            )
+        problem = absent_column(
+            str(field),
+            column,
+            keys,
+            f"data.columns.{field}",
+            f"map `{field}` to the column that holds it: data.columns.{field}=<column>",
+            holder="this row does",
+            taken=set((columns or {}).values()),  # a column another field reads is no guess
         )
+        if problem is not None:
+            problems.append(problem)
     return problems + [p for p in row_problems(row) if p.path not in lacking]
 
 

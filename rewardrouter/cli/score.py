@@ -1,7 +1,8 @@
 """The main job: score a JSONL file with a composed router, write results, print the summary.
 
 Nothing is scored until the whole file reads as rows and every row can be routed and
-post-processed (:meth:`Router.check`). A reward call that fails under ``on_error: raise`` stops
+post-processed (:meth:`Router.check`, and the grouping checks that the trainer hooks run too:
+:func:`~rewardrouter.integrations._checks.data_problems`). A reward call that fails under ``on_error: raise`` stops
 the job after its batch: every row scored so far is written, with the failures listed in the
 terminal and in ``summary.json``, and the exit status is 1.
 """
@@ -30,8 +31,10 @@ from rewardrouter.cli.summary import json_safe, print_summary, route_stats, writ
 from rewardrouter.config.job import JobConfig, ObjectiveConfig
 from rewardrouter.config.load import to_container, validate
 from rewardrouter.errors import RewardRouterError, did_you_mean
+from rewardrouter.integrations._checks import data_problems, unlabeled
 from rewardrouter.results import RewardResult, ScoreWarning, count_warnings
 from rewardrouter.router import Router, compile_router
+from rewardrouter.sample import as_sample
 
 if TYPE_CHECKING:
     from rewardrouter.shape.processor import PostProcessResult
@@ -176,7 +179,15 @@ def run_job(job: JobConfig, output_dir: Path, console: Console) -> float:
     writable(out, "output.path")
     column_missing(job.objective, rows)
     with compile_router(job.router()) as router:
-        problems = router.check(rows.rows) + column_problems(job.objective, rows.rows)
+        problems = (
+            router.check(rows.rows)
+            + column_problems(job.objective, rows.rows)
+            + data_problems(
+                router.config,
+                [as_sample(row, i) for i, row in enumerate(rows.rows)],
+                lambda i: f"line {rows.lines[i]}",
+            )
+        )
         if problems:
             located(rows, sorted(problems), "in rows that cannot be scored; nothing was scored")
         scored = score_rows(router, job, rows.rows, console)
@@ -211,7 +222,7 @@ def run_job(job: JobConfig, output_dir: Path, console: Console) -> float:
     failed = set(scored.failures)
     warnings = count_warnings((i, r) for i, r in enumerate(scored.results) if i not in failed)
     check = processed.constant_groups if processed else None
-    hint = label_hint(rows, warnings)
+    hint = label_hint(rows, scored.results)
     write_summary(
         output_dir / "summary.json",
         {
@@ -280,12 +291,15 @@ def run_job(job: JobConfig, output_dir: Path, console: Console) -> float:
     return value
 
 
-def label_hint(rows: Rows, warnings: Sequence[ScoreWarning]) -> str | None:
-    """The likely cause when terms did not apply and no row of the file has a ``label`` (after
-    ``data.columns``): the answers are in a column of another name, or not in the file."""
-    if not any(w.code in ("not_applicable", "skipped") for w in warnings):
-        return None
+def label_hint(rows: Rows, results: Sequence[RewardResult]) -> str | None:
+    """The likely cause when graders did not apply to rows without a label
+    (:func:`~rewardrouter.integrations._checks.unlabeled`, the check the trainer hooks run) and
+    no row of the file has a ``label`` (after ``data.columns``): the answers are in a column of
+    another name, or not in the file."""
     if any("label" in row for row in rows.rows):
+        return None
+    scored = [as_sample(row, i) for i, row in enumerate(rows.rows[: len(results)])]
+    if not unlabeled(scored, results):
         return None
     keys = sorted({str(k) for row in rows.rows for k in row})
     return (
