@@ -16,7 +16,13 @@ as a list repeated per completion, and expects one reward per completion, ``None
 applicable". Each completion becomes a sample: ``prompt`` as given, ``response`` = the completion
 (for conversational data, the text of the last assistant message), ``label`` = the
 ``label_column`` value, ``metadata`` = every dataset column of the row (so ``route_column`` must
-be one of the config's ``route_by`` fields). A route's ``shaping`` stages apply to its rewards
+be one of the config's ``route_by`` fields).
+
+The checks the command line runs on its rows run here on each call (:mod:`._checks`): a
+``label_column`` that TRL does not pass (a dataset without it) raises
+:class:`~rewardrouter.ConfigError` naming the columns it has (``label_column=None`` for data
+without reference answers); samples whose label is null and whose graders did not apply are
+counted (``rewardrouter/warnings/label_missing``) and warned about once. A route's ``shaping`` stages apply to its rewards
 (each completion's token count is its ``response_length``; stages that need what TRL does not
 pass, truncation flags or prompt groups, are refused when the router compiles).
 
@@ -44,6 +50,7 @@ from typing import Any, Literal, cast, overload
 
 from rewardrouter.config.models import RouterConfig
 from rewardrouter.errors import ConfigError, Problem
+from rewardrouter.integrations._checks import absent_column, warn_unlabeled
 from rewardrouter.integrations._metrics import group_metrics, score_metrics, warning_metrics
 from rewardrouter.integrations._route_shaping import TRL, check_route_shaping, shape_rewards
 from rewardrouter.integrations._router_cache import shared_router
@@ -93,7 +100,7 @@ class _RouterRewardBase:
         config: str | os.PathLike[str] | RouterConfig,
         *,
         route_column: str = "dataset",
-        label_column: str = "solution",
+        label_column: str | None = "solution",
         overrides: Sequence[str] = (),
         name: str = "rewardrouter",
     ) -> None:
@@ -143,7 +150,7 @@ class _RouterRewardBase:
             if name not in TRL_KWARGS and isinstance(values, Sequence) and len(values) == n
         }
         ids = columns.get("completion_ids")
-        labels = rows.get(self.label_column)
+        labels = None if self.label_column is None else self._labels(rows, columns)
         return [
             Sample(
                 prompt=prompts[i] if i < len(prompts) else "",
@@ -156,6 +163,23 @@ class _RouterRewardBase:
             for i in range(n)
         ]
 
+    def _labels(self, rows: Mapping[str, Any], columns: Mapping[str, Any]) -> Any:
+        """The ``label_column`` values; :class:`ConfigError` when TRL passed no such column."""
+        assert self.label_column is not None
+        problem = absent_column(
+            "label",
+            self.label_column,
+            [name for name in columns if name not in TRL_KWARGS],
+            "label_column",
+            "pass the column that holds the reference answers: "
+            "reward_function(..., label_column=<column>) (label_column=None: the data has none)",
+            holder="the rows TRL passes do",
+            taken=(self.route_column,),
+        )
+        if problem is not None:
+            raise ConfigError([problem])
+        return rows.get(self.label_column)
+
     def _finish(
         self,
         router: Router,
@@ -163,6 +187,14 @@ class _RouterRewardBase:
         results: Sequence[RewardResult],
         columns: Mapping[str, Any],
     ) -> list[float | None]:
+        if self.label_column is not None:
+            warn_unlabeled(
+                samples,
+                results,
+                f"the dataset column {self.label_column!r} (label_column), null in those rows",
+                "give those rows a reference answer, or pass label_column=<column> if another "
+                "column holds them",
+            )
         lengths = [s.response_length for s in samples]
         rewards = shape_rewards(
             router,
@@ -213,7 +245,7 @@ def reward_function(
     config: str | os.PathLike[str] | RouterConfig,
     *,
     route_column: str = ...,
-    label_column: str = ...,
+    label_column: str | None = ...,
     overrides: Sequence[str] = ...,
     name: str = ...,
     asynchronous: Literal[False] = ...,
@@ -225,7 +257,7 @@ def reward_function(
     config: str | os.PathLike[str] | RouterConfig,
     *,
     route_column: str = ...,
-    label_column: str = ...,
+    label_column: str | None = ...,
     overrides: Sequence[str] = ...,
     name: str = ...,
     asynchronous: Literal[True],
@@ -236,7 +268,7 @@ def reward_function(
     config: str | os.PathLike[str] | RouterConfig,
     *,
     route_column: str = "dataset",
-    label_column: str = "solution",
+    label_column: str | None = "solution",
     overrides: Sequence[str] = (),
     name: str = "rewardrouter",
     asynchronous: bool = False,
@@ -245,7 +277,9 @@ def reward_function(
 
     ``config`` is a router YAML path (with optional dotlist ``overrides``) or a
     :class:`~rewardrouter.RouterConfig`. ``route_column`` is the dataset column holding each
-    row's dataset name, ``label_column`` the one holding its reference answer; ``name`` is what
+    row's dataset name, ``label_column`` the one holding its reference answer (``None``: the
+    data has none; a column TRL does not pass raises :class:`~rewardrouter.ConfigError` at the
+    first call); ``name`` is what
     TRL logs the reward under. The config is compiled at the first call; a config that cannot be
     found or compiled raises :class:`~rewardrouter.ConfigError` from that call.
 

@@ -455,3 +455,86 @@ def test_example_script_trains_on_the_cpu_and_logs_route_term_status_metrics(
         assert "rewards/rewardrouter/mean" in entry
     assert seen == {"math", "capitals"}
     assert seconds < 60, f"{CPU_STEPS} CPU steps took {seconds:.1f} s"
+
+
+# -- the command line's label checks, in the reward function -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("label_column", "columns", "message"),
+    [
+        # the example's data keeps its answers in `answer`: every label would be None and the
+        # format bonus alone would rank the answers
+        pytest.param(
+            "solution",
+            {"answer": ["42", "42"], "dataset": ["math", "math"]},
+            r"label_column: reads `label` from column 'solution', which the rows TRL passes do "
+            r"not have \(columns: answer, dataset\)\n.*label_column=<column>",
+            id="answers_under_another_name",
+        ),
+        pytest.param(
+            "solutoin",
+            {"solution": ["42", "42"], "dataset": ["math", "math"]},
+            r"did you mean 'solution'\?",
+            id="typo",
+        ),
+    ],
+)
+def test_a_label_column_that_trl_does_not_pass_is_refused(
+    label_column: str, columns: dict[str, list[str]], message: str
+) -> None:
+    reward = reward_function(ROUTER, label_column=label_column)
+    with pytest.raises(ConfigError, match=message):
+        reward(**trl_call(["7 * 6?"] * 2, ["\\boxed{42}", "\\boxed{41}"], None, **columns))
+
+
+def test_data_without_reference_answers_takes_label_column_none() -> None:
+    reward = reward_function(ROUTER, label_column=None)
+    out = reward(**trl_call(["7 * 6?"], ["\\boxed{42}"], dataset=["math"]))
+    assert out == [None]  # nothing to compare with: not applicable, and no error
+
+
+def test_rows_with_a_null_label_whose_graders_did_not_apply_are_a_counted_metric() -> None:
+    logs = Logs()
+    columns: dict[str, list[Any]] = {"solution": ["42", None], "dataset": ["math", "math"]}
+    with pytest.warns(UserWarning, match=r"the dataset column 'solution' \(label_column\)"):
+        out = reward_function(ROUTER)(
+            **trl_call(["7 * 6?"] * 2, ["\\boxed{42}", "\\boxed{42}"], logs, **columns)
+        )
+    assert out == [1.0, None]
+    assert logs.metrics["rewardrouter/warnings/label_missing"] == [1.0]
+
+
+@pytest.mark.slow
+def test_grpo_trainer_refuses_a_label_column_its_dataset_lacks(tmp_path: Path) -> None:
+    """Through GRPOTrainer's own step: the first reward call stops the run with the columns."""
+    pytest.importorskip("trl")
+    from datasets import Dataset
+    from trl.trainer.grpo_config import GRPOConfig
+    from trl.trainer.grpo_trainer import GRPOTrainer
+
+    rows = [
+        {"prompt": "What is 7 * 6?", "answer": "42", "dataset": "math"},
+        {"prompt": "Name the capital of Kenya.", "answer": "nairobi", "dataset": "capitals"},
+    ]
+    model, tokenizer = tiny_model_and_tokenizer([row["prompt"] for row in rows] * 4)
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=reward_function(ROUTER, label_column="solution"),
+        args=GRPOConfig(
+            output_dir=str(tmp_path),
+            max_steps=1,
+            per_device_train_batch_size=4,
+            num_generations=2,
+            max_completion_length=8,
+            bf16=False,
+            use_cpu=True,
+            report_to="none",
+            save_strategy="no",
+            seed=0,
+        ),
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tokenizer,
+    )
+    with pytest.raises(ConfigError, match=r"column 'solution'.*\(columns: .*answer"):
+        trainer.train()
