@@ -28,10 +28,15 @@ logger first (once per message, with the fix), then raised.
 The response is the query after the prompt, without trailing end-of-sequence strings
 (:data:`EOS_STRINGS`). A route's ``shaping`` stages apply to its reward; stages OpenRLHF cannot
 feed (token counts, a batch) are refused when the router compiles. ``rewards`` and ``scores``
-hold the shaped reward, 0.0 when none applied; ``extra_logs`` (averaged by OpenRLHF over each
-step) hold ``rewardrouter/scored`` (1.0 when the route's terms produced the reward),
-``rewardrouter/status/<s>`` for ``skipped``, ``error``, ``timeout``, ``invalid`` and
-``rewardrouter/route/<name>`` per configured route: the fraction of rows with each.
+hold the shaped reward, or the config's ``missing_reward.value`` (default 0.0) when the sample
+got none (no term applied, ``on_error: skip``): OpenRLHF batches every reward as a tensor, so
+it never gets ``None`` from here. ``extra_logs`` (averaged by OpenRLHF over each step; the same
+keys on every call, as OpenRLHF's batching needs) hold ``rewardrouter/scored`` (1.0 when the
+route's terms produced the reward), ``rewardrouter/status/<s>`` for ``skipped``, ``error``,
+``timeout``, ``invalid``, ``rewardrouter/route/<name>`` per configured route: the fraction of
+rows with each; and ``rewardrouter/label_missing``: the fraction of rows whose label object has
+no ``label_field`` entry (or whose label is null) while a grader returned None for want of it,
+the check the command line runs (:mod:`._checks`; warned about once, with the fix).
 
 ``rewardrouter serve`` answers OpenRLHF's HTTP form of the same call (``--reward.remote_url
 http://HOST:PORT/reward``, body ``{"query": [...], "prompts": [...], "labels": [...]}``) with the
@@ -47,6 +52,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rewardrouter.errors import ConfigError, Problem
+from rewardrouter.integrations._checks import unlabeled, warn_unlabeled
 from rewardrouter.integrations._metrics import warn
 from rewardrouter.integrations._route_shaping import OPENRLHF, check_route_shaping, shape_rewards
 from rewardrouter.integrations._router_cache import shared_router
@@ -135,10 +141,18 @@ def openrlhf_samples(
     return samples
 
 
-def openrlhf_reply(router: Router, results: Sequence[RewardResult]) -> dict[str, Any]:
-    """``{"rewards", "scores", "extra_logs"}`` as lists: what OpenRLHF reads back."""
+def openrlhf_reply(
+    router: Router,
+    results: Sequence[RewardResult],
+    samples: Sequence[Sample] | None = None,
+    label_field: str = "label",
+) -> dict[str, Any]:
+    """``{"rewards", "scores", "extra_logs"}`` as lists: what OpenRLHF reads back. With the
+    ``samples`` that were scored (:func:`openrlhf_samples`), ``extra_logs`` also holds
+    ``rewardrouter/label_missing``."""
     shaped = shape_rewards(router, [r.reward for r in results], [r.route for r in results])
-    rewards = [0.0 if r is None else r for r in shaped]
+    fill = router.config.missing_reward.value
+    rewards = [fill if r is None else r for r in shaped]
     logs: dict[str, list[float]] = {
         "rewardrouter/scored": [float(r.status == "ok") for r in results]
     }
@@ -146,7 +160,26 @@ def openrlhf_reply(router: Router, results: Sequence[RewardResult]) -> dict[str,
         logs[f"rewardrouter/status/{status}"] = [float(r.status == status) for r in results]
     for route in router.routes:
         logs[f"rewardrouter/route/{route}"] = [float(r.route == route) for r in results]
+    if samples is not None:
+        missing = set(_warn_unlabeled(samples, results, label_field))
+        logs["rewardrouter/label_missing"] = [float(i in missing) for i in range(len(results))]
     return {"rewards": rewards, "scores": list(rewards), "extra_logs": logs}
+
+
+def _warn_unlabeled(
+    samples: Sequence[Sample], results: Sequence[RewardResult], label_field: str
+) -> list[int]:
+    """The command line's label check (:func:`._checks.warn_unlabeled`), worded for OpenRLHF."""
+    entries = sorted({str(k) for i in unlabeled(samples, results) for k in samples[i].metadata})
+    found = f" (their label objects hold: {', '.join(entries)})" if entries else ""
+    return warn_unlabeled(
+        samples,
+        results,
+        f"the {label_field!r} entry of each JSON-object label{found}",
+        "if another entry holds the reference answers, write a reward file with "
+        "`reward_func = RewardFunc('/abs/path/router.yaml', label_field='<entry>')`, or give "
+        f"every label object a {label_field!r} entry",
+    )
 
 
 class RewardFunc:
@@ -202,7 +235,7 @@ class RewardFunc:
                 queries, prompts, labels, label_field=self.label_field, eos=self.eos
             )
             results = router.score_sync(samples, route=self.route)
-            reply = openrlhf_reply(router, results)
+            reply = openrlhf_reply(router, results, samples, self.label_field)
         except Exception as exc:
             message = f"rewardrouter could not score OpenRLHF's samples: {exc}"
             if message not in self._reported:  # OpenRLHF itself logs this at INFO only

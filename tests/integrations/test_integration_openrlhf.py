@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import re
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -136,6 +137,7 @@ def test_openrlhf_loads_the_module_file_and_gets_the_routers_rewards(tokenizer: 
         "rewardrouter/status/invalid": 0.0,
         "rewardrouter/route/gsm8k": 1.0,
         "rewardrouter/route/squad": 0.0,
+        "rewardrouter/label_missing": 0.0,
     }
     # what OpenRLHF's experience maker does with the values
     assert torch.tensor([outputs[2]["reward"]]).tolist() == pytest.approx([2.0])
@@ -388,3 +390,101 @@ def test_readme_rows_score_right_above_wrong_through_openrlhfs_loaders(
         assert list(scored.values()) == pytest.approx(expected(truth))
         right, wrong = scored.values()
         assert right > wrong
+
+
+# -- no None to OpenRLHF: what its experience maker batches -----------------------------------
+
+
+def experience_of() -> Any:
+    """``SamplesGenerator._process_response_into_experience`` of the installed OpenRLHF, compiled
+    from its file (the module imports vLLM): how OpenRLHF turns the executor's output into an
+    ``Experience``."""
+    from openrlhf.trainer.ppo_utils.experience import Experience
+
+    spec = importlib.util.find_spec("openrlhf")
+    assert spec is not None and spec.submodule_search_locations
+    path = Path(spec.submodule_search_locations[0]) / "trainer/ppo_utils/samples_generator.py"
+    tree = ast.parse(path.read_text(), str(path))
+    [method] = [
+        node
+        for cls in tree.body
+        if isinstance(cls, ast.ClassDef) and cls.name == "SamplesGenerator"
+        for node in cls.body
+        if isinstance(node, ast.FunctionDef) and node.name == "_process_response_into_experience"
+    ]
+    namespace: dict[str, Any] = {"torch": torch, "Experience": Experience}
+    exec(compile(ast.Module(body=[method], type_ignores=[]), str(path), "exec"), namespace)
+    return namespace["_process_response_into_experience"]
+
+
+def batched(outputs: list[Any]) -> Any:
+    """The outputs as OpenRLHF's experience maker batches them (``concat_experiences``)."""
+    from openrlhf.trainer.ppo_utils.experience import Experience
+
+    make = experience_of()
+    return Experience.concat_experiences([make(None, o, max_len=128) for o in outputs], 0)
+
+
+#: The shipped mixed config's judge route (`on_error: skip`) with no judge listening, next to
+#: a math route that scores.
+JUDGED = [
+    ("Q: 7*6? A:", "\\boxed{42}", {"label": "42", "dataset": "openai/gsm8k"}),
+    (
+        "Q: a haiku? A:",
+        " old pond",
+        {"label": "", "dataset": "HuggingFaceH4/ultrafeedback_binarized"},
+    ),
+]
+
+
+@pytest.fixture
+def unreachable_judge(monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("JUDGE_URL", f"http://127.0.0.1:{port}/v1")
+    monkeypatch.setenv("REWARDROUTER_CONFIG", str(ROOT / "conf" / "router" / "mixed.yaml"))
+
+
+@pytest.mark.parametrize(
+    ("overrides", "fill"),
+    [
+        pytest.param("", 0.0, id="default_missing_reward"),
+        pytest.param("missing_reward.value=-0.5", -0.5, id="declared_missing_reward"),
+    ],
+)
+def test_a_skipped_judge_call_batches_as_a_number_with_its_status(
+    tokenizer: Any,
+    unreachable_judge: None,
+    monkeypatch: pytest.MonkeyPatch,
+    overrides: str,
+    fill: float,
+) -> None:
+    monkeypatch.setenv("REWARDROUTER_OVERRIDES", overrides)
+    executor = SingleTurnAgentExecutor(remote_rm_url=module.__file__)
+    experience = batched([execute(executor, tokenizer, row) for row in JUDGED])
+    assert experience.rewards.tolist() == pytest.approx([1.1, fill])
+    assert experience.scores.tolist() == pytest.approx([1.1, fill])
+    info = {k: v.tolist() for k, v in experience.info.items()}
+    assert info["rewardrouter/status/error"] == [0.0, 1.0]  # the judged row's real status
+    assert info["rewardrouter/scored"] == [1.0, 0.0]
+    assert info["rewardrouter/route/judged"] == [0.0, 1.0]
+    assert info["reward"] == pytest.approx([1.1, fill])
+
+
+def test_a_label_entry_that_matches_nothing_is_counted_in_openrlhfs_logs(
+    tokenizer: Any, tmp_path: Path
+) -> None:
+    """A reward file reading `answer` from labels that hold `label`: right and wrong get the
+    same reward, and what OpenRLHF logs says why."""
+    reward_file = tmp_path / "reward_func.py"
+    reward_file.write_text(
+        "from rewardrouter.integrations.openrlhf import RewardFunc\n"
+        f"reward_func = RewardFunc({str(ROUTER)!r}, label_field='answer')\n"
+    )
+    executor = SingleTurnAgentExecutor(remote_rm_url=str(reward_file))
+    with pytest.warns(UserWarning, match=r"their label objects hold: dataset, label"):
+        experience = batched([execute(executor, tokenizer, row) for row in ROWS[:2]])
+    assert experience.rewards.tolist() == pytest.approx([0.1, 0.0])  # the format bonus alone
+    assert experience.info["rewardrouter/label_missing"].tolist() == [1.0, 1.0]
+    assert experience.info["rewardrouter/status/skipped"].tolist() == [0.0, 0.0]
