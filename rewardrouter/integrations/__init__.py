@@ -12,7 +12,7 @@ verl       :mod:`~rewardrouter.integrations.verl`: ``compute_score`` (single and
            (``compute_advantage``, registered with verl on import)
 TRL        :mod:`~rewardrouter.integrations.trl`: ``reward_function(config, ...)``
 OpenRLHF   :mod:`~rewardrouter.integrations.openrlhf`: the module file is a
-           ``--remote_rm_url`` reward file (``reward_func``); ``RewardFunc`` for your own
+           ``--reward.remote_url`` reward file (``reward_func``); ``RewardFunc`` for your own
 =========  =========================================================================
 
 Each module is imported on its own, by the path the framework is given; none needs its

@@ -10,7 +10,7 @@
 ``/reward`` takes exactly what slime's ``remote_rm`` posts (``prompt``, ``response``, ``label``;
 ``metadata`` is optional), so ``--rm-type remote_rm --rm-url http://HOST:PORT/reward`` scores with
 the router and no code. slime sends no metadata: such samples go to the config's
-``default_route``. ``/reward`` also answers OpenRLHF's ``--remote_rm_url`` body (lists
+``default_route``. ``/reward`` also answers OpenRLHF's ``--reward.remote_url`` body (lists
 ``query``, ``prompts``, ``labels``) with ``{"rewards": [...], "scores": [...], "extra_logs":
 {...}}``, reading each label as :mod:`rewardrouter.integrations.openrlhf` does (a JSON-object
 label carries the route). A ``remote`` term with ``batch: true`` posting to ``/batch`` gets one reward
