@@ -1,4 +1,4 @@
-"""Checkouts of trainers that are not pip packages (slime), for tests that run their own code.
+"""Checkouts of trainers that are not pip packages (slime, miles), for tests that run their code.
 
 A checkout is found, in order, at the path in the environment variable the trainer names
 (``RR_SLIME=/path/to/slime``), or in a fetched mirror of its repository: a git directory
@@ -34,6 +34,7 @@ class Trainer:
 
 
 SLIME = Trainer("THUDM/slime", "RR_SLIME", "slime", needs=("httpx",))
+MILES = Trainer("radixark/miles", "RR_MILES", "miles")
 
 
 def _mirror(trainer: Trainer) -> Path:

@@ -1,0 +1,170 @@
+"""miles' own code around rewardrouter's hooks, from a miles checkout (see ``rr_checkouts``).
+
+miles' reward entry points (``async_rm`` and ``batched_async_rm`` of ``miles.rollout.rm_hub``)
+load ``rewardrouter.integrations.miles.custom_rm`` / ``batched_custom_rm`` and await them; its
+rollout logging (``log_rollout_data``) calls the log hook and then computes miles' own metrics
+from every sample's reward (rounding those of constant groups); its ``load_function`` loads the
+post-process hook. The config is the shipped ``conf/router/mixed.yaml`` with no judge listening
+(``on_error: skip``). What miles logs is read back through a tracking backend of this test's,
+registered the way miles' ``tracking_utils`` says backends are added.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import types
+from argparse import Namespace
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rr_checkouts import MILES, checkout
+
+from rewardrouter.integrations import _metrics
+from rewardrouter.integrations._router_cache import close_shared
+
+ROOT = Path(__file__).resolve().parents[2]
+MIXED = ROOT / "conf" / "router" / "mixed.yaml"
+HOOKS = "rewardrouter.integrations.miles"
+GSM8K, JUDGED = "openai/gsm8k", "HuggingFaceH4/ultrafeedback_binarized"
+
+LOGGED: list[dict[str, Any]] = []
+
+
+@pytest.fixture(scope="module")
+def miles_root() -> Path:
+    return checkout(MILES)
+
+
+@pytest.fixture(autouse=True)
+def miles(miles_root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[types.SimpleNamespace]:
+    """miles' modules from the checkout, with a recording tracking backend enabled."""
+    monkeypatch.syspath_prepend(str(miles_root))
+    monkeypatch.setattr(_metrics, "WARNINGS", Counter())
+    monkeypatch.setattr(_metrics, "_emitted", set())
+    monkeypatch.setattr(_metrics, "_counted", set())
+    monkeypatch.delenv("REWARDROUTER_CONFIG", raising=False)
+    monkeypatch.delenv("REWARDROUTER_OVERRIDES", raising=False)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        monkeypatch.setenv("JUDGE_URL", f"http://127.0.0.1:{probe.getsockname()[1]}/v1")
+    # miles is no package: imported from the checkout, unknown to type checkers
+    from miles.ray.rollout.metrics import log_rollout_data  # type: ignore[import-not-found]
+    from miles.rollout.rm_hub import async_rm, batched_async_rm  # type: ignore[import-not-found]
+    from miles.utils.misc import load_function  # type: ignore[import-not-found]
+    from miles.utils.tracking_utils import tracking  # type: ignore[import-not-found]
+    from miles.utils.tracking_utils.base import (  # type: ignore[import-not-found]
+        TrackingBackend,
+    )
+    from miles.utils.types import Sample  # type: ignore[import-not-found]
+
+    class Recording(TrackingBackend):  # type: ignore[misc]
+        def init(self, args: Any, *, primary: bool = True, **kwargs: Any) -> None:
+            LOGGED.clear()
+
+        def log(self, metrics: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
+            LOGGED.append(dict(metrics))
+
+        def finish(self) -> None:
+            pass
+
+    monkeypatch.setitem(tracking.BACKEND_REGISTRY, "rr_recording", (Recording, "rr_recording"))
+    tracking.init_tracking(Namespace(rr_recording=True))
+    yield types.SimpleNamespace(
+        Sample=Sample,
+        async_rm=async_rm,
+        batched_async_rm=batched_async_rm,
+        log_rollout_data=log_rollout_data,
+        load_function=load_function,
+    )
+    tracking.finish_tracking()
+    close_shared()
+
+
+def miles_args(group_rm: bool, **fields: Any) -> Namespace:
+    values: dict[str, Any] = {
+        "rewardrouter_config": str(MIXED),
+        "custom_rm_path": f"{HOOKS}.batched_custom_rm" if group_rm else f"{HOOKS}.custom_rm",
+        "group_rm": group_rm,
+        "rm_type": None,
+        "reward_key": None,
+        "eval_reward_key": None,
+        "n_samples_per_prompt": 2,
+        "rollout_batch_size": 2,
+        "advantage_estimator": "grpo",
+        "custom_rollout_log_function_path": f"{HOOKS}.log_rollout",
+        "custom_reward_post_process_path": f"{HOOKS}.post_process_rewards",
+        "load_debug_rollout_data": None,
+        "log_reward_category": None,
+        "log_passrate": False,
+        "rollout_num_gpus": 1,
+        "use_session_server": False,
+        "ci_test": False,
+        "sglang_speculative_algorithm": None,
+        "wandb_always_use_train_step": False,
+    }
+    values.update(fields)
+    return Namespace(**values)
+
+
+def scored_batch(miles: Any, args: Namespace) -> list[Any]:
+    """Two prompt groups, scored through miles' reward entry points as its rollout does."""
+
+    def make(group: int, index: int, prompt: str, response: str, label: str, data: str) -> Any:
+        return miles.Sample(
+            group_index=group,
+            index=index,
+            prompt=prompt,
+            response=response,
+            response_length=len(response.split()),
+            label=label,
+            status=miles.Sample.Status.COMPLETED,
+            metadata={"dataset": data},
+        )
+
+    batch = [
+        [
+            make(0, 0, "What is 6 * 7?", "6 * 7 = \\boxed{42}", "42", GSM8K),
+            make(0, 1, "What is 6 * 7?", "\\boxed{41}", "42", GSM8K),
+        ],
+        [
+            make(1, 2, "Write a haiku.", "Old pond, a frog leaps", "", JUDGED),
+            make(1, 3, "Write a haiku.", "haiku", "", JUDGED),
+        ],
+    ]
+
+    async def run() -> None:
+        for group in batch:
+            if args.group_rm:
+                await miles.batched_async_rm(args, group, inplace_set_reward_field=True)
+            else:
+                for sample in group:
+                    sample.reward = await miles.async_rm(args, sample)
+
+    asyncio.run(run())
+    return [sample for group in batch for sample in group]
+
+
+@pytest.mark.parametrize(
+    "group_rm", [pytest.param(False, id="custom_rm"), pytest.param(True, id="batched")]
+)
+def test_miles_logs_a_rollout_whose_judge_is_unreachable(miles: Any, group_rm: bool) -> None:
+    args = miles_args(group_rm)
+    samples = scored_batch(miles, args)
+    assert [s.get_reward_value(args) for s in samples][2:] == [0.0, 0.0]
+    assert [s.remove_sample for s in samples] == [False, False, True, True]
+
+    miles.log_rollout_data(4, args, samples, {}, 1.5)  # miles' own logging
+
+    assert args.logged_rollout_id == 4
+    [logged] = LOGGED
+    assert logged["rollout/zero_std/count_0.0"] == 1  # miles' metric over the filled group
+    assert logged["rewardrouter/status/error"] == 0.5
+    assert logged["rewardrouter/filled"] == 0.5
+    assert logged["rewardrouter/judged/count"] == 2.0
+    raw, advantages = miles.load_function(args.custom_reward_post_process_path)(args, samples)
+    assert raw[2:] == [0.0, 0.0] and advantages[2:] == [0.0, 0.0]
+    assert advantages[0] == pytest.approx(-advantages[1]) and advantages[0] > 0.5
