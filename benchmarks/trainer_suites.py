@@ -347,16 +347,19 @@ def run_slime(checkout: Path, folder: Path) -> list[Run]:
     return rows
 
 
-def run_miles(checkout: Path, folder: Path) -> list[Run]:
+MILES_RUNS = {
+    "miles test_train_data_conversion (3 classes)": [f"{MILES_FILE}::{c}" for c in MILES_CLASSES],
+    "miles test_multi_lora_train_data": [MILES_MULTI_LORA],
+}
+
+
+def run_miles(checkout: Path, folder: Path, names: Sequence[str] | None = None) -> list[Run]:
+    """The runs of :data:`MILES_RUNS` (those in ``names``, or all)."""
     env = {"RR_SUITE": "miles", "RR_SUITE_DIR": str(folder)}
-    runs = {
-        "miles test_train_data_conversion (3 classes)": [
-            f"{MILES_FILE}::{c}" for c in MILES_CLASSES
-        ],
-        "miles test_multi_lora_train_data": [MILES_MULTI_LORA],
-    }
     return [
-        _pytest(checkout, name, ["--noconftest", *targets], env) for name, targets in runs.items()
+        _pytest(checkout, name, ["--noconftest", *targets], env)
+        for name, targets in MILES_RUNS.items()
+        if names is None or name in names
     ]
 
 

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import rr_benchmarks
+from rr_checkouts import Trainer, checkout
 from rr_frameworks import AdapterRef, RewardSpec
 from rr_frameworks import MilesSample as Sample
 
@@ -349,3 +351,24 @@ def test_compact_rollouts_split_by_rollout_not_by_row(tmp_path: Path) -> None:
         warnings.simplefilter("ignore", RewardRouterWarning)
         assert adapter_prompt_group_sizes(args, rows) == [3, 2]
         assert post_process_rewards(args, rows)[1] == [-1.0, -1.0, 1.0, -2.0, 2.0]
+
+
+# -- miles' own tests, miles calling the hook -------------------------------------------------
+
+MILES = Trainer("radixark/miles", "RR_MILES", "miles", needs=("ray", "torch"))
+
+
+@pytest.mark.slow
+def test_miles_multi_lora_train_data_tests_pass_with_miles_calling_the_hook(
+    tmp_path: Path,
+) -> None:
+    """miles' ``test_multi_lora_train_data.py`` (two adapters, one reusing group_index 0 for
+    two groups, heterogeneous group sizes) with its normalization replaced by the hook, which
+    miles' own ``_post_process_rewards`` calls as ``fn(args, samples)``: every test passes, and
+    every one that normalizes went through the router's post-process chain."""
+    root = checkout(MILES)
+    suites = rr_benchmarks.load("trainer_suites")
+    [run] = suites.run_miles(root, tmp_path, ["miles test_multi_lora_train_data"])
+    assert (run.passed, run.failed) == (4, 0), run.summary
+    assert run.entry_tests() == {"rewardrouter.integrations.miles.post_process_rewards": 3}
+    assert run.tests(lambda t: t["post_processed"] > 0) == 3
