@@ -9,11 +9,14 @@ key                                    value
 ``rewardrouter/status/<status>``       fraction of the batch with that status (``ok``,
                                        ``skipped``, ``error``, ``timeout``, ``invalid``,
                                        ``aborted``, ``kept``; only those that occur)
+``rewardrouter/filled``                fraction of the batch handed ``missing_reward.value``
+                                       in place of no reward (slime, vime, miles)
 ``rewardrouter/groups``                prompt groups with two or more rewarded samples
 ``rewardrouter/constant_groups``       fraction of those whose shaped rewards are all equal
                                        (no learning signal: exactly zero advantage)
 ``rewardrouter/warnings/<kind>``       warnings of that kind in this process so far (see
-                                       :func:`warn`)
+                                       :func:`warn`; the checks' kinds: ``label_missing``,
+                                       ``mixed_prompt_group``, ``one_prompt_group``)
 =====================================  ===========================================================
 
 >>> from rewardrouter import RewardResult

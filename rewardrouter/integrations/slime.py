@@ -4,6 +4,7 @@ Launch flags (vime takes the same)::
 
     --custom-rm-path rewardrouter.integrations.slime.custom_rm
     --custom-reward-post-process-path rewardrouter.integrations.slime.post_process_rewards
+    --custom-rollout-log-function-path rewardrouter.integrations.slime.log_rollout
     --custom-config-path rewardrouter.yaml    # holds `rewardrouter_config: /abs/path/router.yaml`
 
 With ``--group-rm``, name :func:`batched_custom_rm` instead: slime then awaits
@@ -299,8 +300,9 @@ def rollout_metrics(
     """The figures of :mod:`._metrics` for one rollout batch, for a log function of your own.
 
     Routes, statuses and term values come from what :func:`custom_rm` left in each sample's
-    metadata (samples scored elsewhere count by their route and reward); constant groups from
-    the shaped rewards, grouped as the post-process hook groups them.
+    metadata (samples scored elsewhere count by their route and reward; a filled one by its
+    status alone, and in ``rewardrouter/filled``); constant groups from the shaped rewards,
+    grouped as the post-process hook groups them, whose checks count here too (once per batch).
     """
     keys = _Keys.of(args)
     router = _router(args, keys)
