@@ -96,8 +96,15 @@ def adapter_prompt_group_sizes(args: Any, samples: Sequence[Any]) -> list[int] |
     groups by ``group_index`` per adapter, or by position). See the module docstring for the
     rule; each run split in two or more counts one ``group_index_reused`` warning.
 
-    >>> adapter_prompt_group_sizes(args, batch)  # n_samples_per_prompt 4; A: 8 rows, group 0
-    [4, 4, 2]                                   # doctest: +SKIP
+    Adapter A reuses group index 0 for two prompts (8 rows, 4 answers each); B has one group of
+    two answers:
+
+    >>> from types import SimpleNamespace as S
+    >>> a, b = S(name="A"), S(name="B")
+    >>> batch = [S(adapter=a, group_index=0, index=i) for i in range(8)]
+    >>> batch += [S(adapter=b, group_index=0, index=8 + i) for i in range(2)]
+    >>> adapter_prompt_group_sizes(S(n_samples_per_prompt=4), batch)
+    [4, 4, 2]
     """
     adapters = [getattr(getattr(s, "adapter", None), "name", None) for s in samples]
     indices = [getattr(s, "group_index", None) for s in samples]
