@@ -196,8 +196,9 @@ async def _openrlhf(router: Router, data: dict[str, Any]) -> tuple[int, Any]:
         check_route_shaping(router, OPENRLHF)
     except ConfigError as exc:
         raise BadRequest(400, str(exc)) from None
-    results = await _score(router, openrlhf_samples(queries, prompts, labels))
-    return 200, openrlhf_reply(router, results)
+    samples = openrlhf_samples(queries, prompts, labels)
+    results = await _score(router, samples)
+    return 200, openrlhf_reply(router, results, samples)
 
 
 async def _batch(router: Router, body: bytes) -> tuple[int, Any]:

@@ -199,6 +199,8 @@ def test_serve_answers_openrlhfs_http_client() -> None:
     [reply] = asyncio.run(run())
     assert reply["rewards"] == pytest.approx(expected(ROWS))
     assert reply["extra_logs"]["rewardrouter/route/squad"] == [0.0, 0.0, 1.0, 1.0]
+    # the same checks as the reward file's: every row's label names its answer
+    assert reply["extra_logs"]["rewardrouter/label_missing"] == [0.0] * len(ROWS)
 
 
 # -- the documented launch lines, through OpenRLHF's own argument parser ----------------------
