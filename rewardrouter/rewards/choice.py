@@ -1,74 +1,50 @@
-"""``gpqa`` and ``multiple_choice``: which option letter did the response choose?"""
+"""``gpqa`` and ``multiple_choice``: which option letter did the response choose?
+
+The chosen letter is read after the last ``</think>``, in this order:
+
+1. the last complete ``\\boxed{}`` (a letter, or one option's text), unless an explicit
+   correction follows it (``\\boxed{B} ... actually, D.``); boxes that hedge give no answer: a
+   run of boxes with nothing but separators between them naming different letters, or boxes
+   naming three letters or more (``\\boxed{A} \\boxed{B} \\boxed{C} \\boxed{D}``);
+2. else the final statement of a choice (:mod:`~rewardrouter.rewards.choice_statements`: leads in
+   English, Chinese, Japanese, Korean, Spanish, French, German, Italian, Portuguese, Indonesian,
+   Russian and Vietnamese, hedged leads, corrections, verdicts, lines holding the option, a lead
+   and an option's text), not negated, not one of a list;
+3. else a final sentence that names exactly one option's text.
+
+Full-width letters and punctuation read as their ASCII forms. Every pass is linear in the
+response or bounded (see the statements module).
+"""
 
 from __future__ import annotations
 
 import re
 import string
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rewardrouter.rewards.choice_statements import LETTER, final_choice, fold, last_fix
 from rewardrouter.rewards.labels import after_thinking
-from rewardrouter.rewards.registry import BoxedAnswer, builtin, last_boxed
+from rewardrouter.rewards.registry import BoxedAnswer, boxed_at, builtin, last_box_start
 from rewardrouter.rewards.squad import normalize_answer
 
-# A letter as an answer: C, (c), [C], **C**, $C$, \text{C}, \textbf{(C)}. A bare lower-case letter
-# counts only where it ends the statement ("answer: c", "I choose b."): "the answer is a bit
-# subtle" and "I'd pick a different unit" hold articles, not options.
-#
-# Each run of whitespace has one quantifier that may take it (the whitespace before a letter is
-# its pattern's, not the letter's): two quantifiers side by side would try every split of a long
-# run of spaces before failing, and the time would grow with its square or cube.
-_MARK = r"(?:\*\*|\$|\\text(?:bf)?\{|\\mathrm\{)"
-_BARE_LETTER = (
-    r"(?:\(\s*(?P<paren>[A-Za-z])\s*\)|\[\s*(?P<bracket>[A-Za-z])\s*\]|(?P<bare>[A-Za-z]))"
-    r"(?![A-Za-z0-9'\u2019])"
+# an answer that is nothing but the option: a label, a box's content (each run of spaces is
+# taken by one quantifier: no split of it is ever tried twice)
+_ONLY_LETTER = re.compile(r"\s*" + LETTER + r"\s*(?:[.)]\s*)?(?:(?:\}|\*\*|\$)\s*)?")
+# a box that holds a letter: \boxed{C}, \boxed{(C)}, \boxed{\text{C}}
+_BOXED_LETTER = re.compile(
+    r"\\(?:boxed|fbox)\s*\{\s*(?:\\text(?:bf)?\{\s*)?(?:[(\[]\s*)?(?P<letter>[A-Za-z])\s*"
+    r"(?:[)\]]\s*)?(?:\}\s*)?\}"
 )
-_LETTER = rf"(?:{_MARK}\s*)?{_BARE_LETTER}"
-# What leads into the chosen letter: "the answer is", "Answer:", "final choice:", "the correct
-# option is", "I'd go with", "I pick / choose / select", "which leaves", "opt for".
-_LEAD = (
-    r"(?i:\b(?:final\s+)?(?:answer|choice|selection)\s*(?:is|:|=|would\s+be|should\s+be"
-    r"|must\s+be|will\s+be)"
-    r"|\b(?:correct|right|best)\s+(?:answer|option|choice|letter)\s+(?:is|would\s+be|should\s+be)"
-    r"|\b(?:go(?:ing)?\s+with|pick(?:ing|ed)?|choos(?:e|ing)|chose|select(?:ing|ed)?"
-    r"|opt(?:ing)?\s+for|leaves?(?:\s+(?:us|me)\s+with)?|leaving(?:\s+(?:us|me)\s+with)?))"
+# what may stand between two boxes of one hedged answer: "\\boxed{A}, \\boxed{B}",
+# "$\\boxed{A}$ or $\\boxed{B}$"
+_GAP = r"[\s$.,;:&/|()\\\[\]]*"
+_SIDE_BY_SIDE = re.compile(
+    _GAP + "(?:(?:(?i:and|or|und|oder|et|ou|y|o)\\b|\u6216|\u548c|\u3001)" + _GAP + ")?"
 )
-_FILLER = r"\s*(?i:(?:the\s+)?(?:(?:option|choice|letter|answer)\b\s*)?)(?:[:\-]\s*)?"
-_STATED = re.compile(_LEAD + _FILLER + _LETTER)
-# "(C) is correct", "C is the right answer": the letter, then the verdict
-_VERDICT_WORDS = frozenset({"correct", "right", "best"})
-_BEFORE_VERDICT = re.compile(_LETTER + r"(?:\s*[.)])?\s+(?i:is)\s+(?i:the\s+)?$")
-# a line holding nothing but the option: "C", "(C).", "**C**" (without a mark, the letter may
-# follow other whitespace than spaces and tabs)
-_LONE = re.compile(
-    rf"[ \t>*#-]*(?:{_MARK}\s*|[^\S \t]\s*)?{_BARE_LETTER}"
-    r"[ \t]*(?:[.):][ \t]*)?(?:(?:\*\*|\$|\})[ \t]*)?"
-)
-# an answer that is nothing but the option: a label, a box's content
-_ONLY_LETTER = re.compile(r"\s*" + _LETTER + r"\s*(?:[.)]\s*)?(?:(?:\}|\*\*|\$)\s*)?")
-_LONE_LINE_CHARS = 24
-# No statement is longer than this; the search starts with the end of a response, in tails of
-# these lengths, and reads more only while a statement could end later than what it found.
-_STATEMENT_CHARS = 160
-_TAILS = (240, 600)
-# Where a statement may start: the lead words, found before any statement regex runs (a
-# statement regex tried at every position of a long response is what makes choice extraction
-# slow). None of them occurs inside another one but at its start, so one pass of `_WORDS` over
-# the lower-cased text finds every place where one of them starts.
-_LEAD_WORDS = (
-    "answer", "choice", "selection", "correct", "right", "best", "go with", "going with",
-    "pick", "choos", "chose", "select", "opt for", "opting for", "leav",
-)  # fmt: skip
-_WORDS = re.compile(
-    "|".join(
-        re.escape(w) for w in sorted({*_LEAD_WORDS, *_VERDICT_WORDS}, key=lambda w: (-len(w), w))
-    )
-)
-# The last line may restate the option with its text: "(B) Nitrogen", "**B.** 42 m/s".
-_OPTION_LINE = re.compile(r"^[ \t>*#-]*(?:\*\*)?[(\[]?(?P<bare>[A-Z])(?:[)\].:]|\*\*)")
-_ANSWER_PREFIX = re.compile(r"^.*?\b(?i:answer)\b[^:\n]{0,20}?(?:\b(?i:is)\b|:)\s*")
+#: Boxes naming this many letters or more hedge: no answer.
+HEDGING_BOXES = 3
 _DEFAULT_LETTERS = string.ascii_uppercase[:10]
-_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 
 
 def _options(metadata: Mapping[str, Any], default: str) -> tuple[str, list[str]]:
@@ -82,16 +58,33 @@ def _options(metadata: Mapping[str, Any], default: str) -> tuple[str, list[str]]
     elif isinstance(choices, list | tuple):
         texts = [str(c) for c in choices]
     if letters:
-        return "".join(str(x).strip().upper() for x in letters), texts
-    return (string.ascii_uppercase[: len(texts)] if texts else default), texts
+        return "".join(str(x).strip().upper() for x in letters), [fold(t) for t in texts]
+    return (string.ascii_uppercase[: len(texts)] if texts else default), [fold(t) for t in texts]
 
 
-def _letter_of_text(text: str, letters: str, texts: list[str]) -> str | None:
+def _letter_of_text(text: str, letters: str, texts: Sequence[str]) -> str | None:
     wanted = normalize_answer(text)
     hits = [
         letters[i] for i, t in enumerate(texts[: len(letters)]) if normalize_answer(t) == wanted
     ]
     return hits[0] if len(hits) == 1 and wanted else None
+
+
+def _only_letter(text: str, letters: str) -> str | None:
+    """The option letter that ``text`` consists of (``C``, ``(c)``, ``**C**``), if any."""
+    match = _ONLY_LETTER.fullmatch(fold(text))
+    if match is None:
+        return None
+    letter = (match.group("paren") or match.group("bracket") or match.group("bare")).upper()
+    return letter if letter in letters else None
+
+
+def _missing(label: Any) -> bool:
+    return (
+        label is None
+        or isinstance(label, bool)
+        or (isinstance(label, str | bytes) and not label.strip())
+    )
 
 
 def _gold_letter(
@@ -100,16 +93,22 @@ def _gold_letter(
     correct = metadata.get("correct_letter")
     if isinstance(correct, str) and correct.strip():
         return correct.strip().upper()
-    if label is None or isinstance(label, bool) or (isinstance(label, str) and not label.strip()):
+    if isinstance(label, list | tuple):
+        given = [item for item in label if not _missing(item)]
+        if len(given) > 1:
+            raise ValueError(
+                f"label is a list of {len(given)} answers ({str(given)[:60]}); gpqa and "
+                "multiple_choice grade one correct option: give its letter, index or text"
+            )
+        label = given[0] if given else None
+    if _missing(label):
         return None
     if isinstance(label, int):
         if 0 <= label < len(letters):
             return letters[label]
         raise ValueError(f"label index {label} is outside the {len(letters)} options {letters}")
-    text = str(label).strip()
-    letter = _spoken_letter(text, letters, anchored=True)
-    if letter is None:
-        letter = _letter_of_text(text, letters, texts)
+    text = fold(str(label).strip())
+    letter = _only_letter(text, letters) or _letter_of_text(text, letters, texts)
     if letter is None:
         raise ValueError(
             f"label {text[:60]!r} is neither an option letter ({letters}), an index, nor the text "
@@ -118,98 +117,45 @@ def _gold_letter(
     return letter
 
 
-def _letter_of(match: re.Match[str], text: str) -> str | None:
-    """The letter a match holds, upper-cased; None for a bare lower-case letter that does not
-    end its statement (an article, not an option)."""
-    letter = match.group("paren") or match.group("bracket")
-    if letter:
-        return letter.upper()
-    letter = match.group("bare")
-    if letter.isupper():
-        return letter
-    after = text[match.end() : match.end() + 2]
-    if not after or after[0] in ".,;:!?)]}*$\n" or (after[0] == " " and not after[1:].isalnum()):
-        return letter.upper()
-    return None
+# \text{Nitrogen} in a box: the words inside
+_TEXT_COMMAND = re.compile(r"\\(?:text|textbf|textit|mathrm|mathbf|operatorname)\s*\{([^{}]*)\}")
 
 
-def _ascii_lower(text: str) -> str:
-    """``text`` with A to Z lower-cased, every character where it was (``str.lower`` makes
-    two characters of some, "İ" for one, and the positions of what follows would move)."""
-    return text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
+def _boxed_choice(content: str, letters: str, texts: Sequence[str]) -> str | None:
+    """The option a box (or a ``boxed_`` kind's answer) holds: its letter, or its text."""
+    words = _TEXT_COMMAND.sub(r"\1", fold(content))
+    return _only_letter(content, letters) or _letter_of_text(words, letters, texts)
 
 
-def _stated_letters(text: str, start: int) -> Iterator[tuple[int, re.Match[str]]]:
-    """Every choice statement of ``text`` that starts at or after ``start``: where it ends, and
-    its match."""
-    for word in _WORDS.finditer(_ascii_lower(text), start):
-        at = word.start()
-        match = _STATED.match(text, at)
-        if match is not None:
-            yield match.end(), match
-        if word.group() in _VERDICT_WORDS:
-            match = _BEFORE_VERDICT.search(text, max(start, at - 32), at)
-            if match is not None:
-                yield word.end(), match
-    offset = text.rfind("\n", 0, start) + 1 if start else 0
-    for line in text[offset:].splitlines(keepends=True):
-        if len(line.strip()) <= _LONE_LINE_CHARS:
-            match = _LONE.fullmatch(text, offset, offset + len(line.rstrip("\r\n")))
-            if match is not None:
-                yield match.end(), match
-        offset += len(line)
-
-
-def _last_stated(text: str, letters: str, start: int) -> tuple[int, str] | None:
-    best: tuple[int, str] | None = None
-    for end, match in _stated_letters(text, start):
-        letter = _letter_of(match, text)
-        if letter is not None and letter in letters and (best is None or end > best[0]):
-            best = (end, letter)
-    return best
-
-
-def _spoken_letter(text: str, letters: str, *, anchored: bool = False) -> str | None:
-    """The option letter ``text`` states last (or, ``anchored``, that ``text`` consists of)."""
-    if anchored:
-        match = _ONLY_LETTER.fullmatch(text)
-        letter = _letter_of(match, text) if match else None
-        return letter if letter is not None and letter in letters else None
-    # a statement found in a tail, ending past where any earlier one could end, is the last
-    for chars in (*_TAILS, len(text)):
-        tail = max(0, len(text) - chars)
-        best = _last_stated(text, letters, tail)
-        if not tail or (best is not None and best[0] > tail + _STATEMENT_CHARS):
-            break
-    lines = text.rstrip().rsplit("\n", 1)
-    last = _OPTION_LINE.match(lines[-1])
-    if last is not None and last.group("bare") in letters:
-        end = len(text.rstrip()) - len(lines[-1]) + last.end()
-        if best is None or end > best[0]:
-            best = (end, last.group("bare"))
-    return best[1] if best else None
+def _box_hedges(text: str, letters: str) -> bool:
+    """Whether the boxes name several answers: the last two boxes holding a letter stand side by
+    side (nothing but separators between) and differ, or boxes anywhere name
+    :data:`HEDGING_BOXES` letters."""
+    boxes = [
+        (m.start(), m.end(), m.group("letter").upper())
+        for m in _BOXED_LETTER.finditer(text)
+        if m.group("letter").upper() in letters
+    ]
+    if len({letter for _, _, letter in boxes}) >= HEDGING_BOXES:
+        return True
+    if len(boxes) < 2:
+        return False
+    (_, end, first), (start, _, last) = boxes[-2:]
+    return first != last and _SIDE_BY_SIDE.fullmatch(text, end, start) is not None
 
 
 def _chosen_letter(response: str, letters: str, texts: list[str]) -> str | None:
     if isinstance(response, BoxedAnswer):
-        answer = str(response)
-        return _spoken_letter(answer, letters, anchored=True) or _letter_of_text(
-            answer, letters, texts
-        )
-    text = after_thinking(response)
-    boxed = last_boxed(text)
-    if boxed is not None:
-        return _spoken_letter(boxed, letters, anchored=True) or _letter_of_text(
-            boxed, letters, texts
-        )
+        return _boxed_choice(str(response), letters, texts)
+    text = fold(after_thinking(response))
+    box = boxed_at(text, last_box_start(text, len(text)))
+    if box is not None:
+        if _box_hedges(text, letters):
+            return None
+        return last_fix(text, box[1], letters) or _boxed_choice(box[0], letters, texts)
     if "\\boxed" in text or "\\fbox" in text:
         return None  # the last box was cut off mid-answer: no earlier answer stands in
-    letter = _spoken_letter(text, letters)
-    if letter is None and texts:
-        lines = [line for line in text.splitlines() if line.strip()]
-        last = _ANSWER_PREFIX.sub("", lines[-1]) if lines else ""
-        letter = _letter_of_text(last, letters, texts)
-    return letter
+    return final_choice(text, letters, texts)
 
 
 def _grade(response: str, label: Any, metadata: Mapping[str, Any], default: str) -> float | None:
