@@ -21,6 +21,12 @@ suite is read here at run time, and the project's tests hold cases of their own.
     python benchmarks/external_suites.py /tmp/Math-Verify
     python benchmarks/external_suites.py /tmp/Math-Verify --slime /tmp/slime --verl /tmp/verl
 
+``python benchmarks/external_suites.py choice --slime ... --nemo-rl ... --lm-eval ...
+--lighteval ... --rofa ...`` runs the multiple-choice suites instead
+(``benchmarks/choice_suites.py``: slime's, NeMo-RL's, lm-eval's, lighteval's and rofa's tests
+of reading an option letter, through ``gpqa``, slime, NeMo-RL's verifiers, lm-eval's GPQA and
+MMLU-Pro filters and rofa's parser).
+
 Peers need ``pylatexenc`` (``pip install pylatexenc``); a peer that cannot load is reported and
 left out. Every grader call runs under a 10-second alarm; an overrun counts as a wrong verdict.
 """
@@ -42,7 +48,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 CALL_SECONDS = 10.0
 
@@ -168,11 +174,11 @@ def _deadline(seconds: float) -> Iterator[None]:
 Grader = Callable[[str, str], bool]
 
 
-def _ours(extract: str) -> Grader:
+def _ours(extract: Literal["boxed", "any"]) -> Grader:
     from rewardrouter.rewards.math import math_answer
 
     def grade(gold: str, pred: str) -> bool:
-        return math_answer(pred, gold, {}, extract=extract) == 1.0  # type: ignore[arg-type]
+        return bool(math_answer(pred, gold, {}, extract=extract) == 1.0)
 
     return grade
 
@@ -239,6 +245,11 @@ def run(grader: Grader, case: Case) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["choice"]:
+        import choice_suites
+
+        return choice_suites.main(argv[1:])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("math_verify", type=Path, help="a Math-Verify checkout")
     parser.add_argument("--slime", type=Path, help="a slime checkout (THUDM/slime)")
