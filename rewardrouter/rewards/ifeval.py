@@ -18,7 +18,9 @@ Settings (``kwargs`` of the term)::
       kwargs: {score: "punctuation:no_comma"} # one instruction as its own term
 
 ``score: fraction`` gives the share of instructions followed; an instruction id gives 1.0 / 0.0
-for that instruction, and ``None`` (not applicable) for rows that do not ask for it. ``loose``
+for that instruction, and ``None`` (not applicable) for rows that do not ask for it. A row with
+no instructions (no label and no ``instruction_id_list`` in its metadata, or an empty list of
+them) is not applicable to any ``score``, as a missing label is for every kind. ``loose``
 mode is IFEval's: the instruction counts as followed when the response, or the response without
 its first line, last line, or ``*`` markup, follows it.
 
@@ -378,9 +380,23 @@ class IfevalSettings(BaseModel):
         return score
 
 
-def _instructions(sample: Any) -> tuple[list[str], list[dict[str, Any]]]:
+def _missing(label: Any) -> bool:
+    """No label: ``None``, a blank string, an empty list (as every kind reads a label)."""
+    if isinstance(label, str | bytes):
+        return not label.strip()
+    return label is None or (isinstance(label, list | tuple) and not label)
+
+
+def _instructions(sample: Any) -> tuple[list[str], list[dict[str, Any]]] | None:
+    """The row's instructions and their kwargs, from its label, else its metadata; ``None``
+    (not applicable) when it has none: no label and no ``instruction_id_list`` in the metadata,
+    or an empty ``instruction_id_list``."""
     label = getattr(sample, "label", None)
-    data: Any = label if label not in (None, "") else metadata_of(sample)
+    data: Any = label
+    if _missing(label):
+        data = metadata_of(sample)
+        if "instruction_id_list" not in data:
+            return None
     if isinstance(data, str | bytes):
         try:
             data = json.loads(data)
@@ -396,6 +412,8 @@ def _instructions(sample: Any) -> tuple[list[str], list[dict[str, Any]]]:
             '{"instruction_id_list": [...], "kwargs": [{...}, ...]}'
         )
     ids = list(data["instruction_id_list"])
+    if not ids:
+        return None
     kwargs = data.get("kwargs")
     if kwargs is None:
         kwargs = [{} for _ in ids]
@@ -432,8 +450,14 @@ class IfevalReward:
         return f"IfevalReward({self.name!r})"
 
     def followed(self, sample: Any) -> dict[str, bool]:
-        """Instruction id → whether the response follows it, in the label's order."""
-        ids, kwargs = _instructions(sample)
+        """Instruction id → whether the response follows it, in the label's order (none for a
+        row without instructions)."""
+        instructions = _instructions(sample)
+        return {} if instructions is None else self._followed(sample, *instructions)
+
+    def _followed(
+        self, sample: Any, ids: list[str], kwargs: list[dict[str, Any]]
+    ) -> dict[str, bool]:
         response = getattr(sample, "response", "") or ""
         if self.settings.strip_thinking:
             response = after_thinking(response)
@@ -456,11 +480,12 @@ class IfevalReward:
 
     def score(self, sample: Any) -> float | None:
         score = self.settings.score
-        if score not in ("all", "fraction"):
-            ids, _ = _instructions(sample)
-            if score not in ids:
-                return None
-        followed = self.followed(sample)
+        instructions = _instructions(sample)
+        if instructions is None:
+            return None  # no label, no instructions: not applicable, as for every kind
+        if score not in ("all", "fraction") and score not in instructions[0]:
+            return None
+        followed = self._followed(sample, *instructions)
         if score == "all":
             return float(all(followed.values()))
         if score == "fraction":
