@@ -14,8 +14,9 @@ The forms and what they mean:
 - :class:`Collection`: ``\\{1, 2\\}`` (``set``; the empty set as ``\\{\\}``, ``\\emptyset``,
   ``\\varnothing`` or ``∅``), ``(1, 2)`` / ``[1, 2)`` (``tuple``, its
   brackets kept: an ordered pair and an open interval are written alike and compared alike),
-  ``1, 2`` or ``1 and 2`` (``list``, an unordered list of answers), and ``a \\pm b``
-  (a ``list`` of two);
+  ``1, 2``, ``1 and 2`` or ``1 \\text{ or } 2`` / ``1 \\vee 2`` (``list``, an unordered list of
+  answers, every one compared: alternatives are not a hedge), and ``a \\pm b`` (a ``list`` of
+  two);
 - :class:`Union`: intervals or sets joined by ``\\cup``; an inequality in one variable
   (``x > 2``, ``1 < x \\le 3``, ``x < -1 \\text{ or } x > 3``) is read as the intervals it
   describes;
@@ -242,6 +243,8 @@ def _read_normalized(text: str, depth: int) -> Form:
     if "\\cup" in text and (parts := _top_level(text, _CUP)) and len(parts) > 1:
         return _many(Union, parts, depth)
     if _MAYBE_OR.search(text) and (parts := _top_level(text, _OR)) and len(parts) > 1:
+        if not any(_RELATION.search(p) for p in parts):
+            return _collection("list", parts, depth)  # 2 or 3: every alternative counts
         return _inequalities(parts, depth)
     if ("," in text or ";" in text) and (parts := _top_level(text, _COMMA)) and len(parts) > 1:
         return _collection("list", parts, depth, raw=text)

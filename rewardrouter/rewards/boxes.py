@@ -5,10 +5,11 @@ models often box each part: ``the roots are \\boxed{2} and \\boxed{3}``, ``x = \
 \\boxed{5}``. :func:`final_boxes` returns the contents of the last *run* of boxes: the last box
 and the boxes right before it that are joined to it by nothing but separators: punctuation,
 "and", "or", math delimiters, spacing, a name and its equals sign (``x =``), a part label
-(``(b)``), and a unit right after a box (``\\boxed{3} cm and \\boxed{4} cm``). Any other word
-between two boxes ends the run, and the last box is the answer: in ``\\boxed{41}, so
-\\boxed{42}``, ``\\boxed{41}, final answer \\boxed{42}`` or ``first \\boxed{3}, then on reflection
-\\boxed{4}``, a self-correction, only the last box counts.
+(``(b)``, ``for part (a)``), and a unit right after a box (``\\boxed{3} cm and \\boxed{4} cm``).
+Any other word between two boxes ends the run, and the last box is the answer: in
+``\\boxed{41}, so \\boxed{42}``, ``\\boxed{41}, final answer \\boxed{42}`` or ``first \\boxed{3},
+then on reflection \\boxed{4}``, a self-correction, only the last box counts. A label, which
+does not correct itself, may also name its parts (``\\boxed{1} papers and \\boxed{2} bins``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from rewardrouter.rewards.registry import boxed_at, last_box_start
 # What may stand between two boxes of one multi-part answer: separators only.
 _SEPARATOR = re.compile(
     r"\s|\$|\\[\[\]()]|[,;.&:]|\\\\|\\q?quad\b|\\[,;:! ]|\band\b|\bor\b"
-    r"|(?:\b(?i:part)\s*)?\((?:[a-zA-Z]|[ivx]{1,4}|\d{1,2})\)|\\text\{|\}|[a-zA-Z](?:_\{?\w{1,3}\}?)?\s*="
+    r"|(?:\b(?i:for)\s+)?(?:\b(?i:part)\s*)?\((?:[a-zA-Z]|[ivx]{1,4}|\d{1,2})\)|\\text\{|\}|[a-zA-Z](?:_\{?\w{1,3}\}?)?\s*="
 )
 # A unit right after the earlier box's closing brace, in \text{} or not: part of its answer.
 _UNITS = "|".join(
@@ -34,22 +35,34 @@ _UNITS = "|".join(
 _UNIT_AFTER_BOX = re.compile(
     rf"(?:\s|\\[,;: ]|\\text\{{|\\mathrm\{{)*(?:{_UNITS})\b\}}?(?:\^\{{?[23]\}}?)?"
 )
+# A label (which does not correct itself) may also name its parts between boxes: up to two words
+# besides separators, when a comma, a semicolon, "and" or "or" joins them ("\\boxed{1} papers and
+# \\boxed{2} bins"), unless a word takes a box back ("or rather").
+_LABEL_WORDS = 2
+_JOINER = re.compile(r"\band\b|\bor\b|[,;]")
+_WORD = re.compile(r"[A-Za-z]{1,12}")
+_REVISION = frozenset(
+    {"rather", "actually", "wait", "no", "not", "instead", "then", "maybe", "perhaps", "hmm"}
+)
 _MAX_CONNECTOR = 60
 _MAX_PARTS = 16
 
 
 def _joins(gap: str, loose: bool) -> bool:
     """Whether ``gap``, the text between two boxes, joins them into one multi-part answer:
-    nothing but separators, after a unit that ends the earlier box's answer; ``loose``: also
-    any gap without a letter or digit (``\\boxed{35} ++ \\boxed{4}``)."""
+    nothing but separators, after a unit that ends the earlier box's answer. ``loose`` (a
+    label): also any gap without a letter or digit (``\\boxed{35} ++ \\boxed{4}``), and up to
+    two words that name the parts (:data:`_LABEL_WORDS`)."""
     if len(gap) > _MAX_CONNECTOR:
         return False
     if loose and not any(c.isalnum() for c in gap):
         return True
     unit = _UNIT_AFTER_BOX.match(gap)
-    if unit is not None:
-        gap = gap[unit.end() :]
-    return not _SEPARATOR.sub(" ", gap).split()
+    rest = _SEPARATOR.sub(" ", gap[unit.end() :] if unit is not None else gap).split()
+    if not rest or not loose:
+        return not rest
+    words = [w for w in rest if _WORD.fullmatch(w) and w.lower() not in _REVISION]
+    return len(words) == len(rest) <= _LABEL_WORDS and _JOINER.search(gap) is not None
 
 
 def final_run(text: str, *, loose: bool = False) -> tuple[list[str], int] | None:

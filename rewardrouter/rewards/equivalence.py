@@ -15,7 +15,9 @@ inequalities, matrices, assignments, text) and compared by :func:`compare_forms`
 - tuples, intervals and matrices element by element (an interval's brackets count), sets and
   unordered lists as sets, each element by these same rules; an inequality in one variable as the
   interval it describes;
-- ``x = 5`` against ``5`` by its right side;
+- ``x = 5`` against ``5`` by its right side (the last side of a chain, as math-verify reads it);
+- alternatives (``41 \\vee 42``, ``41 \\text{ or } 42``) as a list of answers, every one
+  compared, so that naming several is no hedge;
 - a percentage against a plain number: equal when the number is the percentage's number (``28\\%``
   and ``28``, the MATH convention) or its value (``28\\%`` and ``0.28``);
 - a bare pair that cannot be a thousands grouping (``0,375``, ``2500,25``) against a number: read

@@ -20,6 +20,7 @@ that it can still be told apart from an ordinary number.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from fractions import Fraction
@@ -89,6 +90,18 @@ def _log2_floor(q: Fraction) -> int:
     return num.bit_length() - 1 - (den.bit_length() if den > 1 else 0)
 
 
+def _log2_lower(q: Fraction) -> int:
+    """A lower bound on log2 q for q > 0."""
+    return _log2_floor(q) if q >= 1 else -math.ceil(1 / q).bit_length()
+
+
+def _scale(tokens: list[tuple[str, str]]) -> bool:
+    """Whether ``tokens`` are a nonzero plain number and a product sign (``3 \\times``)."""
+    if len(tokens) != 2 or tokens[1][1] not in _TIMES or tokens[0][0] != "num":
+        return False
+    return "\\" not in tokens[0][1] and Fraction(tokens[0][1]) != 0
+
+
 class _Parser:
     """Recursive descent over the token list; each rule returns an exact :class:`Ratio`."""
 
@@ -131,13 +144,16 @@ class _Parser:
         return ParsedValue(value, self.decimal, frozenset(self.variables))
 
     def lone_huge(self) -> Huge:
-        """The whole text is one huge power (possibly negated): its magnitude bound."""
+        """The whole text is one huge power, possibly negated or scaled by a number written
+        before it (``-3 \\times 10^{10^{9}}``): its magnitude bound."""
         if self.huge is None:
             raise _Reject("too large")
         start, end, log2 = self.huge
-        signed = start == 1 and self.tokens[0][1] in "+-"
-        if not (start == 0 or signed) or end != len(self.tokens):
+        lead = self.tokens[1:start] if start and self.tokens[0][1] in "+-" else self.tokens[:start]
+        if end != len(self.tokens) or (lead and not _scale(lead)):
             raise _Reject("too large, inside a larger expression")
+        if lead:
+            log2 += _log2_lower(abs(Fraction(lead[0][1])))
         self.pos = end
         return Huge(log2)
 

@@ -221,6 +221,34 @@ def test_a_refused_label_is_that_samples_error(make_router: Any) -> None:
     assert "LabelError: label is a dict with keys 'solution'" in bad.error_message
 
 
+ALTERNATIVES = [
+    # alternatives are a list of answers: all of them must be the answer
+    pytest.param("\\boxed{x = 2 \\vee x = 3}", "2, 3", 1.0, id="vee_roots"),
+    pytest.param("\\boxed{2 \\lor 3}", "\\{2, 3\\}", 1.0, id="lor_set"),
+    pytest.param("\\boxed{2 \\text{ or } 3}", "2, 3", 1.0, id="text_or"),
+    pytest.param("\\boxed{41 \\vee 42}", "42", 0.0, id="vee_hedge"),
+    pytest.param("\\boxed{x = 41 \\vee x = 42}", "42", 0.0, id="vee_named_hedge"),
+    pytest.param("\\boxed{41 \\text{ or } 42}", "41", 0.0, id="text_or_hedge"),
+    # an inequality joined by "or" is still the intervals it describes
+    pytest.param(
+        "\\boxed{x < -1 \\text{ or } x > 3}",
+        "(-\\infty, -1) \\cup (3, \\infty)",
+        1.0,
+        id="inequalities_or",
+    ),
+    # a power too large to compute, scaled: told apart from an ordinary number at once
+    pytest.param("\\boxed{1 \\times 10^{999999999}}", "42", 0.0, id="scaled_huge_power"),
+    pytest.param("\\boxed{-2.5 \\cdot 10^{10^{10}}}", "42", 0.0, id="scaled_power_tower"),
+]
+
+
+@pytest.mark.parametrize(("response", "label", "expected"), ALTERNATIVES)
+def test_alternatives_and_huge_values(response: str, label: str, expected: float) -> None:
+    assert math_answer(response, label, {}) == expected
+    if expected == 0.0:  # decided by the exact rules, without math-verify
+        assert math_quick(response, label, {}) == 0.0
+
+
 def test_any_extraction_reads_unboxed_answers() -> None:
     # with extract: any, math-verify's own extraction finds an unboxed final answer
     assert math_answer("The final answer is $\\frac{1}{2}$.", "0.5", {}, extract="any") == 1.0
