@@ -199,6 +199,17 @@ SETTINGS_ERRORS = [
         {"template": "{{ response", "template_format": "jinja"}, "does not parse", id="jinja_syntax"
     ),
     pytest.param({"min": 5, "max": 5}, "must be below", id="empty_range"),
+    # the rubric's scale is the term's: a 1-5 rubric read on 0-10 would make 4 of 5 read 0.4
+    pytest.param(
+        {"template": "Rate the answer from 1 to 5.\n{response}"},
+        "the rubric asks for scores 1 to 5, but the term's scale is min 0, max 10; set `min: 1`",
+        id="rubric_on_another_scale",
+    ),
+    pytest.param(
+        {"template": "Give it a score out of 100.\n{response}"},
+        "the rubric asks for scores 0 to 100",
+        id="rubric_out_of_another_top",
+    ),
     pytest.param({"parsr": "tag"}, "kwargs.parsr", id="typo"),
     pytest.param({"auth_env": "NOT_SET_ANYWHERE"}, "is not set or empty", id="credential_unset"),
 ]
@@ -236,6 +247,121 @@ READS = [
 ]
 
 
+# The forms a judge writes a score in, each read the one way and refused the other (the table
+# of forms x parsers in rewardrouter/rewards/judge/parse.py), on the scale 0-10:
+# ``(form, parser, a reply in that form and its score, the form gone wrong and why)``.
+FORMS = [
+    ("labelled", "number", ("Fine overall.\nScore: 7", 7.0), ("Score: 7\nScore: 4", "ambiguous")),
+    (
+        "labelled_markdown",
+        "number",
+        ("**Final rating:** 6", 6.0),
+        ("**Rating:** 6, **Rating:** 9", "ambiguous"),
+    ),
+    # the numbers of the explanation are not scores once one is labelled
+    (
+        "labelled_then_explained",
+        "number",
+        ("Score: 7\nThe 2 slips cost 3 points.", 7.0),
+        ("7\nThe 2 slips cost 3 points.", "ambiguous"),
+    ),
+    (
+        "last_line",
+        "number",
+        ("Mostly right.\nI give it 8.5", 8.5),
+        ("I give it 8.5 or 9", "ambiguous"),
+    ),
+    ("fraction", "number", ("Score: 7/10", 7.0), ("Score: 7/5", "the scale tops at 10")),
+    ("out_of", "number", ("7 out of 10", 7.0), ("7 out of 100", "the scale tops at 10")),
+    ("percent", "number", ("Score: 85%", 8.5), ("Score: 120%", "outside 0-100%")),
+    (
+        "percent_word",
+        "number",
+        ("I'd say 60 percent.", 6.0),
+        ("I'd say 60 percent, or 70 percent.", "ambiguous"),
+    ),
+    ("scale_note", "number", ("Score: 7 (0-10)", 7.0), ("Score: 7 (0-5)", "grades on 0-5")),
+    ("scale_out_of", "number", ("7 (out of 10)", 7.0), ("7 (out of 5)", "grades on 0-5")),
+    (
+        "scale_phrase",
+        "number",
+        ("I rate it 7 on a scale of 0 to 10.", 7.0),
+        ("I rate it 4 on a scale of 1 to 5.", "grades on 1-5"),
+    ),
+    ("one_score_not_a_range", "number", ("Score: 8", 8.0), ("Score: 7-8", "a range")),
+    ("tag", "tag", ("<score>7</score>", 7.0), ("<score>7</score> <score>9</score>", "ambiguous")),
+    ("tag_fraction", "tag", ("<score>7/10</score>", 7.0), ("<score>7/9</score>", "scale tops")),
+    (
+        "tag_out_of",
+        "tag",
+        ("<score>7 out of 10</score>", 7.0),
+        ("<score>7 out of 8</score>", "scale tops"),
+    ),
+    ("tag_percent", "tag", ("<score>85%</score>", 8.5), ("<score>185%</score>", "0-100%")),
+    (
+        "tag_scale_note",
+        "tag",
+        ("<score>7 (0-10)</score>", 7.0),
+        ("<score>7 (1-5)</score>", "grades on 1-5"),
+    ),
+    ("tag_range", "tag", ("<score>7</score>", 7.0), ("<score>7 to 8</score>", "a range")),
+    ("json", "json", ('{"score": 7}', 7.0), ('{"score": 7} {"score": 8}', "ambiguous")),
+    ("json_string", "json", ('{"score": "7/10"}', 7.0), ('{"score": "7-8"}', "a range")),
+    ("json_percent", "json", ('{"score": "85%"}', 8.5), ('{"score": "185%"}', "0-100%")),
+]
+
+
+@pytest.mark.parametrize(
+    ("parser", "reply", "score"),
+    [pytest.param(parser, *read, id=f"{form}-read") for form, parser, read, _ in FORMS],
+)
+def test_a_score_form_is_read(parser: Any, reply: str, score: float) -> None:
+    assert read_score(reply, parser, top=10) == score
+
+
+@pytest.mark.parametrize(
+    ("parser", "reply", "message"),
+    [pytest.param(parser, *wrong, id=f"{form}-refused") for form, parser, _, wrong in FORMS],
+)
+def test_a_score_form_gone_wrong_is_refused(parser: Any, reply: str, message: str) -> None:
+    with pytest.raises(UnreadableScore, match=re.escape(message)):
+        read_score(reply, parser, top=10)
+
+
+def test_a_percentage_is_a_share_of_the_scale() -> None:
+    assert read_score("Score: 85%", "number", top=5, bottom=1) == pytest.approx(4.4)
+    assert read_score("<score>0%</score>", "tag", top=5, bottom=1) == 1.0
+
+
+# Replies a judge writes without being asked twice, each a score of 7 on 0-10, through a real
+# server: none may be misread, refused, or read as another number with status ok.
+ORDINARY_REPLIES = [
+    "Score: 7 out of 10",
+    "Score: 7\nIt misses 2 of the 3 points the reference makes.",
+    "Score: 7 (out of 10). Two minor slips.",
+    "I'd give it 70%.",
+    "Overall: solid.\n**Score:** 7/10",
+    "The answer is mostly right, so 7 on a scale of 0 to 10.",
+    "Rating = 7",
+]
+
+
+def test_ordinary_replies_are_read_through_the_router(make_router: Any) -> None:
+    def script(seen: Seen, attempt: int) -> Reply:
+        index = int(re.search(r"reply (\d+)", seen.body["messages"][-1]["content"]).group(1))  # type: ignore[union-attr]
+        return Reply(completion(ORDINARY_REPLIES[index]))
+
+    server = ScriptedServer(script)
+    try:
+        router = judge_router(make_router, server, on_error={"value": 0.0})
+        results = router.score_sync(rows(*(f"reply {i}" for i in range(len(ORDINARY_REPLIES)))))
+    finally:
+        server.stop()
+    assert [(r.status, r.reward) for r in results] == [("ok", pytest.approx(0.7))] * len(
+        ORDINARY_REPLIES
+    )
+
+
 @pytest.mark.parametrize(("reply", "parser", "score"), READS)
 def test_read_score(reply: str, parser: Any, score: float) -> None:
     assert read_score(reply, parser, fence="f", top=10, placeholders={"N"}) == score
@@ -244,7 +370,7 @@ def test_read_score(reply: str, parser: Any, score: float) -> None:
 REFUSALS = [
     pytest.param("<score>1</score> then <score>4</score>", "tag", "ambiguous", id="two_tags"),
     pytest.param('{"score": 2} and later {"score": 3}', "json", "ambiguous", id="two_json"),
-    pytest.param("Score: 7 (3 points off)", "number", "ambiguous", id="two_numbers_on_a_line"),
+    pytest.param("7 (3 points off)", "number", "ambiguous", id="two_numbers_on_a_line"),
     pytest.param("Score: 7/5", "number", "the scale tops at 10", id="off_scale_denominator"),
     pytest.param("<score>ten</score>", "tag", "holds 'ten', not a number", id="tag_in_words"),
     pytest.param("<score>\u0661\u0660</score>", "tag", "not a number", id="non_ascii_digits"),

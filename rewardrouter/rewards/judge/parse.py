@@ -10,24 +10,49 @@ it. Before a parser looks for a score:
 2. the judge's own reasoning before its last ``</think>`` is dropped.
 
 Then each parser collects the scores the rest of the reply states, and the reply has a score
-only when they are one value:
+only when they are one value, read on the term's scale (``min`` to ``max``, here ``bottom`` to
+``top``):
 
-- ``tag``: every ``<score>...</score>`` (the ``tag`` setting); a content that is not a number
+- ``number``: every *labelled* score (``Score: 7``, ``Rating = 7``, ``**Final score:** 7``,
+  ``Grade is 7``); without one, the numbers of the reply's last line that holds a number;
+- ``tag``: every ``<score>...</score>`` (the ``tag`` setting); a content that is not a score
   is refused, unless the rubric itself writes that content between the tags (a placeholder such
   as ``<score>N</score>``, quoted back by the judge);
-- ``json``: ``field`` of every top-level JSON object that has it;
-- ``number``: the numbers on the reply's last line that holds a number.
+- ``json``: ``field`` of every top-level JSON object that has it (a number, or a string read as
+  a tag's content is).
 
-``N/M`` and ``N out of M`` read ``N`` when ``M`` is the top of the scale, and are refused
-otherwise. No score, two different scores, or a number written oddly (``1e1``, ``٣``, a
-thousand digits) is :class:`UnreadableScore`, never a guess. The caller bounds the reply's
-length (the judge's ``max_reply_chars``); each pass here is a single left-to-right scan, so the
-time is linear in that length.
+What a score may look like, in each parser (each read the one way, and refused the other, in
+``tests/rewards/test_rewards_judge.py``), on a 0-10 scale:
+
+| reply form | ``number`` | ``tag`` | ``json`` |
+|---|---|---|---|
+| ``Score: 7``, ``**Rating:** 7``, ``Grade is 7`` | 7 | | |
+| a last line ``I give it 7.`` / ``<score>7</score>`` / ``{"score": 7}`` | 7 | 7 | 7 |
+| ``7/10`` (10 the scale's top) | 7 | 7 | 7 (``"7/10"``) |
+| ``7 out of 10`` | 7 | 7 | 7 |
+| ``85%``, ``85 percent`` | 8.5 | 8.5 | 8.5 |
+| ``7 (out of 10)``, ``7 (0-10)`` | 7 | 7 | 7 |
+| ``7 on a scale of 0 to 10`` | 7 | | |
+| *invalid:* two different scores | ambiguous | ambiguous | ambiguous |
+| *invalid:* ``7/5``, ``7 (0-5)``: another scale than the term's | another scale | same | same |
+| *invalid:* ``7-8``, ``7 to 8`` | a range | a range | a range |
+| *invalid:* ``120%`` | off 0-100% | same | same |
+| *invalid:* ``1e1``, ``\\u0661``, ``ten`` | no score | not a number | not a number |
+
+A percentage is a share of the scale: ``85%`` of 0-10 is 8.5, of 1-5 is 4.4. Other numbers of
+a labelled reply ("Score: 7 (3 points off)", "Score: 7" then "The 2 errors ...") are its
+explanation, not scores. No score, two different scores, or a number written oddly (``1e1``,
+``\\u0663``, a thousand digits) is :class:`UnreadableScore`, never a guess; a score outside the
+scale is refused by the caller. The caller bounds the reply's length (the judge's
+``max_reply_chars``); each pass here is a left-to-right scan with no two quantifiers that can
+take the same characters, so the time is linear in that length.
 
 >>> read_score("The answer is mostly right. Score: 7/10", "number", top=10)
 7.0
->>> read_score("<score>3.5</score>", "tag")
-3.5
+>>> read_score("Score: 7 (3 points off)\\nThe 2 slips are minor.", "number", top=10)
+7.0
+>>> read_score("<score>85%</score>", "tag", top=10)
+8.5
 >>> read_score('Verdict: {"score": 4, "why": "ok"}', "json")
 4.0
 >>> read_score("<score>2</score> but it says <score>10</score>", "tag")  # doctest: +ELLIPSIS
@@ -41,6 +66,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Iterator
+from dataclasses import dataclass
 from typing import Literal
 
 Parser = Literal["number", "tag", "json"]
@@ -52,19 +78,62 @@ MAX_JSON_DEPTH = 32
 #: Times the JSON scan starts again after the reply ends inside an unclosed bracket.
 JSON_RESCANS = 2
 
-_NUM = r"[+-]?\d+(?:\.\d+)?"
-# A number written on its own (not inside a word, version, date or fraction's denominator),
-# with an optional denominator: "7", "-1", "7.5", "7/10", "7 out of 10".
-_NUMBER = re.compile(
-    rf"(?<![\w.+\-/])({_NUM})(?!\.?\d)(?:\s*(?:/|\bout\s+of\b)\s*({_NUM})(?!\.?\d))?", re.ASCII
+_NUM = r"[+-]?[0-9]+(?:\.[0-9]+)?"  # ASCII digits only: "٣" is no score
+_AFTER_NUM = r"(?!\.?[0-9]|[eE][+-]?[0-9])"  # not "7.5" cut short, not "1e1"
+_DASH = "(?:-|\u2013|\u2014|to\\b)"  # a hyphen, an en dash, an em dash, "to"
+# A number written on its own (not inside a word, version, date or fraction's denominator).
+_NUMBER = re.compile(rf"(?<![\w.+\-/])({_NUM}){_AFTER_NUM}")
+# What may follow a score: its denominator ("/10", "out of 10"), or a percent sign
+_DENOMINATOR = re.compile(rf"\s*(?:/|out\s+of\b)\s*({_NUM}){_AFTER_NUM}", re.IGNORECASE)
+_PERCENT = re.compile(r"\s*(?:%|percent\b)", re.IGNORECASE)
+# A note of the scale the score is on: "(out of 10)", "(0-10)", "(/10)", "on a scale of 0 to 10"
+_SCALE_NOTE = re.compile(
+    rf"\s*\(\s*(?:(?:(?:out\s+)?of|/)\s*(?P<top>{_NUM})|(?P<low>{_NUM})\s*{_DASH}\s*"
+    rf"(?P<high>{_NUM})){_AFTER_NUM}\s*\)"
+    rf"|\s*\bon\s+(?:a|the)\s+scale\s+(?:of\s+|from\s+)?(?P<from>{_NUM})\s*{_DASH}\s*"
+    rf"(?P<to>{_NUM}){_AFTER_NUM}",
+    re.IGNORECASE,
 )
-_WHOLE = re.compile(rf"\s*({_NUM})\s*(?:(?:/|\bout\s+of\b)\s*({_NUM})\s*)?", re.ASCII)
-_DIGIT = re.compile(r"\d", re.ASCII)
+# A range is no score: "7-8", "7 to 8"
+_RANGE = re.compile(rf"\s*{_DASH}\s*{_NUM}{_AFTER_NUM}", re.IGNORECASE)
+# A labelled score: "Score: 7", "Rating = 7", "**Final score:** 7", "Grade is 7"
+_LABELLED = re.compile(
+    r"\b(?:(?:final|overall|total)\s+)?(?:score|rating|grade)\b(?:\s*\*\*)?\s*(?:[:=]|is\b)"
+    rf"(?:\s*\*\*)?\s*(?={_NUM})",
+    re.IGNORECASE,
+)
+_DIGIT = re.compile(r"[0-9]")
 _JSON_MARK = re.compile(r'[{}\[\]"\\]')
 
 
 class UnreadableScore(ValueError):
     """The reply holds no score the parser can read, or more than one."""
+
+
+@dataclass(frozen=True)
+class Scale:
+    """The term's scale: the lowest and the highest score (a percentage is a share of it)."""
+
+    bottom: float = 0.0
+    top: float | None = None
+
+    def of(self, low: str | None, high: str) -> None:
+        """Refuse a reply that grades on another scale than this one."""
+        if self.top is None:
+            return
+        if float(high) != self.top or (low is not None and float(low) != self.bottom):
+            given = f"{low}-{high}" if low is not None else f"0-{high}"
+            raise UnreadableScore(
+                f"the reply grades on {given}; the term's scale is {self.bottom:g}-{self.top:g}"
+            )
+
+    def percent(self, numeral: str) -> float:
+        share = float(numeral)
+        if not 0 <= share <= 100:
+            raise UnreadableScore(f"the reply gives {numeral}%, outside 0-100%")
+        if self.top is None:
+            return share
+        return self.bottom + share / 100 * (self.top - self.bottom)
 
 
 def read_score(
@@ -75,24 +144,27 @@ def read_score(
     field: str = "score",
     fence: str | None = None,
     top: float | None = None,
+    bottom: float = 0.0,
     placeholders: Collection[str] = (),
 ) -> float:
     """The one score that ``reply`` states (see the module doc); :class:`UnreadableScore` when
     it states none, or two different ones.
 
-    ``fence``: the secret of the rubric's ``<{fence}>`` block (cut out of the reply); ``top``:
-    the top of the scale (what a denominator must be); ``placeholders``: non-numeric contents
-    the rubric itself writes between the ``tag`` tags.
+    ``fence``: the secret of the rubric's ``<{fence}>`` block (cut out of the reply); ``bottom``
+    and ``top``: the term's scale (what a denominator or a scale note must be, what a percentage
+    is a share of); ``placeholders``: non-numeric contents the rubric itself writes between the
+    ``tag`` tags.
     """
     text = verdict_text(reply, fence)
+    scale = Scale(bottom, top)
     if parser == "tag":
-        scores = _tag_scores(text, tag, top, placeholders)
+        scores = _tag_scores(text, tag, scale, placeholders)
         form = f"<{tag}>N</{tag}>"
     elif parser == "json":
-        scores = _json_scores(text, field, top)
+        scores = _json_scores(text, field, scale)
         form = f"JSON object with {field!r}"
     else:
-        scores = _line_scores(text, top)
+        scores = _number_scores(text, scale)
         form = "number"
     distinct = sorted(set(scores))
     if not distinct:
@@ -136,23 +208,58 @@ def verdict_text(reply: str, fence: str | None) -> str:
     return after if thought else reply
 
 
-def _scalar(text: str, top: float | None) -> float | None:
-    """The score that ``text`` is as a whole ("7", " 7.5 ", "7/10"), or ``None``."""
-    found = _WHOLE.fullmatch(text)
-    if found is None:
-        return None
-    return _on_scale(found.group(1), found.group(2), top)
-
-
-def _on_scale(numeral: str, denominator: str | None, top: float | None) -> float:
+def _score_at(text: str, number: re.Match[str], scale: Scale) -> tuple[float, int]:
+    """The score the number ``number`` of ``text`` states with what follows it (a denominator,
+    a percent sign, a scale note), and where that ends; :class:`UnreadableScore` for a range, a
+    denominator or a note of another scale, a share outside 0-100%."""
+    numeral, end = number.group(1), number.end()
     if len(numeral) > MAX_DIGITS + 2:
         raise UnreadableScore(f"a {len(numeral)}-character number is on no scale")
-    if denominator is not None and (
-        len(denominator) > MAX_DIGITS or top is None or float(denominator) != top
-    ):
-        scale = f"the scale tops at {top:g}" if top is not None else "no scale is set"
-        raise UnreadableScore(f"the reply gives {numeral}/{denominator[:MAX_DIGITS]}; {scale}")
+    value: float | None = None
+    denominator = _DENOMINATOR.match(text, end)
+    if denominator is not None:
+        value = _on_scale(numeral, denominator.group(1), scale)
+        end = denominator.end()
+    elif (percent := _PERCENT.match(text, end)) is not None:
+        value = scale.percent(numeral)
+        end = percent.end()
+    elif _RANGE.match(text, end) is not None:
+        raise UnreadableScore(f"the reply gives a range from {numeral}, not one score")
+    note = _SCALE_NOTE.match(text, end)
+    if note is not None:
+        _check_note(note, scale)
+        end = note.end()
+    return (float(numeral) if value is None else value), end
+
+
+def _check_note(note: re.Match[str], scale: Scale) -> None:
+    if note.group("top") is not None:
+        scale.of(None, note.group("top"))
+    elif note.group("high") is not None:
+        scale.of(note.group("low"), note.group("high"))
+    else:
+        scale.of(note.group("from"), note.group("to"))
+
+
+def _on_scale(numeral: str, denominator: str, scale: Scale) -> float:
+    if len(denominator) > MAX_DIGITS or scale.top is None or float(denominator) != scale.top:
+        where = f"the scale tops at {scale.top:g}" if scale.top is not None else "no scale is set"
+        raise UnreadableScore(f"the reply gives {numeral}/{denominator[:MAX_DIGITS]}; {where}")
     return float(numeral)
+
+
+_WHOLE = re.compile(rf"\s*(?={_NUM})")
+
+
+def _scalar(text: str, scale: Scale) -> float | None:
+    """The score that ``text`` is as a whole ("7", " 7.5 ", "7/10", "85%", "7 (out of 10)"),
+    or ``None``."""
+    start = _WHOLE.match(text)
+    number = _NUMBER.match(text, start.end()) if start is not None else None
+    if number is None:
+        return None
+    value, end = _score_at(text, number, scale)
+    return value if not text[end:].strip() else None
 
 
 def _tag_contents(text: str, tag: str) -> Iterator[str]:
@@ -182,7 +289,7 @@ def tag_placeholders(template: str, tag: str) -> frozenset[str]:
     found: set[str] = set()
     for content in _tag_contents(template, tag):
         try:
-            score = _scalar(content, None)
+            score = _scalar(content, Scale())
         except UnreadableScore:
             score = None
         if score is None:
@@ -190,12 +297,10 @@ def tag_placeholders(template: str, tag: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def _tag_scores(
-    text: str, tag: str, top: float | None, placeholders: Collection[str]
-) -> list[float]:
+def _tag_scores(text: str, tag: str, scale: Scale, placeholders: Collection[str]) -> list[float]:
     scores: list[float] = []
     for content in _tag_contents(text, tag):
-        score = _scalar(content, top) if len(content) <= 2 * MAX_DIGITS + 16 else None
+        score = _scalar(content, scale) if len(content) <= 2 * MAX_DIGITS + 48 else None
         if score is not None:
             scores.append(score)
         elif content not in placeholders:
@@ -203,14 +308,46 @@ def _tag_scores(
     return scores
 
 
-def _line_scores(text: str, top: float | None) -> list[float]:
+def _number_scores(text: str, scale: Scale) -> list[float]:
+    """The labelled scores of ``text``; without one, the scores of its last line that holds a
+    number."""
+    labelled = [_score_at(text, _expect_number(text, m.end()), scale)[0]
+                for m in _LABELLED.finditer(text)]  # fmt: skip
+    if labelled:
+        return labelled
     for line in reversed(text.splitlines()):
         if _DIGIT.search(line) is not None:
-            return [_on_scale(n, d or None, top) for n, d in _NUMBER.findall(line)]
+            return _line_scores(line, scale)
     return []
 
 
-def _json_scores(text: str, field: str, top: float | None) -> list[float]:
+def _expect_number(text: str, at: int) -> re.Match[str]:
+    number = _NUMBER.match(text, at)
+    if number is None:  # "Score: 7e" or "Score: -.5": a number, but not one written plainly
+        raise UnreadableScore(
+            f"the score after {text[max(0, at - 12) : at].strip()!r} is no number"
+        )
+    return number
+
+
+def _line_scores(line: str, scale: Scale) -> list[float]:
+    """The scores of one line: each number with what follows it; scale notes are no scores."""
+    scores: list[float] = []
+    at = 0
+    while True:
+        note = _SCALE_NOTE.search(line, at)
+        number = _NUMBER.search(line, at)
+        if number is None:
+            return scores
+        if note is not None and note.start() <= number.start() < note.end():
+            _check_note(note, scale)  # "on a scale of 0 to 10" states no score
+            at = note.end()
+            continue
+        value, at = _score_at(line, number, scale)
+        scores.append(value)
+
+
+def _json_scores(text: str, field: str, scale: Scale) -> list[float]:
     scores: list[float] = []
     for obj in json_objects(text):
         if field not in obj:
@@ -220,8 +357,8 @@ def _json_scores(text: str, field: str, top: float | None) -> list[float]:
         if isinstance(value, int | float) and not isinstance(value, bool):
             # json.loads reads 1e999 as inf and refuses NaN (``_refuse_constant``).
             score = float(value) if abs(value) < 10**MAX_DIGITS else None
-        elif isinstance(value, str) and len(value) <= 2 * MAX_DIGITS + 16:
-            score = _scalar(value, top)
+        elif isinstance(value, str) and len(value) <= 2 * MAX_DIGITS + 48:
+            score = _scalar(value, scale)
         if score is None:
             raise UnreadableScore(f"{field!r} is {json.dumps(value)[:40]}, not a number")
         scores.append(score)

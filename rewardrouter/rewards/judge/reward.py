@@ -173,6 +173,7 @@ class JudgeReward:
                 field=settings.field,
                 fence=self.fence,
                 top=settings.max,
+                bottom=settings.min,
                 placeholders=self._placeholders,
             )
         except UnreadableScore as exc:

@@ -31,6 +31,7 @@ that quotes the response cannot hand the response's own claims to the parser.
 
 from __future__ import annotations
 
+import re
 import string
 from typing import Any, Literal
 
@@ -73,6 +74,44 @@ def template_problem(template: str, syntax: Literal["format", "jinja"]) -> str |
     return None
 
 
+_NUMERAL = r"[0-9]+(?:\.[0-9]+)?"
+# A scale a rubric names: "from 0 (useless) to 10 (perfect)", "1-5", "out of 10", "N/10"
+_RUBRIC_SCALE = re.compile(
+    rf"(?<![\w.])(?P<low>{_NUMERAL})(?:\s*\([^()\n]{{0,40}}\))?\s*(?:-|\u2013|to\b)\s*"
+    rf"(?P<high>{_NUMERAL})(?![\w.])"
+    rf"|\bout\s+of\s+(?P<top>{_NUMERAL})(?![\w.])|(?<![\w./])/\s*(?P<slash>{_NUMERAL})(?![\w.])"
+)
+_SCORING = re.compile(r"(?i)\b(?:scores?|grades?|rate|rating|scale|points|marks?)\b|<score>")
+_SENTENCE = re.compile(r"[^.\n]+")
+
+
+def scale_problem(template: str, low: float, high: float) -> str | None:
+    """Why the rubric ``template`` and the scale ``low``..``high`` disagree, or ``None``: a
+    rubric whose sentences about scores name one scale ("from 1 to 5", "out of 5", "N/5") that
+    is not the term's would have every score read on the wrong one (4 of 5 as 0.4)."""
+    named: set[tuple[float | None, float]] = set()
+    for sentence in _SENTENCE.finditer(template):
+        if _SCORING.search(sentence.group()) is None:
+            continue
+        for found in _RUBRIC_SCALE.finditer(sentence.group()):
+            if found.group("high") is not None:
+                named.add((float(found.group("low")), float(found.group("high"))))
+            else:
+                named.add((None, float(found.group("top") or found.group("slash"))))
+    tops = {top for _, top in named}
+    bottoms = {bottom for bottom, _ in named if bottom is not None}
+    if len(tops) != 1 or len(bottoms) > 1:
+        return None  # no scale named, or several: nothing certain to compare
+    top, bottom = tops.pop(), (bottoms.pop() if bottoms else low)
+    if (bottom, top) == (low, high):
+        return None
+    return (
+        f"the rubric asks for scores {bottom:g} to {top:g}, but the term's scale is min "
+        f"{low:g}, max {high:g}; set `min: {bottom:g}` and `max: {top:g}` (the scale reads "
+        "denominators and percentages and bounds every score)"
+    )
+
+
 class JudgeSettings(EndpointSettings):
     """A judge model behind an OpenAI-compatible chat endpoint, and how to read its verdict."""
 
@@ -95,14 +134,23 @@ class JudgeSettings(EndpointSettings):
     parser: Literal["number", "tag", "json"] = Field(
         default="number",
         description="Where the score is, outside the reply's <{fence}> blocks and after its last "
-        "</think>: number: the numbers of the last line holding one (`7/10` reads 7); tag: every "
-        "<tag>...</tag>; json: `field` of every top-level JSON object. Two different scores are "
-        "`invalid`, as is none.",
+        "</think>: number: every labelled score (`Score: 7`, `Rating = 7`), else the numbers of "
+        "the last line holding one; tag: every <tag>...</tag>; json: `field` of every top-level "
+        "JSON object. A score may be written `7`, `7/10` or `7 out of 10` (10 the `max`), `85%` "
+        "(a share of min..max), with a note of the scale (`7 (0-10)`). Two different scores, a "
+        "range, another scale, or none: `invalid`.",
     )
     tag: str = Field(default="score", description="parser tag: the tag's name.")
     field: str = Field(default="score", description="parser json: the key holding the score.")
-    min: float = Field(default=0.0, description="Lowest valid score.")
-    max: float = Field(default=10.0, description="Highest valid score; a score outside is invalid.")
+    min: float = Field(
+        default=0.0,
+        description="Lowest valid score: the bottom of the scale the rubric asks the judge to use.",
+    )
+    max: float = Field(
+        default=10.0,
+        description="Highest valid score, the top of the rubric's scale (a denominator such as "
+        "`/10` must be it); a score outside min..max is invalid.",
+    )
     normalize: bool = Field(
         default=True, description="Reward (score - min) / (max - min); false: the score itself."
     )
@@ -133,6 +181,9 @@ class JudgeSettings(EndpointSettings):
         problem = template_problem(self.template, self.template_format)
         if problem is not None:
             raise ValueError(f"template: {problem}")
+        problem = scale_problem(self.template, self.min, self.max)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     @property
