@@ -1,4 +1,4 @@
-"""The examples in the docstrings of ``rewardrouter.rewards`` run."""
+"""The examples in the docstrings of ``rewardrouter.rewards`` and its subpackages run."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import rewardrouter.rewards
 
 MODULES = sorted(
     info.name
-    for info in pkgutil.iter_modules(rewardrouter.rewards.__path__, "rewardrouter.rewards.")
+    for info in pkgutil.walk_packages(rewardrouter.rewards.__path__, "rewardrouter.rewards.")
 )
 
 
