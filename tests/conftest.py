@@ -16,6 +16,17 @@ def _clear_calls() -> Iterator[None]:
     rr_testfns.CALLS.clear()
 
 
+@pytest.fixture(autouse=True)
+def _fresh_trainer_warnings() -> Iterator[None]:
+    """Each test starts with no trainer-hook warning counted or emitted: the counters are a
+    trainer process's own, and one worker runs many test files."""
+    from rewardrouter.integrations import _metrics
+
+    for kept in (_metrics.WARNINGS, _metrics._emitted, _metrics._counted):
+        kept.clear()
+    yield
+
+
 @pytest.fixture
 def make_router() -> Iterator[Any]:
     """``make_router(config_dict) -> Router``; every router made is closed after the test."""
