@@ -186,3 +186,77 @@ def test_config_numbers_must_be_finite(
     with pytest.raises(ConfigError) as caught:
         make_router(config)
     assert where in str(caught.value)
+
+
+# Two routes of different kinds, so that a sample graded by the wrong one shows in its reward.
+TWO_ROUTES: dict[str, Any] = {
+    "routes": {
+        "gsm8k": {"match": ["openai/gsm8k"], "rewards": {"correct": {"kind": "exact_match"}}},
+        "other": {"rewards": {"len": {"path": "rr_testfns.length"}}},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "dataset",
+    [
+        pytest.param("OpenAI/GSM8K", id="case"),
+        pytest.param(" openai/gsm8k\n", id="surrounding_whitespace"),
+        pytest.param("GSM8K", id="route_name_in_another_case"),
+    ],
+)
+@pytest.mark.parametrize("default", [pytest.param("other", id="default"), pytest.param(None)])
+def test_a_dataset_string_in_another_case_reaches_its_route(
+    make_router: Any, dataset: str, default: str | None
+) -> None:
+    router = make_router({**TWO_ROUTES, "default_route": default})
+    [result] = router.score_sync([row("4", "4", dataset=dataset)])
+    assert (result.route, result.reward) == ("gsm8k", 1.0)  # not `other`'s length, 1.0 by luck
+    decision = router.resolver.decide(Sample(response="4", metadata={"dataset": dataset}))
+    assert "case and surrounding spaces ignored" in decision.reason
+
+
+def test_dataset_strings_that_differ_only_in_case_are_one_dataset(make_router: Any) -> None:
+    config = {
+        "routes": {
+            **TWO_ROUTES["routes"],
+            "other": {
+                "match": ["OpenAI/GSM8K "],
+                "rewards": {"len": {"path": "rr_testfns.length"}},
+            },
+        }
+    }
+    with pytest.raises(ConfigError) as caught:
+        make_router(config)
+    assert (
+        "routes.other.match[0]: dataset 'OpenAI/GSM8K ' is already matched by route 'gsm8k' "
+        "(as 'openai/gsm8k')\n    a dataset string may be matched by one route only, ignoring "
+        "case and surrounding whitespace; remove one of them"
+    ) in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("sample", "message"),
+    [
+        pytest.param(
+            {"response": "4", "metadata": {"Dataset": "openai/gsm8k"}},
+            "metadata has 'Dataset' = 'openai/gsm8k', but route_by fields are read by exact "
+            "name — rename the field to 'dataset', or add 'Dataset' to `route_by`",
+            id="field_in_another_case",
+        ),
+        pytest.param(
+            {"response": "4", "data_source": "openai/gsm8k"},
+            "'data_source' = 'openai/gsm8k' is a top-level field of the sample, and routing "
+            "reads route_by fields from `metadata` — move it into the row's metadata "
+            '({"metadata": {"data_source": ...}})',
+            id="verl_top_level_data_source",
+        ),
+    ],
+)
+def test_a_routing_field_out_of_place_is_named(
+    make_router: Any, sample: dict[str, Any], message: str
+) -> None:
+    router = make_router({**TWO_ROUTES, "default_route": None})
+    with pytest.raises(RoutingError) as caught:
+        router.score_sync([sample])
+    assert str(caught.value).endswith(message)

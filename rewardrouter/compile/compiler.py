@@ -16,7 +16,7 @@ from rewardrouter.compile.resolve import (
     resolve_path,
     resolve_resource,
 )
-from rewardrouter.compile.routes import BoundTerm, CompiledRoute
+from rewardrouter.compile.routes import BoundTerm, CompiledRoute, match_key
 from rewardrouter.config.models import RewardTerm, RouterConfig
 from rewardrouter.errors import Problem, did_you_mean
 from rewardrouter.introspect import ResolveError, data_refusal, import_path
@@ -90,7 +90,7 @@ def compile_routes(
     (each with its YAML path). Resource kinds keep what they build in ``resources``."""
     problems: list[Problem] = []
     routes: dict[str, CompiledRoute] = {}
-    owner: dict[str, str] = {}
+    owner: dict[str, tuple[str, str]] = {}  # match_key → (route, dataset as written)
     for name, route in config.routes.items():
         terms: list[BoundTerm] = []
         for term_name, term in route.rewards.items():
@@ -120,16 +120,18 @@ def compile_routes(
                 )
             )
         for j, dataset in enumerate((name, *route.match)):
-            other = owner.get(dataset)
-            if other is not None and other != name:
+            other = owner.get(match_key(dataset))
+            if other is not None and other[0] != name:
+                same = "" if other[1] == dataset else f" (as {other[1]!r})"
                 problems.append(
                     Problem(
                         f"routes.{name}.match[{j - 1}]" if j else f"routes.{name}",
-                        f"dataset {dataset!r} is already matched by route {other!r}",
-                        "a dataset string may be matched by one route only; remove one of them",
+                        f"dataset {dataset!r} is already matched by route {other[0]!r}{same}",
+                        "a dataset string may be matched by one route only, ignoring case and "
+                        "surrounding whitespace; remove one of them",
                     )
                 )
-            owner.setdefault(dataset, name)
+            owner.setdefault(match_key(dataset), (name, dataset))
         routes[name] = CompiledRoute(name, tuple(terms), tuple(route.shaping), tuple(route.match))
     if config.default_route is not None and config.default_route not in config.routes:
         problems.append(

@@ -15,6 +15,17 @@ from rewardrouter.config.stages import ShapingStage
 CallKey = tuple[str, str, str, str, float]
 
 
+def match_key(dataset: str) -> str:
+    """The form in which dataset strings are compared: case and surrounding whitespace do not
+    count (``" GSM8K "`` is ``gsm8k``), so a dataset column spelled another way still reaches its
+    route instead of ``default_route``.
+
+    >>> match_key("  OpenAI/GSM8K\\n")
+    'openai/gsm8k'
+    """
+    return dataset.strip().casefold()
+
+
 def _canonical(kwargs: Mapping[str, Any]) -> str:
     return json.dumps(kwargs, sort_keys=True, default=repr)
 

@@ -6,6 +6,13 @@
 3. the route whose ``match`` holds ``metadata[f]`` for the first field ``f`` of ``route_by``
    that matches;
 4. ``default_route``; otherwise the sample cannot be routed (an error, never a silent 0).
+
+Dataset strings match ignoring case and surrounding whitespace (:func:`match_key`): a
+``dataset`` column of ``" GSM8K"`` reaches the route that matches ``gsm8k``, and the decision's
+reason says so. Two strings of the config that differ only so are refused when compiling (they
+would be one dataset), so normalizing never picks between routes. Field *names* in
+``route_by`` are exact; a sample that carries one in another case (``Dataset``) or at the top
+level instead of in ``metadata`` (verl's ``data_source``) is told so when it cannot be routed.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
-from rewardrouter.compile.routes import CompiledRoute
+from rewardrouter.compile.routes import CompiledRoute, match_key
 from rewardrouter.errors import RoutingError, did_you_mean, listed
 from rewardrouter.introspect import ResolveError, module_allowed
 from rewardrouter.sample import SampleLike, metadata_of, spec_field
@@ -70,10 +77,11 @@ class Resolver:
         self._allowed = allowed_modules
         self._functions = allowed_functions
         self._data_route = data_route
-        self._table: dict[str, CompiledRoute] = {}
+        # match_key(dataset) → the route and the dataset string as the config writes it.
+        self._table: dict[str, tuple[CompiledRoute, str]] = {}
         for route in routes.values():
             for dataset in (route.name, *route.match):
-                self._table[dataset] = route
+                self._table.setdefault(match_key(dataset), (route, dataset))
         # Names that data gave: those that resolve (a finite set: functions that exist), and
         # the latest failures, bounded — a stream of made-up names must not grow memory.
         self._cache: dict[tuple[str, str], CompiledRoute] = {}
@@ -85,7 +93,7 @@ class Resolver:
 
     @property
     def datasets(self) -> list[str]:
-        return sorted(self._table)
+        return sorted(dataset for _, dataset in self._table.values())
 
     def _named(self, level: Literal["custom_rm_path", "rm_type"], name: str) -> CompiledRoute:
         key = (level, name)
@@ -127,16 +135,20 @@ class Resolver:
             if value is not None:
                 decision = seen.get(value) if type(value) is str else None
                 if decision is None:
-                    route = self._table.get(str(value))
-                    if route is None:
+                    found = self._table.get(match_key(str(value)))
+                    if found is None:
                         continue
-                    decision = Decision(route, "route", f"metadata.{name} = {value!r}")
+                    route, dataset = found
+                    reason = f"metadata.{name} = {value!r}"
+                    if dataset != str(value):
+                        reason += f" (matches {dataset!r}: case and surrounding spaces ignored)"
+                    decision = Decision(route, "route", reason)
                     if type(value) is str:
                         seen[value] = decision
                 return decision
         if self._default is not None:
             return self._default
-        raise Unroutable(self._no_route(metadata))
+        raise Unroutable(self._no_route(metadata) + self._misplaced(sample, metadata))
 
     def _named_decision(
         self, sample: SampleLike, metadata: Mapping[str, Any], spec: Any
@@ -175,13 +187,38 @@ class Resolver:
                 f"YAML that has them"
             )
         values = [str(metadata[n]) for n in self._route_by if metadata.get(n) is not None]
-        close = next((h for v in values if (h := did_you_mean(v, self._table))), None)
+        close = next((h for v in values if (h := did_you_mean(v, self.datasets))), None)
         return (
             f"no route matched ({shown}) and default_route is null; known dataset strings: "
             f"{', '.join(self.datasets) or 'none'}"
             + (f"; {close}" if close else "")
             + " — add the value to a route's `match:`, or set `default_route`"
         )
+
+    def _misplaced(self, sample: SampleLike, metadata: Mapping[str, Any]) -> str:
+        """A route_by field that the sample carries, but not where routing reads it: in
+        ``metadata`` under another case (``Dataset``), or at the top level of the row (verl's
+        ``data_source`` layout)."""
+        extra = getattr(sample, "extra", None)
+        top = extra if isinstance(extra, Mapping) else {}
+        folded = {key.casefold(): key for key in metadata if isinstance(key, str)}
+        for name in self._route_by:
+            if name in metadata:
+                continue
+            other = folded.get(name.casefold())
+            if other is not None:
+                return (
+                    f"; metadata has {other!r} = {metadata[other]!r}, but route_by fields are "
+                    f"read by exact name — rename the field to {name!r}, or add {other!r} to "
+                    f"`route_by`"
+                )
+            if top.get(name) is not None:
+                return (
+                    f"; {name!r} = {top[name]!r} is a top-level field of the sample, and routing "
+                    f"reads route_by fields from `metadata` — move it into the row's metadata "
+                    f'({{"metadata": {{"{name}": ...}}}})'
+                )
+        return ""
 
 
 def raise_unroutable(failures: list[tuple[int, str]]) -> NoReturn:
