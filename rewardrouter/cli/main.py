@@ -20,7 +20,9 @@ from typing import NoReturn
 import hydra
 from hydra import compose
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig
+from hydra.errors import HydraException
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 from rich.console import Console
 from rich.markup import escape
 
@@ -36,6 +38,8 @@ from rewardrouter.cli.compose import (
 from rewardrouter.cli.paths import conf_dir
 from rewardrouter.errors import ConfigError, Problem, RewardRouterError, did_you_mean
 
+#: Exit statuses, as the usage text gives them.
+CALLS_FAILED = 1
 USAGE_ERROR = 2
 
 USAGE = """\
@@ -61,8 +65,14 @@ output.progress, output.evaluation, output.heartbeat, objective.name.
   rewardrouter --hydra-help     Hydra's own flags (-m for sweeps, --cfg job, ...)
   rewardrouter --version        the installed version
 
-Exit status: 0 done; 1 reward calls failed (what was scored is written) or a check failed;
-2 a mistake in the config, the data or the command line (nothing is scored).
+Exit status (the job and every command):
+  0  done (check: every example passed; validate: every target valid)
+  1  reward calls failed under on_error: raise (what was scored is written), a check
+     failed (check: an example's reward differs; validate: a target is invalid), or the
+     server stopped (serve)
+  2  a mistake in the config, the data or the command line, Hydra's own errors included
+     (an unknown key or option, an override that cannot be read, an interpolation that
+     cannot be resolved): nothing is scored
 """
 
 
@@ -86,6 +96,9 @@ def run_subcommand(name: str, argv: list[str]) -> int:
 #: The user's plain value overrides and --config file, for the job's own checks.
 _plain: set[str] = set()
 _config_file: list[Path] = []
+#: The status :func:`fail` exited with, so that :func:`main` can tell it from Hydra's own
+#: ``sys.exit(1)`` after an error it reported (an interpolation in ``hydra.run.dir``).
+_failed: list[int] = []
 
 
 def fail(error: RewardRouterError) -> NoReturn:
@@ -93,7 +106,9 @@ def fail(error: RewardRouterError) -> NoReturn:
     config, data or command line; an error may carry its own (``exit_status``: 1 when reward
     calls failed)."""
     Console(stderr=True, highlight=False).print("[bold red]error:[/]", escape(str(error)))
-    sys.exit(getattr(error, "exit_status", USAGE_ERROR))
+    status: int = getattr(error, "exit_status", USAGE_ERROR)
+    _failed.append(status)
+    sys.exit(status)
 
 
 def installed_version() -> str:
@@ -107,12 +122,15 @@ def _created_in_job() -> None:
     """The plain overrides of this job (a sweep's job included) that would create a route or
     a term, composed inside the running app."""
     overrides = HydraConfig.get().overrides
-    searchpath = [o for o in overrides.hydra if o.startswith("hydra.searchpath")]
+    # read as written: iterating the ListConfig would resolve a `${...}` inside an override
+    hydra_overrides = [str(o) for o in OmegaConf.to_container(overrides.hydra, resolve=False)]  # type: ignore[union-attr]
+    task = [str(o) for o in OmegaConf.to_container(overrides.task, resolve=False)]  # type: ignore[union-attr]
+    searchpath = [o for o in hydra_overrides if o.startswith("hydra.searchpath")]
 
     def base(task: list[str]) -> DictConfig:
         return compose("config", overrides=[*task, *searchpath])
 
-    problems = created_problems(list(overrides.task), _plain, base)
+    problems = created_problems(task, _plain, base)
     if problems:
         raise ConfigError(problems, "the command line")
 
@@ -127,6 +145,21 @@ def _job(cfg: DictConfig) -> float:
         return score.run(cfg, Path(HydraConfig.get().runtime.output_dir), Console(), source)
     except RewardRouterError as exc:
         fail(exc)
+    except (HydraException, OmegaConfBaseException) as exc:  # a config Hydra composed but
+        fail(ConfigError([hydra_problem(exc)], "the command line"))  # cannot give as values
+
+
+def hydra_problem(exc: Exception) -> Problem:
+    """Hydra's or OmegaConf's own error as a :class:`Problem`: its key when it names one."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    key = getattr(exc, "full_key", None) or "<overrides>"
+    message = lines[0] if lines else type(exc).__name__
+    return Problem(
+        str(key),
+        message,
+        "fix the override or the YAML key it names (an interpolation `${a.b}` must name a "
+        "key of the config); rewardrouter --cfg job prints the composed config",
+    )
 
 
 def job_arguments(argv: list[str]) -> list[str]:
@@ -204,6 +237,7 @@ def main() -> None:
     argv = sys.argv[1:]
     _plain.clear()
     _config_file.clear()
+    _failed.clear()
     job = not argv or argv[0] not in SUBCOMMANDS
     if argv[:1] == ["help"] or (job and {"--help", "-h"} & set(argv)):
         print(USAGE, end="")  # --help anywhere among the job's arguments, as when first
@@ -225,7 +259,16 @@ def main() -> None:
         fail(exc)
     _plain.update(plain_value_keys(argv))
     sys.argv[1:] = upsert_overrides(argv)
-    _job()
+    try:
+        _job()
+    except (HydraException, OmegaConfBaseException) as exc:  # raised past Hydra's own report
+        fail(ConfigError([hydra_problem(exc)], "the command line"))
+    except SystemExit as exc:
+        # Hydra reports an error of its own (before or around the job) and exits 1, the
+        # status of failed reward calls: a config mistake exits 2 like every other one.
+        if exc.code == CALLS_FAILED and not _failed:
+            sys.exit(USAGE_ERROR)
+        raise
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import errno
 import json
 import math
 import socket
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -729,3 +730,75 @@ def test_a_failing_custom_stage_keeps_what_was_scored(tmp_path: Path) -> None:
     assert [r["reward"] for r in done.rows] == [1.0, 0.5]
     assert [r["shaped"] for r in done.rows] == [None, None]
     assert done.summary["complete"] is False
+
+
+def _command(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *argv: str
+) -> tuple[int, str]:
+    """Run ``rewardrouter ARGV`` in-process as the console script does: status and output."""
+    from rewardrouter.cli import main as cli
+
+    monkeypatch.setattr(sys, "argv", ["rewardrouter", *argv])
+    with pytest.raises(SystemExit) as done:
+        cli.main()
+    out = capsys.readouterr()
+    return int(done.value.code or 0), " ".join((out.out + out.err).split())
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(
+            ["router=mixed", "hydra.run.dir=${oops}"],
+            "error: invalid reward router config in the command line (1 problem): - hydra.run.dir: "
+            "Interpolation key 'oops' not found fix the override or the YAML key it names (an "
+            "interpolation `${a.b}` must name a key of the config); rewardrouter --cfg job prints "
+            "the composed config",
+            id="hydra_interpolation_in_hydra_settings",
+        ),
+        pytest.param(
+            ["router=mixed", "data.path=${missing}"],
+            "error: invalid reward router config in composed config (1 problem): - data.path: "
+            "interpolation '${missing}' does not resolve: Interpolation key 'missing' not found "
+            "fix the reference, or define the key it points to",
+            id="interpolation_in_a_job_setting",
+        ),
+        pytest.param(
+            ["router=nope"],
+            "error: invalid reward router config in the command line (1 problem): - router: no "
+            "option 'nope' in config group 'router' options: default, mixed",
+            id="unknown_group_option",
+        ),
+        pytest.param(
+            ["check", "router=nope"],
+            "error: invalid reward router config in the command line (1 problem): - router: no "
+            "option 'nope' in config group 'router' options: default, mixed",
+            id="check_unknown_group_option",
+        ),
+    ],
+)
+def test_config_mistakes_exit_2_not_the_status_of_failed_calls(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    argv: list[str],
+    message: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    status, output = _command(monkeypatch, capsys, *argv)
+    # Hydra may print a line of its own before the error (it cannot format what it raised)
+    assert (status, output[output.index("error: ") :]) == (2, message)
+
+
+def test_the_usage_text_gives_every_exit_status(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, output = _command(monkeypatch, capsys, "--help")
+    assert status == 0
+    assert (
+        "Exit status (the job and every command): 0 done (check: every example passed; "
+        "validate: every target valid) 1 reward calls failed under on_error: raise (what was "
+        "scored is written), a check failed (check: an example's reward differs; validate: a "
+        "target is invalid), or the server stopped (serve) 2 a mistake in the config, the data "
+        "or the command line, Hydra's own errors included"
+    ) in output
