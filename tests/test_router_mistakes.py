@@ -260,3 +260,33 @@ def test_a_routing_field_out_of_place_is_named(
     with pytest.raises(RoutingError) as caught:
         router.score_sync([sample])
     assert str(caught.value).endswith(message)
+
+
+def trl_optional_label(completions: list[str], solution: Any = None, **kwargs: Any) -> list[float]:
+    """A TRL-style reward whose label parameter has a default."""
+    return [
+        float(c == s)
+        for c, s in zip(completions, solution or [None] * len(completions), strict=True)
+    ]
+
+
+def trl_two_optional_labels(
+    completions: list[str], solution: Any = None, answer: Any = None
+) -> list[float]:
+    return [0.0] * len(completions)
+
+
+def test_a_trl_label_parameter_with_a_default_still_gets_the_label(make_router: Any) -> None:
+    router = _router(make_router, ("t", {"path": "test_router_mistakes.trl_optional_label"}))
+    assert router.score_sync([row("4", "4"), row("5", "4")]).rewards == [1.0, 0.0]
+
+
+def test_two_label_parameters_with_defaults_are_refused(make_router: Any) -> None:
+    with pytest.raises(ConfigError) as caught:
+        _router(make_router, ("t", {"path": "test_router_mistakes.trl_two_optional_labels"}))
+    assert (
+        "routes.r.rewards.t.path: test_router_mistakes.trl_two_optional_labels has several "
+        "label-like parameters with defaults ['solution', 'answer']; a TRL-style term hands the "
+        "label to one parameter\n    make the label's parameter required (no default), e.g. "
+        "`def trl_two_optional_labels(completions, solution, **kwargs)`"
+    ) in str(caught.value)

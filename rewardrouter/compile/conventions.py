@@ -7,7 +7,9 @@ function in an adapter with rewardrouter's own calling convention:
   parameter named ``prompts`` or ``completions``): one call per route group, by keyword, as
   ``GRPOTrainer`` calls it: ``prompts``, ``completions`` and one list per column. Columns are the
   samples' ``metadata`` fields, and the label goes to the one parameter the function requires
-  besides those (``solution`` for ``trl.rewards.accuracy_reward``). Completions are
+  besides those (``solution`` for ``trl.rewards.accuracy_reward``), or, when it requires none,
+  to the one with a default named like a label (``solution``, ``answer``, ``ground_truth``,
+  ``label``, ...: ``def f(completions, solution=None, **kw)`` gets the label). Completions are
   conversational (``[{"role": "assistant", "content": text}]``) when the samples' prompts are
   message lists or the function annotates ``completions`` as messages, else strings.
 - **verl** (``compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw)``,
@@ -33,6 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from rewardrouter.introspect import ResolveError
+from rewardrouter.sample import LABEL_COLUMNS
 
 Convention = Literal["trl", "verl"]
 
@@ -41,6 +44,8 @@ TRL_STANDARD = frozenset({"prompts", "completions", "completion_ids"})
 #: verl's reward-function parameters; ``data_source`` comes from these metadata fields.
 VERL_PARAMS = ("data_source", "solution_str", "ground_truth", "extra_info")
 DATA_SOURCE_FIELDS = ("data_source", "dataset", "source_name")
+#: Parameter names that take the label even when they have a default.
+LABEL_PARAMETERS = frozenset({"label", "labels", *LABEL_COLUMNS})
 
 
 def recognize(sig: inspect.Signature) -> Convention | None:
@@ -69,7 +74,25 @@ def _label_parameter(sig: inspect.Signature, kwargs: Mapping[str, Any], name: st
             f"them and the samples' metadata as the others",
             "give all but the label's parameter a default, or set them in `kwargs`",
         )
-    return required[0] if required else None
+    if required:
+        return required[0]
+    # `def f(completions, solution=None, **kw)`: a label parameter with a default still takes
+    # the label (else it would always read None and score 0.0); found by its name.
+    optional = [
+        p.name
+        for p in sig.parameters.values()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        and p.name in LABEL_PARAMETERS
+        and p.name not in kwargs
+    ]
+    if len(optional) > 1:
+        raise ResolveError(
+            f"{name} has several label-like parameters with defaults {optional}; a TRL-style "
+            f"term hands the label to one parameter",
+            f"make the label's parameter required (no default), e.g. "
+            f"`def {name.rpartition('.')[2]}(completions, {optional[0]}, **kwargs)`",
+        )
+    return optional[0] if optional else None
 
 
 def _accepts(sig: inspect.Signature) -> Callable[[str], bool]:
