@@ -290,3 +290,39 @@ def test_two_label_parameters_with_defaults_are_refused(make_router: Any) -> Non
         "label to one parameter\n    make the label's parameter required (no default), e.g. "
         "`def trl_two_optional_labels(completions, solution, **kwargs)`"
     ) in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("terms", "message"),
+    [
+        pytest.param(
+            [("correct", {"kind": "exact_match", "weight": 0})],
+            "routes.r.rewards.correct.weight: weight 0 on its only term 'correct': every reward "
+            "of route 'r' would be 0.0 and every group constant (no training signal), though the "
+            "terms column shows values",
+            id="only_term",
+        ),
+        pytest.param(
+            [
+                ("correct", {"kind": "exact_match", "weight": 0}),
+                ("len", {"path": "rr_testfns.length", "weight": 0.0}),
+            ],
+            "routes.r.rewards: weight 0 on every term (correct, len): every reward of route 'r' "
+            "would be 0.0",
+            id="every_term",
+        ),
+    ],
+)
+def test_a_route_weighted_zero_everywhere_is_refused(
+    make_router: Any, terms: list[tuple[str, dict[str, Any]]], message: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        _router(make_router, *terms)
+    assert message in str(caught.value)
+    assert "give a term a nonzero weight; to log a term without training on it" in str(caught.value)
+
+
+def test_a_zero_weight_term_beside_a_weighted_one_is_logged(make_router: Any) -> None:
+    router = _router(make_router, EXACT, ("len", {"path": "rr_testfns.length", "weight": 0}))
+    [result] = router.score_sync([row("abc", "abc")])
+    assert result.reward == 1.0

@@ -58,6 +58,26 @@ def _check_key(fn: RewardFn, term: RewardTerm, where: str) -> list[Problem]:
     return problems
 
 
+def _zero_weights(name: str, rewards: dict[str, RewardTerm]) -> list[Problem]:
+    """A route whose every term has weight 0: all its rewards would be 0.0 and every group
+    constant (no advantage), while the terms column still shows values. A weight-0 term beside a
+    weighted one is fine (a value logged, not trained on)."""
+    if not rewards or any(term.weight != 0 for term in rewards.values()):
+        return []
+    only = next(iter(rewards)) if len(rewards) == 1 else None
+    where = f"routes.{name}.rewards" + (f".{only}.weight" if only else "")
+    terms = f"its only term {only!r}" if only else f"every term ({', '.join(rewards)})"
+    return [
+        Problem(
+            where,
+            f"weight 0 on {terms}: every reward of route {name!r} would be 0.0 and every "
+            f"group constant (no training signal), though the terms column shows values",
+            "give a term a nonzero weight; to log a term without training on it, keep it "
+            "beside a weighted term; to leave the dataset out, drop its rows or its route",
+        )
+    ]
+
+
 def _resolve(term: RewardTerm, resources: Resources) -> RewardFn:
     if term.kind in RESOURCE_KINDS:
         return resolve_resource(term.kind, term.kwargs, term.mode, resources)
@@ -93,6 +113,7 @@ def compile_routes(
     owner: dict[str, tuple[str, str]] = {}  # match_key → (route, dataset as written)
     for name, route in config.routes.items():
         terms: list[BoundTerm] = []
+        problems += _zero_weights(name, route.rewards)
         for term_name, term in route.rewards.items():
             where = f"routes.{name}.rewards.{term_name}"
             field = "kind" if term.kind is not None else "path"
