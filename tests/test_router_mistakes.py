@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 from rr_testfns import row
 
-from rewardrouter import ConfigError, RewardError, RoutingError, Sample, SampleError
+from rewardrouter import ConfigError, RewardError, RouterConfig, RoutingError, Sample, SampleError
+from rewardrouter.integrations._router_cache import close_shared
+from rewardrouter.integrations.trl import reward_function
 from rewardrouter.results import ScoreWarning
 
 
@@ -326,3 +328,28 @@ def test_a_zero_weight_term_beside_a_weighted_one_is_logged(make_router: Any) ->
     router = _router(make_router, EXACT, ("len", {"path": "rr_testfns.length", "weight": 0}))
     [result] = router.score_sync([row("abc", "abc")])
     assert result.reward == 1.0
+
+
+def _trl_rewards(config: dict[str, Any], dataset: list[str], completions: list[str]) -> Any:
+    """The rewards TRL's GRPOTrainer would get from the router's TRL hook for these rows."""
+    reward = reward_function(RouterConfig.model_validate(config))
+    try:
+        return reward(
+            prompts=["q"] * len(completions),
+            completions=completions,
+            dataset=dataset,
+            solution=["4"] * len(completions),
+        )
+    finally:
+        close_shared()
+
+
+def test_through_the_trl_hook_a_dataset_in_another_case_reaches_its_route() -> None:
+    config = {**TWO_ROUTES, "default_route": "other"}
+    assert _trl_rewards(config, ["OpenAI/GSM8K", " openai/gsm8k"], ["4", "5"]) == [1.0, 0.0]
+
+
+def test_through_the_trl_hook_a_route_weighted_zero_is_refused() -> None:
+    config = {"routes": {"r": {"rewards": {"correct": {"kind": "exact_match", "weight": 0}}}}}
+    with pytest.raises(ConfigError, match=r"routes\.r\.rewards\.correct\.weight: weight 0"):
+        _trl_rewards(config, ["r"], ["4"])
