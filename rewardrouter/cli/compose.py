@@ -11,9 +11,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+import yaml
 from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
@@ -86,15 +87,15 @@ def syntax_problems(overrides: Sequence[str]) -> list[Problem]:
             parser.parse_overrides([text])
         except HydraException as exc:
             why = " ".join(str(exc).split()).split(" See https://")[0]
-            key = text.lstrip("+~").partition("=")[0]
-            problems.append(
-                Problem(
-                    key,
-                    f"the override {text!r} cannot be read: {why}",
-                    "close every bracket, and quote a value that holds brackets, braces or "
-                    "commas meant as text: 'key=\"a,b\"' (a bare a,b is a sweep)",
-                )
+            key, _, value = text.lstrip("+~").partition("=")
+            hint = (
+                f"Hydra's grammar reads no `~` in a value: quote the path, "
+                f"'{key}=\"{value}\"' (rewardrouter expands `~`), or write it from /"
+                if value.startswith("~")
+                else "close every bracket, and quote a value that holds brackets, braces or "
+                "commas meant as text: 'key=\"a,b\"' (a bare a,b is a sweep)"
             )
+            problems.append(Problem(key, f"the override {text!r} cannot be read: {why}", hint))
     return problems
 
 
@@ -135,6 +136,10 @@ def config_file_problems(config_file: Path | None, overrides: Sequence[str]) -> 
                 "write the file right after it: --config my_router.yaml",
             )
         ]
+    if config_file.is_file():
+        problems = _defaults_problems(config_file)
+        if problems:
+            return problems
     choice = [o for o in overrides if o.startswith(ROUTER_CHOICE)]
     if choice:
         return [
@@ -145,6 +150,44 @@ def config_file_problems(config_file: Path | None, overrides: Sequence[str]) -> 
             )
         ]
     return []
+
+
+def _as_override(entry: object) -> str | None:
+    """A ``defaults:`` entry as the command-line override that makes the same choice
+    (``{datasets: [gsm8k]}`` → ``datasets=[gsm8k]``); None for ``_self_``."""
+    if isinstance(entry, Mapping) and len(entry) == 1:
+        [(group, option)] = entry.items()
+        group = str(group).removeprefix("override ").strip().lstrip("/")
+        if isinstance(option, list):
+            return f"{group}=[{','.join(map(str, option))}]"
+        return f"{group}={'null' if option is None else option}"
+    if isinstance(entry, str) and entry != "_self_":
+        group, _, option = entry.lstrip("/").rpartition("/")
+        return f"{group}={option}" if group else entry
+    return None
+
+
+def _defaults_problems(config_file: Path) -> list[Problem]:
+    """A ``defaults:`` list in a ``--config`` file: Hydra would not apply it (the file becomes
+    the ``router`` option of the job, whose own defaults list chooses the groups), so its choices
+    would be dropped without a word and the job scored without them."""
+    try:
+        data = yaml.safe_load(config_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return []  # reading the file again reports it
+    if not isinstance(data, dict) or "defaults" not in data:
+        return []
+    entries = data["defaults"] if isinstance(data["defaults"], list) else [data["defaults"]]
+    fix = [o for o in map(_as_override, entries) if o is not None]
+    return [
+        Problem(
+            "defaults",
+            f"--config {config_file} has a `defaults:` list ({data['defaults']!r}), which is "
+            f"not applied to a --config file: its choices would be dropped without a word",
+            "remove `defaults:` from the file and make the choices on the command line"
+            + (f": rewardrouter --config {config_file} {' '.join(fix)}" if fix else ""),
+        )
+    ]
 
 
 def register_config_file(path: Path) -> str:
