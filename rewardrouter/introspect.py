@@ -16,6 +16,7 @@ import contextlib
 import importlib
 import inspect
 import pkgutil
+import re
 import traceback
 import types
 import typing
@@ -105,7 +106,22 @@ def _raised_at(exc: BaseException) -> str:
 
 
 def read_signature(fn: Callable[..., Any], name: str) -> inspect.Signature:
-    """``fn``'s signature; :class:`ResolveError` naming ``name`` when it cannot be read."""
+    """``fn``'s signature; :class:`ResolveError` naming ``name`` when it cannot be read, or when
+    ``fn`` is a class (calling it would build an instance, not compute a value)."""
+    if inspect.isclass(fn):
+        module, _, cls = name.replace(":", ".").rpartition(".")
+        instance = re.sub(r"(?<!^)(?=[A-Z])", "_", cls).lower()
+        callable_instances = "__call__" in {n for c in fn.__mro__[:-1] for n in vars(c)}
+        raise ResolveError(
+            f"{name} is a class, not a function: calling it would build an instance of "
+            f"{cls} instead of computing a value",
+            (
+                f"create one instance at module level (`{instance} = {cls}(...)` in {module}) "
+                f"and name that: {module}.{instance}"
+                if callable_instances
+                else f"name the function that computes the value ({module}.<function>)"
+            ),
+        )
     try:
         return inspect.signature(fn)
     except (TypeError, ValueError):

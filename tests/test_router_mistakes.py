@@ -353,3 +353,39 @@ def test_through_the_trl_hook_a_route_weighted_zero_is_refused() -> None:
     config = {"routes": {"r": {"rewards": {"correct": {"kind": "exact_match", "weight": 0}}}}}
     with pytest.raises(ConfigError, match=r"routes\.r\.rewards\.correct\.weight: weight 0"):
         _trl_rewards(config, ["r"], ["4"])
+
+
+@pytest.mark.parametrize(
+    ("path", "fix"),
+    [
+        pytest.param(
+            "rr_data_named.Scorer",
+            "create one instance at module level (`scorer = Scorer(...)` in rr_data_named) and "
+            "name that: rr_data_named.scorer",
+            id="callable_class",
+        ),
+        pytest.param(
+            "collections.OrderedDict",
+            "name the function that computes the value (collections.<function>)",
+            id="plain_class",
+        ),
+    ],
+)
+def test_an_import_path_naming_a_class_is_refused(make_router: Any, path: str, fix: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        _router(make_router, ("t", {"path": path}))
+    cls = path.rpartition(".")[2]
+    assert str(caught.value).endswith(
+        f"routes.r.rewards.t.path: {path} is a class, not a function: calling it would build "
+        f"an instance of {cls} instead of computing a value\n    {fix}"
+    )
+
+
+def test_a_sample_naming_a_class_is_told_to_name_an_instance(make_router: Any) -> None:
+    router = make_router({"routes": {}, "allowed_modules": ["rr_data_named"]})
+    with pytest.raises(RoutingError) as caught:
+        router.score_sync(
+            [{"response": "x", "metadata": {"custom_rm_path": "rr_data_named.Scorer"}}]
+        )
+    assert "rr_data_named.Scorer is a class, not a function" in str(caught.value)
+    assert "name that: rr_data_named.scorer" in str(caught.value)
