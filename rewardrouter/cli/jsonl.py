@@ -18,10 +18,20 @@ from typing import Any, NoReturn
 
 from rewardrouter.errors import Problem, RewardRouterError
 from rewardrouter.integrations._checks import absent_column
-from rewardrouter.sample import response_problem, row_problems
+from rewardrouter.sample import RESPONSE_COLUMNS, response_problem, row_problems
 
 #: Problems listed in one error; the rest are counted.
 SHOWN = 20
+
+#: The columns the job adds to every row it writes (:func:`rewardrouter.cli.score.output_row`);
+#: a row holding them all is a job's output fed back as its input.
+OUTPUT_COLUMNS = ("reward", "route", "level", "status", "terms", "shaped", "advantage")
+
+#: IFEval's columns as the Hugging Face dataset has them: at the top level, beside no label.
+IFEVAL_COLUMNS = ("instruction_id_list", "kwargs")
+
+#: The first bytes of a Parquet file.
+_PARQUET_MAGIC = b"PAR1"
 
 # A \uD800-\uDFFF escape: the only way a JSON line can carry a lone surrogate.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
@@ -119,6 +129,75 @@ def _read_line(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
     return row, None
 
 
+def _ifeval_problem(row: Mapping[str, Any]) -> Problem | None:
+    """IFEval's Hugging Face layout: the instruction columns at the top level and no label,
+    which the ifeval grader reads from the label (it would find none and not apply)."""
+    if "label" in row or not all(c in row for c in IFEVAL_COLUMNS):
+        return None
+    return Problem(
+        "label",
+        "is missing, but the row has IFEval's instruction columns instruction_id_list and "
+        "kwargs at the top level (the Hugging Face layout)",
+        "the ifeval grader reads them from the label: write each row's label as {\"instruction_"
+        'id_list": [...], "kwargs": [...]}, e.g. jq -c \'.label = {instruction_id_list, kwargs} '
+        "| del(.instruction_id_list, .kwargs)' in.jsonl > out.jsonl",
+    )
+
+
+def _job_output(path: Path, number: int, row: Mapping[str, Any]) -> DataError | None:
+    """A row holding every column the job writes: its own ``rewards.jsonl`` read back, whose
+    rewards would pass through unscored (or be refused for their ``status: ok``)."""
+    if not all(c in row for c in OUTPUT_COLUMNS):
+        return None
+    return DataError(
+        f"{path}:{number}: the row holds the columns a rewardrouter job writes "
+        f"({', '.join(OUTPUT_COLUMNS)}): this file is a job's output (rewards.jsonl), not data "
+        f"to score; pass the data file that job read: data.path=<the input JSONL>"
+    )
+
+
+def _parquet(path: Path, setting: str) -> DataError | None:
+    """A Parquet file (by its first bytes or its name), which is read as JSONL only to fail on
+    its first byte with a misleading 'not UTF-8'."""
+    try:
+        with path.open("rb") as handle:
+            magic = handle.read(len(_PARQUET_MAGIC))
+    except OSError:
+        return None  # read_rows reports what stops it reading the file
+    if magic != _PARQUET_MAGIC and path.suffix.lower() not in (".parquet", ".pq"):
+        return None
+    target = path.with_suffix(".jsonl")
+    return DataError(
+        f"{setting}: {path} is a Parquet file; rewardrouter reads JSONL only (one JSON object "
+        f'per line). Convert it, then pass {setting}={target}: python -c "import pandas as pd; '
+        f"pd.read_parquet('{path}').to_json('{target}', orient='records', lines=True, "
+        f'force_ascii=False)"'
+    )
+
+
+def _empty_responses(rows: Rows, columns: Mapping[Any, str] | None) -> DataError | None:
+    """``response`` empty on every row while a response-like column holds text: every reward
+    would be a plausible 0.0 for the empty answer."""
+    texts = [row["response"] for row in rows.rows if isinstance(row.get("response"), str)]
+    if not texts or any(t.strip() for t in texts):
+        return None
+    taken = set((columns or {}).values())
+    for column in RESPONSE_COLUMNS:
+        holding = sum(
+            1 for row in rows.rows if isinstance(row.get(column), str) and row[column].strip()
+        )
+        if holding and column not in taken:
+            mapped = (columns or {}).get("response")
+            read = f"column {mapped!r} (data.columns.response)" if mapped else "`response`"
+            return DataError(
+                f"{rows.path}: {read} is empty on every row ({len(texts)} rows), but column "
+                f"{column!r} holds text on {holding}; every reward would grade an empty "
+                f"answer. If {column!r} holds the model's answers, map it: "
+                f"data.columns.response={column}"
+            )
+    return None
+
+
 def _field(problem: Problem) -> str:
     return f"`{problem.path}` {problem.message}" + (f"; {problem.hint}" if problem.hint else "")
 
@@ -151,7 +230,9 @@ def _mapped_row_problems(row: dict[str, Any], columns: Mapping[Any, str] | None)
         )
         if problem is not None:
             problems.append(problem)
-    return problems + [p for p in row_problems(row) if p.path not in lacking]
+    ifeval = _ifeval_problem(row) if "label" not in lacking else None
+    found = [p for p in row_problems(row) if p.path not in lacking]
+    return problems + ([ifeval] if ifeval is not None else []) + found
 
 
 def read_rows(
@@ -166,10 +247,13 @@ def read_rows(
     "solution"}``); the column's value is copied under the field's name. Raises
     :class:`DataError` listing every problem of the file, each as ``file:line:`` or ``file:line:column:``.
     """
+    path = path.expanduser()  # a YAML's or a quoted override's `~/data.jsonl`
     if not path.is_file():
         what = "is a folder" if path.is_dir() else "file not found"
         how = f"{setting}=" if "." in setting else f"{setting} "
         raise DataError(f"{setting}: {what}: {path}; pass {how}<a JSONL file>")
+    if (parquet := _parquet(path, setting)) is not None:
+        raise parquet
     rows: list[dict[str, Any]] = []
     lines: list[int] = []
     problems: list[str] = []
@@ -177,6 +261,8 @@ def read_rows(
         with path.open("rb") as handle:
             for number, raw in enumerate(handle, 1):
                 row, problem = _read_line(raw)
+                if row is not None and not rows and (output := _job_output(path, number, row)):
+                    raise output
                 if row is not None:
                     problem = "; ".join(map(_field, _mapped_row_problems(row, columns))) or None
                 if problem is not None:
@@ -196,7 +282,10 @@ def read_rows(
             f"{path}: no rows to score (the file is empty or blank); expected one JSON object "
             f"per line"
         )
-    return Rows(path, rows, lines)
+    read = Rows(path, rows, lines)
+    if (empty := _empty_responses(read, columns)) is not None:
+        raise empty
+    return read
 
 
 def writable(path: Path, setting: str) -> None:

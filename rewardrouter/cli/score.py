@@ -175,7 +175,11 @@ def run_job(job: JobConfig, output_dir: Path, console: Console) -> float:
     """
     data = Path(job.data.path) if job.data.path is not None else example_data()
     rows = read_rows(data, job.data.limit, job.data.columns)
-    out = Path(job.output.path) if job.output.path is not None else output_dir / "rewards.jsonl"
+    out = (
+        Path(job.output.path).expanduser()  # `~/out.jsonl`, not a folder named `~`
+        if job.output.path is not None
+        else output_dir / "rewards.jsonl"
+    )
     writable(out, "output.path")
     column_missing(job.objective, rows)
     with compile_router(job.router()) as router:

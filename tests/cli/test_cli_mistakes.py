@@ -764,16 +764,20 @@ def _command(
             id="interpolation_in_a_job_setting",
         ),
         pytest.param(
-            ["router=nope"],
-            "error: invalid reward router config in the command line (1 problem): - router: no "
-            "option 'nope' in config group 'router' options: default, mixed",
-            id="unknown_group_option",
+            ["router=mixed", "data.limit=[1"],
+            "error: invalid reward router config in the command line (1 problem): - data.limit: "
+            "the override 'data.limit=[1' cannot be read: no viable alternative at input '[1' "
+            "close every bracket, and quote a value that holds brackets, braces or commas meant "
+            "as text: 'key=\"a,b\"' (a bare a,b is a sweep)",
+            id="unreadable_override",
         ),
         pytest.param(
-            ["check", "router=nope"],
-            "error: invalid reward router config in the command line (1 problem): - router: no "
-            "option 'nope' in config group 'router' options: default, mixed",
-            id="check_unknown_group_option",
+            ["check", "router=mixed", "data.limit=[1"],
+            "error: invalid reward router config in the command line (1 problem): - data.limit: "
+            "the override 'data.limit=[1' cannot be read: no viable alternative at input '[1' "
+            "close every bracket, and quote a value that holds brackets, braces or commas meant "
+            "as text: 'key=\"a,b\"' (a bare a,b is a sweep)",
+            id="check_unreadable_override",
         ),
     ],
 )
@@ -802,3 +806,127 @@ def test_the_usage_text_gives_every_exit_status(
         "target is invalid), or the server stopped (serve) 2 a mistake in the config, the data "
         "or the command line, Hydra's own errors included"
     ) in output
+
+
+IFEVAL_HF = {
+    "prompt": "Write a haiku without commas.",
+    "response": "leaves fall soft and slow",
+    "instruction_id_list": ["punctuation:no_comma"],
+    "kwargs": [{}],
+    **MATH,
+}
+OUTPUT_ROW = {
+    **GOOD,
+    **MATH,
+    "reward": 1.0,
+    "route": "gsm8k",
+    "level": "route",
+    "status": "ok",
+    "terms": {"correct": 1.0},
+    "shaped": 1.0,
+    "advantage": 0.0,
+}
+
+
+@pytest.mark.parametrize(
+    ("data", "overrides", "message"),
+    [
+        # every response empty, the answers in another column: every reward 0.0 'ok' before
+        pytest.param(
+            lines(*[{"response": "", "completion": "42", "label": "42", **MATH}] * 3),
+            [],
+            "data.jsonl: `response` is empty on every row (3 rows), but column 'completion' "
+            "holds text on 3; every reward would grade an empty answer. If 'completion' holds "
+            "the model's answers, map it: data.columns.response=completion",
+            id="empty_response_beside_completion",
+        ),
+        pytest.param(
+            lines(*[{"answer": "", "output": "42", "label": "42", **MATH}] * 2),
+            ["data.columns.response=answer"],
+            "data.jsonl: column 'answer' (data.columns.response) is empty on every row (2 rows), "
+            "but column 'output' holds text on 2; every reward would grade an empty answer. If "
+            "'output' holds the model's answers, map it: data.columns.response=output",
+            id="mapped_response_empty_beside_output",
+        ),
+        # IFEval's Hugging Face layout: the grader would find no instructions and not apply
+        pytest.param(
+            lines(IFEVAL_HF),
+            [],
+            "data.jsonl:1: `label` is missing, but the row has IFEval's instruction columns "
+            "instruction_id_list and kwargs at the top level (the Hugging Face layout); the "
+            "ifeval grader reads them from the label: write each row's label as "
+            '{"instruction_id_list": [...], "kwargs": [...]}, e.g. jq -c \'.label = '
+            "{instruction_id_list, kwargs} | del(.instruction_id_list, .kwargs)' in.jsonl > "
+            "out.jsonl",
+            id="ifeval_hf_layout",
+        ),
+        # Parquet read as JSONL failed on its first byte with "save the file as UTF-8"
+        pytest.param(
+            b"PAR1\x15\x04\x15\x00" + b"\x00" * 16,
+            [],
+            "is a Parquet file; rewardrouter reads JSONL only (one JSON object per line). "
+            "Convert it, then pass data.path=",
+            id="parquet_input",
+        ),
+        # the job's own output: rewards passed through, or refused for `status: ok`
+        pytest.param(
+            lines(OUTPUT_ROW),
+            [],
+            "data.jsonl:1: the row holds the columns a rewardrouter job writes (reward, route, "
+            "level, status, terms, shaped, advantage): this file is a job's output "
+            "(rewards.jsonl), not data to score; pass the data file that job read: "
+            "data.path=<the input JSONL>",
+            id="rewards_jsonl_fed_back",
+        ),
+    ],
+)
+def test_data_in_the_wrong_layout_names_the_cause_and_the_fix(
+    tmp_path: Path, data: str | bytes, overrides: list[str], message: str
+) -> None:
+    done = job(tmp_path, data, "router=mixed", *overrides)
+    assert done.status == 2
+    assert message in done.message
+    assert not (tmp_path / "rewards.jsonl").exists()
+
+
+def test_parquet_input_gets_a_conversion_line(tmp_path: Path) -> None:
+    path = tmp_path / "train.parquet"
+    path.write_bytes(b"PAR1" + b"\x00" * 16)
+    with pytest.raises(RewardRouterError) as raised:
+        run_job(compose_job(["router=mixed", f"data.path={path}"]), tmp_path, Console())
+    target = tmp_path / "train.jsonl"
+    assert str(raised.value) == (
+        f"data.path: {path} is a Parquet file; rewardrouter reads JSONL only (one JSON object "
+        f'per line). Convert it, then pass data.path={target}: python -c "import pandas as pd; '
+        f"pd.read_parquet('{path}').to_json('{target}', orient='records', lines=True, "
+        f'force_ascii=False)"'
+    )
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        pytest.param('data.path="~/data.jsonl"', None, id="quoted_tilde_is_expanded"),
+        pytest.param(
+            "data.path=~/data.jsonl",
+            "data.path: the override 'data.path=~/data.jsonl' cannot be read: "
+            "LexerNoViableAltException: data.path=~/data.jsonl ^ Hydra's grammar reads no `~` "
+            "in a value: quote the path, 'data.path=\"~/data.jsonl\"' (rewardrouter expands `~`), "
+            "or write it from /",
+            id="bare_tilde_says_to_quote",
+        ),
+    ],
+)
+def test_a_home_relative_data_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, override: str, message: str | None
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "data.jsonl").write_text(lines({**GOOD, **MATH, "group_index": 0}))
+    out = f"output.path={tmp_path / 'out' / 'rewards.jsonl'}"
+    if message is None:
+        run_job(compose_job(["router=mixed", override, out]), tmp_path, Console())
+        assert json.loads((tmp_path / "out" / "rewards.jsonl").read_text())["route"] == "gsm8k"
+        return
+    with pytest.raises(ConfigError) as raised:
+        compose_job(["router=mixed", override, out])
+    assert " ".join(str(raised.value.problems[0]).split()) == message
