@@ -164,6 +164,7 @@ class Router:
         ``response``, before any reward function runs.
         """
         self.executors.check_open()
+        one_sample_given(samples, "score")
         views = [as_sample(s, i) for i, s in enumerate(samples)]
         triage = self._classify(views, evaluation, route)
         groups = plan_groups(list(triage.routed.values()))
@@ -348,9 +349,27 @@ class Router:
         failures: Literal["raise", "record"] = "raise",
     ) -> ScoreBatch:
         """:meth:`score` for synchronous callers (also inside a running event loop's thread)."""
+        one_sample_given(samples, "score_sync")
         return run_sync(
             self.score(samples, args=args, evaluation=evaluation, route=route, failures=failures)
         )
+
+
+def one_sample_given(samples: object, method: str) -> None:
+    """Raise :class:`RoutingError` when ``samples`` is one sample (a dict, a string, a sample
+    object), not a list of them: iterating it would score its keys or characters as samples."""
+    if isinstance(samples, Mapping):
+        found = f"one dict (keys: {', '.join(map(str, samples)) or 'none'})"
+    elif isinstance(samples, str | bytes):
+        found = f"a {type(samples).__name__} {samples[:40]!r}"
+    elif hasattr(samples, "response") and not isinstance(samples, Iterable):
+        found = f"one {type(samples).__name__} object"
+    else:
+        return
+    raise RoutingError(
+        f"{method}(samples): got {found}; expected a list of samples; wrap one sample in a "
+        f"list: router.{method}([sample])"
+    )
 
 
 def input_problems(

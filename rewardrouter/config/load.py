@@ -124,6 +124,17 @@ def load_config(
     resolve, and schema violations.
     """
     source = str(path)
+    if isinstance(overrides, str | bytes):  # a str is a Sequence: "a=b" would be 3 overrides
+        raise ConfigError(
+            [
+                Problem(
+                    "<overrides>",
+                    f"got the string {overrides!r}; expected a list of overrides",
+                    f"wrap it in a list: load_config({source!r}, [{overrides!r}])",
+                )
+            ],
+            source,
+        )
     cfg = read_yaml(path)
     if overrides:
         dotlist, plain = split_dotlist(overrides)
