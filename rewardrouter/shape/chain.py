@@ -48,14 +48,26 @@ class CompiledStage:
         assert isinstance(self.config, CustomStage)
         name = f"{self.where} ({self.config.path})"
         try:
-            out = fn(rewards, batch, **self.config.kwargs)
-            out = torch.as_tensor(out, dtype=torch.float64, device=rewards.device)
+            returned = fn(rewards, batch, **self.config.kwargs)
+            out = (
+                None
+                if returned is None
+                else torch.as_tensor(returned, dtype=torch.float64, device=rewards.device)
+            )
         except Exception as exc:
             raise RewardError(
                 f"custom stage {name} raised {type(exc).__name__}: {exc}",
                 route=batch.route,
                 function=self.config.path,
             ) from exc
+        if out is None:  # torch would say it "could not infer dtype of NoneType"
+            raise RewardError(
+                f"custom stage {name} returned None; a stage returns the shaped rewards, one "
+                f"per reward: end it with `return rewards` (or the tensor it computed), since "
+                f"changing `rewards` in place does not return it",
+                route=batch.route,
+                function=self.config.path,
+            )
         if out.shape != rewards.shape:
             raise RewardError(
                 f"custom stage {name} returned shape {tuple(out.shape)} for rewards of shape "

@@ -141,6 +141,14 @@ def test_custom_stage_may_return_a_list() -> None:
         ),
         pytest.param("makes_nan", r"returned nan for sample 0", id="nan"),
         pytest.param("raises", r"raised RuntimeError: boom", id="raises"),
+        # torch said "could not infer dtype of NoneType", as if the stage had raised
+        pytest.param(
+            "in_place",
+            r"returned None; a stage returns the shaped rewards, one per reward: end it with "
+            r"`return rewards` \(or the tensor it computed\), since changing `rewards` in place "
+            r"does not return it$",
+            id="returns_none",
+        ),
     ],
 )
 def test_a_failing_custom_stage_is_named(name: str, message: str) -> None:
