@@ -10,7 +10,14 @@ from typing import Any
 import pytest
 from rr_testfns import row
 
-from rewardrouter import ConfigError, RouterConfig, RoutingError, Sample, load_config
+from rewardrouter import (
+    ConfigError,
+    RewardError,
+    RouterConfig,
+    RoutingError,
+    Sample,
+    load_config,
+)
 
 ROUTER = "default_route: r\nroutes:\n  r:\n    rewards:\n      correct: {kind: exact_match}\n"
 
@@ -64,3 +71,37 @@ def test_an_override_string_instead_of_a_list_says_to_wrap_it(tmp_path: Path) ->
     )
     config: RouterConfig = load_config(path, ["routes.r.rewards.correct.weight=0.5"])
     assert config.routes["r"].rewards["correct"].weight == 0.5
+
+
+@pytest.mark.parametrize(
+    ("kind", "label", "error"),
+    [
+        # ended "fix exact_match where the message says it raised": the library's own code
+        pytest.param(
+            "exact_match",
+            {"a": 1},
+            "LabelError: label is a dict with keys 'a'; expected a string, a number, a list of "
+            'them, SQuAD\'s answers ({"text": [...]}) or verl\'s reward_model ({"ground_truth": '
+            "...}); map data.columns.label to the column that holds the answer, or convert the "
+            "labels",
+            id="exact_match_dict_label",
+        ),
+    ],
+)
+def test_a_built_in_kind_that_refuses_its_input_points_at_the_data_not_its_code(
+    make_router: Any, kind: str, label: Any, error: str
+) -> None:
+    router = make_router(
+        {"default_route": "r", "routes": {"r": {"rewards": {"correct": {"kind": kind}}}}}
+    )
+    with pytest.raises(RewardError) as raised:
+        router.score_sync([{"response": "x", "label": label}])
+    message = str(raised.value)
+    assert message.startswith(f"sample 0, route 'r', term 'correct' ({kind}): error: {error}")
+    assert message.endswith(
+        f"the built-in kind {kind} refused this sample's input: fix the sample's label, "
+        f"response or metadata (or the kwargs on routes.r.rewards.correct) as the message says, "
+        f"or set `on_error: skip` or `on_error: {{value: 0.0}}` on routes.r.rewards.correct to "
+        f"record them"
+    )
+    assert "where the message says it raised" not in message

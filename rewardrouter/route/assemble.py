@@ -21,6 +21,7 @@ from rewardrouter.errors import RewardError
 from rewardrouter.execute.outcome import FloatReturns, Outcome
 from rewardrouter.execute.values import InvalidReturn, to_value
 from rewardrouter.results import RewardResult, ScoreBatch, Status
+from rewardrouter.rewards.registry import lookup
 from rewardrouter.route.groups import RouteGroup
 from rewardrouter.route.precedence import Decision
 
@@ -226,4 +227,9 @@ def failure_fix(term: BoundTerm, status: str, message: str) -> str:
         )
     if status == "invalid":
         return f"make {term.fn.name} return a number, a dict with its `key`, or None, {record}"
+    if lookup(term.fn.name) is not None:  # a built-in kind: the cause is in the data or config
+        return (
+            f"the built-in kind {term.fn.name} refused this sample's input: fix the sample's "
+            f"label, response or metadata (or the kwargs on {where}) as the message says, {record}"
+        )
     return f"fix {term.fn.name} where the message says it raised, {record}"
