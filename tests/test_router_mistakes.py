@@ -7,6 +7,7 @@ not ``on_error``: each is an error naming the sample, or a warning counted on th
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from rr_testfns import row
 from rewardrouter import ConfigError, RewardError, RouterConfig, RoutingError, Sample, SampleError
 from rewardrouter.integrations._router_cache import close_shared
 from rewardrouter.integrations.trl import reward_function
+from rewardrouter.integrations.verl import compute_score as verl_compute_score
 from rewardrouter.results import ScoreWarning
 
 
@@ -389,3 +391,21 @@ def test_a_sample_naming_a_class_is_told_to_name_an_instance(make_router: Any) -
         )
     assert "rr_data_named.Scorer is a class, not a function" in str(caught.value)
     assert "name that: rr_data_named.scorer" in str(caught.value)
+
+
+def test_through_verl_a_route_by_without_data_source_is_refused(tmp_path: Path) -> None:
+    config = tmp_path / "router.yaml"
+    config.write_text(
+        "route_by: [dataset]\ndefault_route: r\nroutes:\n  r:\n    rewards:\n"
+        "      c: {kind: exact_match}\n"
+    )
+    try:
+        with pytest.raises(ConfigError) as caught:
+            verl_compute_score("openai/gsm8k", "4", "4", None, rewardrouter_config=str(config))
+    finally:
+        close_shared()
+    assert str(caught.value).endswith(
+        "route_by: verl's compute_score gives each row's dataset as 'data_source', which "
+        "route_by ['dataset'] does not list, so no row would be routed by its dataset\n"
+        "    add it: route_by: ['dataset', 'data_source'] (fields are tried in order)"
+    )
