@@ -73,6 +73,7 @@ Exit status (the job and every command):
   2  a mistake in the config, the data or the command line, Hydra's own errors included
      (an unknown key or option, an override that cannot be read, an interpolation that
      cannot be resolved): nothing is scored
+  130 interrupted (Ctrl-C): the rows scored before it are written
 """
 
 
