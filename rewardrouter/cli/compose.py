@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.resources
 import re
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -21,6 +24,7 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override, OverrideType
 from hydra.errors import HydraException
+from hydra.types import RunMode
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
@@ -29,7 +33,7 @@ from rewardrouter.config.job import JobConfig
 from rewardrouter.config.load import read_yaml, to_container, validate
 from rewardrouter.config.models import RouterConfig
 from rewardrouter.config.overrides import created_names, existing_routes
-from rewardrouter.errors import ConfigError, Problem, did_you_mean
+from rewardrouter.errors import ConfigError, Problem, RewardRouterWarning, did_you_mean
 
 #: The ``router`` option that ``--config FILE`` stands for.
 FILE_OPTION = "_config_file"
@@ -228,6 +232,73 @@ def _compose(overrides: Sequence[str]) -> DictConfig:
         raise ConfigError([problem], "the command line") from None
 
 
+@dataclass(frozen=True)
+class DatasetMap:
+    """A ``datasets/NAME.yaml`` reward map the job merges: the file used, and the files of the
+    same name later on the search path that it hides (Hydra takes the first one found)."""
+
+    name: str
+    path: str
+    hidden: tuple[str, ...] = ()
+
+    def warning(self) -> str | None:
+        """The message for a map whose name more than one search-path folder holds."""
+        if not self.hidden:
+            return None
+        return (
+            f"datasets={self.name} is {self.path}; {', '.join(self.hidden)} has the same name "
+            f"and is not used (the first folder on the search path wins) — rename your map "
+            f"(datasets/my_{self.name}.yaml, then datasets=[my_{self.name}])"
+        )
+
+
+def _files(schema: str, folder: str, config_path: str) -> str | None:
+    """The file of ``config_path`` (``datasets/gsm8k``) in one search-path folder, if it has it."""
+    if schema == "file":
+        file = Path(folder) / f"{config_path}.yaml"
+        return str(file) if file.is_file() else None
+    if schema == "pkg":
+        package, _, sub = folder.partition("/")
+        try:
+            root = importlib.resources.files(package)
+        except ModuleNotFoundError:
+            return None
+        found = root.joinpath(*filter(None, sub.split("/")), f"{config_path}.yaml")
+        return str(found) if found.is_file() else None
+    return None  # structured configs (ConfigStore) have no file
+
+
+def chooses_datasets(overrides: Sequence[str]) -> bool:
+    """Whether ``overrides`` choose dataset maps or add search-path folders."""
+    return any(o.lstrip("+~").startswith(("datasets", "hydra.searchpath")) for o in overrides)
+
+
+def dataset_maps(overrides: Sequence[str]) -> list[DatasetMap]:
+    """The dataset maps that ``overrides`` merge, each with the file it comes from; warns
+    (:class:`RewardRouterWarning`) for each whose name another search-path folder also holds."""
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+        try:
+            cfg = compose("config", overrides=list(overrides), return_hydra_config=True)
+            loader = GlobalHydra.instance().config_loader()
+            chosen = loader.compute_defaults_list("config", list(overrides), RunMode.RUN)
+        except (HydraException, OmegaConfBaseException):
+            return []  # composing the job reports it
+        sources = [(s.schema, s.path) for s in cfg.hydra.runtime.config_sources]
+    maps = []
+    for default in chosen.defaults:
+        config_path = default.config_path or ""
+        if not config_path.startswith("datasets/"):
+            continue
+        files = [f for schema, folder in sources if (f := _files(schema, folder, config_path))]
+        if files:
+            maps.append(DatasetMap(config_path.partition("/")[2], files[0], tuple(files[1:])))
+    for found in maps:
+        message = found.warning()
+        if message is not None:
+            warnings.warn(message, RewardRouterWarning, stacklevel=2)
+    return maps
+
+
 def precheck(argv: Sequence[str]) -> None:
     """Compose a single run's config once before Hydra runs it, so that a group option that
     does not exist (``shaping=grpoo``) is a :class:`ConfigError` with a "did you mean", like
@@ -239,7 +310,10 @@ def precheck(argv: Sequence[str]) -> None:
         return
     if any(o.is_sweep_override() for o in _parse(argv)):
         return
-    _compose(upsert_overrides(argv))
+    overrides = upsert_overrides(argv)
+    _compose(overrides)
+    if chooses_datasets(overrides):
+        dataset_maps(overrides)
 
 
 def created_problems(
@@ -274,6 +348,8 @@ def compose_job(overrides: Sequence[str] = (), config_file: Path | None = None) 
     if created:
         raise ConfigError(created, "the command line")
     cfg = _compose(overrides)
+    if chooses_datasets(overrides):
+        dataset_maps(overrides)  # warns for a map of yours hidden by a shipped one
     source = source_name(config_file)
     return validate(to_container(cfg, source), JobConfig, source)
 

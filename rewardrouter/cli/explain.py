@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -20,10 +21,17 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from rewardrouter.cli.compose import add_config_arguments, compose_job, named, source_name
+from rewardrouter.cli.compose import (
+    add_config_arguments,
+    chooses_datasets,
+    compose_job,
+    dataset_maps,
+    named,
+    source_name,
+)
 from rewardrouter.cli.jsonl import read_rows
 from rewardrouter.config.stages import PostProcessStage
-from rewardrouter.errors import RewardRouterError
+from rewardrouter.errors import RewardRouterError, RewardRouterWarning
 from rewardrouter.router import Router, compile_router
 from rewardrouter.sample import as_sample
 
@@ -185,6 +193,13 @@ def main(argv: list[str]) -> int:
     opts = parser.parse_intermixed_args(argv)
     job = compose_job(opts.overrides, opts.config)
     row, group = _sample_rows(opts, job.data.columns)
+    console = Console()
+    with warnings.catch_warnings():  # composing the job warned already; shown here as "hides"
+        warnings.simplefilter("ignore", RewardRouterWarning)
+        maps = dataset_maps(opts.overrides) if chooses_datasets(opts.overrides) else []
+    for found in maps:
+        hidden = f"  (hides {', '.join(found.hidden)})" if found.hidden else ""
+        console.print("[bold]dataset map[/]", escape(f"{found.name}: {found.path}{hidden}"))
     with named(source_name(opts.config)), compile_router(job.router()) as router:
-        explain(router, row, group, Console())
+        explain(router, row, group, console)
     return 0
