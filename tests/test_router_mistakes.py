@@ -409,3 +409,17 @@ def test_through_verl_a_route_by_without_data_source_is_refused(tmp_path: Path) 
         "route_by ['dataset'] does not list, so no row would be routed by its dataset\n"
         "    add it: route_by: ['dataset', 'data_source'] (fields are tried in order)"
     )
+
+
+def test_through_verl_a_data_source_in_another_case_reaches_its_route(tmp_path: Path) -> None:
+    config = tmp_path / "router.yaml"
+    config.write_text(
+        "default_route: other\nroutes:\n  gsm8k:\n    match: [openai/gsm8k]\n    rewards:\n"
+        "      correct: {kind: exact_match}\n  other:\n    rewards:\n"
+        "      len: {path: rr_testfns.length}\n"
+    )
+    try:
+        score = verl_compute_score("OpenAI/GSM8K ", "4", "4", None, rewardrouter_config=str(config))
+    finally:
+        close_shared()
+    assert (score["route"], score["score"]) == ("gsm8k", 1.0)
