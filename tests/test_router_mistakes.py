@@ -422,4 +422,5 @@ def test_through_verl_a_data_source_in_another_case_reaches_its_route(tmp_path: 
         score = verl_compute_score("OpenAI/GSM8K ", "4", "4", None, rewardrouter_config=str(config))
     finally:
         close_shared()
+    assert isinstance(score, dict)  # one row in, one score dict out
     assert (score["route"], score["score"]) == ("gsm8k", 1.0)
