@@ -424,3 +424,15 @@ def test_through_verl_a_data_source_in_another_case_reaches_its_route(tmp_path: 
         close_shared()
     assert isinstance(score, dict)  # one row in, one score dict out
     assert (score["route"], score["score"]) == ("gsm8k", 1.0)
+
+
+def test_a_routing_field_out_of_place_is_named_when_the_default_route_takes_it(
+    make_router: Any,
+) -> None:
+    router = make_router({**TWO_ROUTES, "default_route": "other"})
+    decision = router.resolver.decide(Sample(response="4", metadata={"Dataset": "openai/gsm8k"}))
+    assert decision.reason == (
+        "no route_by field matched a route; metadata has 'Dataset' = 'openai/gsm8k', but "
+        "route_by fields are read by exact name — rename the field to 'dataset', or add "
+        "'Dataset' to `route_by`"
+    )

@@ -147,7 +147,15 @@ class Resolver:
                         seen[value] = decision
                 return decision
         if self._default is not None:
-            return self._default
+            if any(name in metadata for name in self._route_by):
+                return self._default
+            # No route_by field at all: one in another case or at the top level is named in the
+            # reason (`explain` shows it), since the default route is then likely not meant.
+            misplaced = self._misplaced(sample, metadata)
+            if not misplaced:
+                return self._default
+            reason = f"{self._default.reason}{misplaced}"
+            return Decision(self._default.route, "default_route", reason)
         raise Unroutable(self._no_route(metadata) + self._misplaced(sample, metadata))
 
     def _named_decision(
