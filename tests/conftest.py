@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +15,20 @@ def _clear_calls() -> Iterator[None]:
     rr_testfns.CALLS.clear()
     yield
     rr_testfns.CALLS.clear()
+
+
+@pytest.fixture(autouse=True)
+def _root_logger_as_it_was() -> Iterator[None]:
+    """Handlers and the level a test's code gave the root logger (``logging.basicConfig`` in a
+    command run in-process) go with the test: left behind, they write to the test's closed
+    capture stream and let INFO records of libraries reach the tests that follow."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    for handler in root.handlers[:]:
+        if handler not in handlers:
+            root.removeHandler(handler)
+    root.setLevel(level)
 
 
 @pytest.fixture(autouse=True)
