@@ -20,8 +20,9 @@ stage (or none at all) the advantages are the shaped rewards in float64, unround
 
 Before the chain runs, the batch goes through the checks of :mod:`._checks` that the command
 line runs too: ``group_by: position`` over a batch that is not whole groups is refused
-(:class:`~rewardrouter.SampleError`); a prompt group holding answers to different prompts and
-slime's one-group fallback are counted warnings.
+(:class:`~rewardrouter.SampleError`); a given prompt group (``group_index`` or
+``prompt_group_sizes``) holding answers to different prompts and slime's one-group fallback are
+counted warnings.
 """
 
 from __future__ import annotations
@@ -120,8 +121,10 @@ def prompt_groups(
     framework: Framework,
     prompt_group_sizes: Sequence[int] | None = None,
     batch: Hashable | None = None,
-) -> list[Hashable]:
-    """One prompt-group key per sample (``batch``: see :func:`._metrics.batch_key`)."""
+) -> tuple[list[Hashable], bool]:
+    """One prompt-group key per sample (``batch``: see :func:`._metrics.batch_key`), and whether
+    the groups were given (``prompt_group_sizes``, or the samples' ``group_index``) rather than
+    slime's position rule (:func:`._checks.batch_positions`)."""
     n = len(samples)
     if prompt_group_sizes is not None:
         if sum(prompt_group_sizes) != n:
@@ -129,14 +132,14 @@ def prompt_groups(
                 f"prompt_group_sizes {list(prompt_group_sizes)} add up to "
                 f"{sum(prompt_group_sizes)}, but the batch holds {n} samples"
             )
-        return [g for g, size in enumerate(prompt_group_sizes) for _ in range(size)]
+        return [g for g, size in enumerate(prompt_group_sizes) for _ in range(size)], True
     indices = [getattr(s, "group_index", None) for s in samples]
     if None not in indices:
         if framework == "slime":
-            return cast("list[Hashable]", indices)
+            return cast("list[Hashable]", indices), True
         adapters = [getattr(getattr(s, "adapter", None), "name", None) for s in samples]
-        return list(zip(adapters, indices, strict=True))
-    return cast("list[Hashable]", batch_positions(args, n, batch))
+        return list(zip(adapters, indices, strict=True)), True
+    return cast("list[Hashable]", batch_positions(args, n, batch)), False
 
 
 def _rollouts(
@@ -183,8 +186,10 @@ def post_process(
         raise SampleError(f"sample {uneven[0]}: {uneven[1]}")
     rewards, truncated = _rewards_and_truncation(samples, key)
     batch = batch_key(samples)
-    groups = all_groups = prompt_groups(args, samples, framework, prompt_group_sizes, batch)
-    warn_mixed_prompt_groups(samples, groups, batch)
+    groups, given = prompt_groups(args, samples, framework, prompt_group_sizes, batch)
+    all_groups = groups
+    if given:  # position groups hold answers to different prompts by design (one_prompt_group)
+        warn_mixed_prompt_groups(samples, groups, batch)
     spread: list[int] | None = None
     processor = router.post_processor
     # routes matter to route shaping alone

@@ -506,6 +506,18 @@ def test_post_process_without_group_index_groups_by_position_as_slime(
     assert counted == float(warned)
 
 
+@pytest.mark.filterwarnings("ignore::rewardrouter.RewardRouterWarning")
+def test_a_batch_without_group_index_is_not_counted_as_a_mixed_prompt_group(
+    tmp_path: Path,
+) -> None:
+    """The one-group fallback holds answers to different prompts by design: it is counted as
+    ``one_prompt_group`` alone, not as a group_index that two prompts share."""
+    rows = [Sample(index=i, prompt=f"p{i}", reward=float(i)) for i in range(3)]
+    post_process_rewards(slime_args(contract_router(tmp_path), n_samples_per_prompt=None), rows)
+    assert _metrics.WARNINGS["one_prompt_group"] == 1
+    assert _metrics.WARNINGS["mixed_prompt_group"] == 0
+
+
 def test_reward_hooks_score_contract_samples_with_their_rewards_cleared(tmp_path: Path) -> None:
     """slime's contract samples carry a reward already (kept as it is); cleared, the router
     scores them through the default route."""
