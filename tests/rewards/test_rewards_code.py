@@ -121,6 +121,32 @@ def test_parse_tests(label: Any, expected: list[tuple[str, Any]]) -> None:
     assert found == expected
 
 
+IMPORTS = [
+    # `from math import` gives the checks math's functions, under their names or others
+    pytest.param("from math import sqrt\nassert f(4) == sqrt(16)", [4], [5], id="math_function"),
+    pytest.param(
+        "from math import isclose as close\nassert close(f(1), 2.0)", [2.0], [2.5], id="renamed"
+    ),
+    # `from solution import f as g`: g is the program's f
+    pytest.param(
+        "from solution import f as g\ndef test_a():\n    assert g(1) == 2\n",
+        [2],
+        [3],
+        id="program_alias",
+    ),
+]
+
+
+@pytest.mark.parametrize(("test", "right", "wrong"), IMPORTS)
+def test_imported_names_in_assert_style_tests(
+    test: str, right: list[Any], wrong: list[Any]
+) -> None:
+    [case] = parse_tests({"test": test})
+    assert [c["call"] for c in case.run["calls"]] == ["f"]  # never a call the program lacks
+    [check] = case.expected
+    assert check.holds(right) and not check.holds(wrong)
+
+
 BAD_LABELS = [
     pytest.param("3", "is int 3", id="number"),
     pytest.param("not json", "not JSON", id="not_json"),
@@ -128,6 +154,14 @@ BAD_LABELS = [
     pytest.param({"answer": "42"}, "has keys ['answer']", id="unknown_keys"),
     pytest.param({"inputs": [], "outputs": []}, "holds no tests", id="empty"),
     pytest.param({"test": "def test_a(:"}, "does not parse", id="test_syntax"),
+    # a name imported from a module the checks cannot evaluate is refused, not sent to the program
+    pytest.param(
+        {"test": "from collections import Counter\nassert Counter(f(1)) == {}"},
+        "a call of 'Counter', imported from collections.Counter",
+        id="foreign_import",
+    ),
+    # an argument that cannot cross to the sandbox
+    pytest.param({"asserts": ["assert f(range(3)) == 3"]}, "an argument fails", id="range_arg"),
     pytest.param(
         [{"input": "1", "output": "1", "testtype": "functional"}], "names no `fn_name`", id="no_fn"
     ),

@@ -235,6 +235,10 @@ def _callee(func: ast.expr, ev: Callable[[ast.expr], Any]) -> Callable[..., Any]
     dotted = _dotted(func)
     if dotted in SAFE_FUNCTIONS:
         return SAFE_FUNCTIONS[dotted]
+    if isinstance(func, ast.Name):  # a name `from math import` bound to one of them
+        target = ev(func)
+        if any(target is safe for safe in SAFE_FUNCTIONS.values()):
+            return target  # type: ignore[no-any-return]
     if isinstance(func, ast.Attribute) and not func.attr.startswith("_"):
         owner = ev(func.value)
         if type(owner) in _METHOD_TYPES:
@@ -290,13 +294,21 @@ class Check:
 
 class _Converter:
     """Turns one group of statements (a test function's body, or a module's asserts) into
-    :class:`Check` s."""
+    :class:`Check` s, with what its ``parent`` (the module) bound."""
 
-    def __init__(self, program_names: set[str], aliases: Mapping[str, str], lines: list[str]):
-        self.program_names = program_names  # functions the program must define
-        self.aliases = aliases  # candidate -> entry_point
-        self.names: dict[str, Any] = {}
+    def __init__(
+        self,
+        lines: list[str],
+        parent: _Converter | None = None,
+        aliases: Mapping[str, str] | None = None,
+    ):
         self.lines = lines
+        # names bound to constants or to the safe functions `from math import` gives
+        self.names: dict[str, Any] = dict(parent.names) if parent else {}
+        # a name for a program function: `candidate` or `from solution import f as g`
+        self.aliases: dict[str, str] = {**(parent.aliases if parent else {}), **(aliases or {})}
+        # names imported from elsewhere, which no check may call
+        self.foreign: dict[str, str] = dict(parent.foreign) if parent else {}
 
     def fail(self, node: ast.AST, why: str) -> TestsError:
         line = getattr(node, "lineno", 0)
@@ -314,6 +326,17 @@ class _Converter:
             self.names[node.targets[0].id] = evaluate(node.value, self.names)
         except Exception as exc:
             raise self.fail(node, f"a value the grader cannot compute ({exc})") from None
+
+    def imported(self, node: ast.ImportFrom) -> None:
+        for alias in node.names:
+            local = alias.asname or alias.name
+            dotted = f"{node.module}.{alias.name}"
+            if node.module == "solution":
+                self.aliases[local] = alias.name
+            elif dotted in SAFE_FUNCTIONS or dotted in SAFE_CONSTANTS:
+                self.names[local] = SAFE_FUNCTIONS.get(dotted, SAFE_CONSTANTS.get(dotted))
+            else:
+                self.foreign[local] = dotted
 
     def program_call(self, node: ast.Call) -> str | None:
         """The program function ``node`` calls, or None when it calls something else."""
@@ -338,20 +361,27 @@ class _Converter:
 
         class Replace(ast.NodeTransformer):
             def visit_Call(self, call: ast.Call) -> ast.AST:
+                called = call.func.id if isinstance(call.func, ast.Name) else None
+                if called in converter.foreign:
+                    where = converter.foreign[called]
+                    raise converter.fail(node, f"a call of {called!r}, imported from {where}")
                 name = converter.program_call(call)
                 if name is None:
                     return self.generic_visit(call)
+                if None in (k.arg for k in call.keywords) or any(
+                    isinstance(a, ast.Starred) for a in call.args
+                ):
+                    raise converter.fail(node, "a call with * or ** arguments")
                 try:
-                    args = [evaluate(a, converter.names) for a in call.args]
-                    kwargs = {k.arg: evaluate(k.value, converter.names) for k in call.keywords}
+                    args = encode([evaluate(a, converter.names) for a in call.args])
+                    kwargs = encode(
+                        {k.arg: evaluate(k.value, converter.names) for k in call.keywords}
+                    )
                 except _Unsafe as exc:
                     raise converter.fail(node, f"an argument uses {exc}") from None
-                except Exception as exc:
+                except Exception as exc:  # an argument that fails, or that cannot be sent
                     raise converter.fail(node, f"an argument fails ({exc!r})") from None
-                if None in kwargs or any(isinstance(a, ast.Starred) for a in call.args):
-                    raise converter.fail(node, "a call with * or ** arguments")
-                converter.program_names.add(name)
-                calls.append({"call": name, "args": encode(args), "kwargs": encode(kwargs)})
+                calls.append({"call": name, "args": args, "kwargs": kwargs})
                 return ast.copy_location(ast.Name(f"_rr_{len(calls) - 1}", ast.Load()), call)
 
         test = Replace().visit(copy.deepcopy(node.test))
@@ -372,7 +402,9 @@ class _Converter:
                     checks.append(found)
             elif isinstance(node, ast.Assign):
                 self.bind(node)
-            elif isinstance(node, ast.Import | ast.ImportFrom | ast.Pass) or (
+            elif isinstance(node, ast.ImportFrom):
+                self.imported(node)
+            elif isinstance(node, ast.Import | ast.Pass) or (
                 isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
             ):
                 continue
@@ -391,7 +423,7 @@ def checks_of(code: str, entry: str | None) -> list[list[Check]]:
     except SyntaxError as exc:
         raise TestsError(f"the test code does not parse: {exc}") from None
     lines = code.splitlines()
-    module = _Converter(set(), {}, lines)
+    module = _Converter(lines)
     functions: list[ast.FunctionDef] = []
     top: list[ast.stmt] = []
     for node in tree.body:
@@ -411,14 +443,9 @@ def checks_of(code: str, entry: str | None) -> list[list[Check]]:
     tests = [f for f in functions if f.name.startswith("test")]
     if entry and check is not None:
         parameter = check.args.args[0].arg if check.args.args else "candidate"
-        converter = _Converter(module.program_names, {parameter: entry}, lines)
-        converter.names.update(module.names)
-        groups.append(converter.body(check.body))
+        groups.append(_Converter(lines, module, {parameter: entry}).body(check.body))
     elif tests:
-        for function in tests:
-            converter = _Converter(module.program_names, {}, lines)
-            converter.names.update(module.names)
-            groups.append(converter.body(function.body))
+        groups += [_Converter(lines, module).body(function.body) for function in tests]
     others = [f for f in functions if f is not check and f not in tests]
     if others and (groups or module_checks):
         raise module.fail(others[0], f"a helper function {others[0].name!r}")
