@@ -204,11 +204,7 @@ def run_job(job: JobConfig, output_dir: Path, console: Console) -> float:
         chain = router.post_processor if processed is not None else None
         estimator = chain.estimator if chain is not None else None
         # what grades each term (for `code`: the sandbox's walls in force)
-        graders = {
-            f"routes.{name}.rewards.{term.name}": term.fn.name
-            for name, route in router.routes.items()
-            for term in route.terms
-        }
+        graders = {term.where: term.fn.name for r in router.routes.values() for term in r.terms}
     n = len(scored.results)
     shaped = processed.shaped if processed else [r.reward for r in scored.results]
     write_rows(
