@@ -86,8 +86,6 @@ def encode(value: Any) -> Any:
             raise Unencodable("the value is too large or too deep")
         if item is None or item is True or item is False:
             return item
-        if isinstance(item, bool):
-            return bool(item)
         if isinstance(item, int):
             return int(item)
         if isinstance(item, float):
@@ -302,9 +300,9 @@ def _watch(
             done = bool(exited.poll(step * 1000))
         else:
             time.sleep(step)
-            done = False
+            done = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
         took = time.monotonic() - begun
-        if done or os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+        if done:
             break
         if took >= seconds or _resident(pid_namespace, uid, pid) > memory:
             over = took < seconds
@@ -375,8 +373,9 @@ def run_case(job: dict[str, Any], case: dict[str, Any], workdir: str) -> dict[st
     cap = limits["file_bytes"]
     pid_namespace = bool(job.get("pid_namespace"))
     os.mkdir(workdir, 0o700)
-    fds = [_own_file(workdir, name) for name in ("stdin", "stdout", "stderr", "result")]
-    os.pwrite(fds[0], case.get("stdin", "").encode("utf-8", errors="replace"), 0)
+    stdin = case.get("stdin", "").encode("utf-8", errors="replace")
+    fds = [_own_file(workdir, "stdin", stdin)]
+    fds += [_own_file(workdir, name) for name in ("stdout", "stderr", "result")]
     if uid is not None:
         os.chown(workdir, uid, uid)
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
