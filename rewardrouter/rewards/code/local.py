@@ -87,7 +87,8 @@ class RunReport:
     uid: int | None = None
 
 
-def _limits_json(limits: CodeLimits) -> dict[str, Any]:
+def limits_json(limits: CodeLimits) -> dict[str, Any]:
+    """``limits`` as the runner's job holds them."""
     return {
         "wall_seconds": limits.timeout,
         "cpu_seconds": limits.cpu_seconds or limits.timeout,
@@ -143,7 +144,7 @@ class LocalSandbox:
             {
                 "program": program,
                 "cases": len(runs),
-                "limits": _limits_json(self.limits),
+                "limits": limits_json(self.limits),
                 "drop_user": self.drop_user,
                 "pid_namespace": self.isolate,
                 "stop_on_failure": stop_on_failure,
@@ -152,8 +153,10 @@ class LocalSandbox:
         )
         return header + b"".join(frame(run) for run in runs)
 
+    @functools.cached_property
     def argv(self) -> list[str]:
-        """The command that starts one runner."""
+        """The command that starts one runner (the same for every program: built at the first
+        run; :class:`SandboxError` when bubblewrap is missing)."""
         if not self.isolate:
             return [self.python, "-I", str(HARNESS)]
         bwrap = bubblewrap.find()
@@ -179,7 +182,7 @@ class LocalSandbox:
         self, program: str, runs: Sequence[dict[str, Any]], stop_on_failure: bool = False
     ) -> RunReport:
         """Run ``program`` on each case of ``runs`` (the ``run`` dicts of the cases)."""
-        argv = self.argv()
+        argv = self.argv
         async with self._cap():
             if self.isolate:  # the sandbox's own /tmp, gone with it
                 job = self.job(program, runs, stop_on_failure, _SANDBOX_WORKDIR)
@@ -202,7 +205,6 @@ class LocalSandbox:
                 cwd=cwd,
                 env=SCRUBBED_ENV,
                 start_new_session=True,
-                limit=_REPORT_BYTES,
             )
         except OSError as exc:
             raise SandboxError(f"cannot start the sandbox runner ({argv[0]}): {exc}") from None
