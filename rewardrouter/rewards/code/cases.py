@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from rewardrouter.rewards.code.asserts import TestsError, checks_of
+from rewardrouter.rewards.code.asserts import Check, TestsError, checks_of
 from rewardrouter.rewards.code.harness import encode
 
 CaseKind = Literal["stdin", "call", "checks"]
@@ -147,33 +147,34 @@ def _call(name: str, args: list[Any]) -> dict[str, Any]:
     return {"calls": [{"call": name, "args": encode(args), "kwargs": encode({})}]}
 
 
-def _checked(code: str, entry: Any, what: str) -> list[Case]:
+def _check_groups(code: str, entry: Any, what: str) -> list[list[Check]]:
     try:
-        groups = checks_of(code, entry if isinstance(entry, str) and entry else None)
+        return checks_of(code, entry if isinstance(entry, str) and entry else None)
     except TestsError as exc:
         raise LabelError(f"{what}: {exc}") from None
-    return [
-        Case("checks", {"calls": [c for check in group for c in check.calls]}, tuple(group))
-        for group in groups
-    ]
+
+
+def _checks_case(checks: Sequence[Check]) -> Case:
+    """One case that passes when all ``checks`` hold: their calls, in order, in one process."""
+    return Case("checks", {"calls": [c for check in checks for c in check.calls]}, tuple(checks))
 
 
 def _assert_cases(asserts: Any, setup: Any) -> list[Case]:
     if not isinstance(asserts, list) or not all(isinstance(a, str) for a in asserts):
         raise LabelError(f"`asserts` is {_short(asserts)}; expected a list of assert statements")
     prefix = f"{setup}\n" if isinstance(setup, str) and setup.strip() else ""
-    cases = []
-    for i, code in enumerate(asserts):
-        groups = _checked(prefix + code, None, f"asserts[{i}]")
-        checks = tuple(check for case in groups for check in case.expected)
-        cases.append(Case("checks", {"calls": [c for k in checks for c in k.calls]}, checks))
-    return cases
+    return [
+        _checks_case(
+            [c for group in _check_groups(prefix + code, None, f"asserts[{i}]") for c in group]
+        )
+        for i, code in enumerate(asserts)
+    ]
 
 
 def _code_cases(test: Any, entry_point: Any) -> list[Case]:
     if not isinstance(test, str) or not test.strip():
         raise LabelError(f"`test` is {_short(test)}; expected test code")
-    return _checked(test, entry_point, "`test`")
+    return [_checks_case(group) for group in _check_groups(test, entry_point, "`test`")]
 
 
 def parse_tests(label: Any) -> list[Case]:
