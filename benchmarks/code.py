@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from rewardrouter import Sample, compile_router
-from rewardrouter.rewards.code import CodeLimits, LocalSandbox, parse_tests
+from rewardrouter.rewards.code import CodeLimits, LocalSandbox, extract_program, parse_tests
 from rewardrouter.rewards.code.compare import same_output
+from rewardrouter.rewards.code.local import limits_json
 
 RIGHT = "a, b = map(int, input().split())\nprint(a + b)\n"
 WRONG = "a, b = map(int, input().split())\nprint(a - b)\n"
@@ -57,7 +58,7 @@ def workload(programs: int, tests: int) -> list[Sample]:
 
 def naive(samples: list[Sample], workers: int) -> list[float]:
     def grade(sample: Sample) -> float:
-        program = sample.response.split("```python\n", 1)[1].split("```", 1)[0]
+        program = extract_program(sample.response, "python") or ""
         cases = parse_tests(sample.label)
         with tempfile.TemporaryDirectory() as where:
             path = Path(where) / "solution.py"
@@ -89,11 +90,10 @@ def routed(samples: list[Sample], workers: int) -> list[float]:
 
 
 def limits_only(samples: list[Sample], workers: int) -> list[float]:
-    limits = CodeLimits(**LIMITS)
-    sandbox = LocalSandbox(limits, workers=workers, isolate=False, drop_user=False)
+    sandbox = LocalSandbox(CodeLimits(**LIMITS), workers=workers, isolate=False, drop_user=False)
 
     async def grade(sample: Sample) -> float:
-        program = sample.response.split("```python\n", 1)[1].split("```", 1)[0]
+        program = extract_program(sample.response, "python") or ""
         cases = parse_tests(sample.label)
         report = await sandbox.run(program, [c.run for c in cases])
         passed = sum(
@@ -111,20 +111,11 @@ def limits_only(samples: list[Sample], workers: int) -> list[float]:
 def previous(runner: Path) -> Any:
     """A grader that runs ``runner`` (an earlier release's harness) as that release did: a fresh
     session and temporary directory per program, the job on stdin, the report on stdout."""
-    limits = CodeLimits(**LIMITS)
-    job_limits = {
-        "wall_seconds": limits.timeout,
-        "cpu_seconds": limits.timeout,
-        "memory_bytes": limits.memory_mb << 20,
-        "file_bytes": limits.output_kb << 10,
-        "processes": limits.processes,
-        "disk_bytes": limits.disk_mb << 20,
-        "deadline_seconds": None,
-    }
+    job_limits = limits_json(CodeLimits(**LIMITS))  # that release's job took the same limits
 
     def grade_all(samples: list[Sample], workers: int) -> list[float]:
         def grade(sample: Sample) -> float:
-            program = sample.response.split("```python\n", 1)[1].split("```", 1)[0]
+            program = extract_program(sample.response, "python") or ""
             cases = parse_tests(sample.label)
             with tempfile.TemporaryDirectory() as where:
                 Path(where).chmod(0o711)
