@@ -32,7 +32,9 @@ key                                    value
 
 from __future__ import annotations
 
+import itertools
 import warnings
+import weakref
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable, Sequence
 
@@ -47,6 +49,15 @@ _emitted: set[str] = set()
 #: (kind, batch) checks already counted; cleared when it reaches ``_COUNTED_KEPT`` entries.
 _counted: set[tuple[str, Hashable]] = set()
 _COUNTED_KEPT = 256
+#: The serial number of each live sample that :func:`batch_key` numbered, by ``id``: a weak
+#: reference tells whether the object at that id is still the one numbered, and forgets it when
+#: it is freed.
+_numbered: dict[int, tuple[weakref.ref[object], int]] = {}
+#: Samples that take no weak reference (a slotted dataclass such as :class:`rewardrouter.Sample`),
+#: with their serial numbers, held until ``_counted`` is cleared so that no other object takes
+#: their id meanwhile.
+_held: dict[int, tuple[object, int]] = {}
+_serials = itertools.count()
 
 
 def warn(
@@ -66,6 +77,7 @@ def warn(
             return
         if len(_counted) >= _COUNTED_KEPT:
             _counted.clear()
+            _held.clear()
         _counted.add((kind, batch))
     WARNINGS[kind] += count
     once = message if key is None else key
@@ -74,13 +86,36 @@ def warn(
         warnings.warn(message, RewardRouterWarning, stacklevel=3)
 
 
+def _serial(sample: object) -> int:
+    """The sample object's serial number: one per object, never reused (an ``id`` is, once the
+    object is freed: a new batch would then pass for a counted one)."""
+    at = id(sample)
+    numbered = _numbered.get(at)
+    if numbered is not None and numbered[0]() is sample:
+        return numbered[1]
+    held = _held.get(at)
+    if held is not None and held[0] is sample:
+        return held[1]
+    serial = next(_serials)
+
+    def forget(ref: weakref.ref[object]) -> None:
+        if _numbered.get(at, (None, 0))[0] is ref:
+            _numbered.pop(at, None)
+
+    try:
+        _numbered[at] = (weakref.ref(sample, forget), serial)
+    except TypeError:  # no weak reference to it: held while the counted checks are kept
+        _held[at] = (sample, serial)
+    return serial
+
+
 def batch_key(samples: Sequence[object]) -> Hashable:
     """What tells one batch from another while both hooks of a trainer hold it: its size and
-    the identity of its first and last sample (the hooks see the same sample objects, though
-    not always the same list)."""
+    the serial numbers of its first and last sample (the hooks see the same sample objects,
+    though not always the same list). Unlike ids, serial numbers are never reused."""
     if not samples:
         return (0,)
-    return (len(samples), id(samples[0]), id(samples[-1]))
+    return (len(samples), _serial(samples[0]), _serial(samples[-1]))
 
 
 def warning_metrics() -> dict[str, float]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from argparse import Namespace
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -162,6 +162,25 @@ def test_a_batch_is_counted_once_though_two_hooks_check_it() -> None:
     assert _metrics.WARNINGS["one_prompt_group"] == 1
     batch_positions(Namespace(), 2, _metrics.batch_key([Sample(), Sample()]))
     assert _metrics.WARNINGS["one_prompt_group"] == 2
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(Sample, id="no_weak_reference"),  # a slotted dataclass
+        pytest.param(lambda: Namespace(prompt="a"), id="weak_reference"),
+    ],
+)
+@pytest.mark.filterwarnings("ignore::rewardrouter.RewardRouterWarning")
+def test_a_new_batch_is_counted_though_it_takes_the_ids_of_a_freed_one(
+    make: Callable[[], object],
+) -> None:
+    """CPython gives a new batch the memory, and so the ids, of a freed one."""
+    for _ in range(20):
+        batch = [make(), make()]
+        batch_positions(Namespace(), 2, _metrics.batch_key(batch))
+        del batch
+    assert _metrics.WARNINGS["one_prompt_group"] == 20
 
 
 # -- through the command line: refused before anything is scored ------------------------------
