@@ -55,8 +55,9 @@ instruction, or fails the batch:
   ``change_case:english_lowercase``) is not followed by text in which langdetect finds no
   language: empty, digits, punctuation, emoji, or a script without a langdetect profile (all-caps
   Armenian passed ``english_capital``). lm-eval counts that failure as followed, and logs the whole
-  text at ERROR; here the record is dropped and the instruction not followed, in loose mode too
-  (French with a last line of digits passed any language there).
+  text at ERROR; here, during this kind's checks, langdetect answers "no language" instead of
+  raising, so lm-eval's own comparison fails and logs nothing, in loose mode too (French with a
+  last line of digits passed any language there).
 - A check that exceeds the recursion limit (``json_format`` on 100,000 nested ``[``) is not
   followed, where lm-eval raises ``RecursionError``.
 - Invisible format characters (Unicode category Cf: zero-width spaces and joiners, bidi
@@ -101,14 +102,6 @@ INSTALL = "pip install 'rewardrouter[ifeval]'"
 PUNKT_INSTRUCTIONS = ("length_constraints:number_sentences", "change_case:capital_word_frequency")
 #: The modules the checks import: lm-eval and what its ``ifeval`` extra brings.
 EXTRA_MODULES = ("lm_eval", "nltk", "langdetect", "immutabledict")
-#: Instructions whose lm-eval check counts "langdetect found no language" as followed.
-LANGUAGE_INSTRUCTIONS = frozenset(
-    {
-        "language:response_language",
-        "change_case:english_capital",
-        "change_case:english_lowercase",
-    }
-)
 NO_COMMA = "punctuation:no_comma"
 CONSTRAINED = "detectable_format:constrained_response"
 #: The longest response (after its thinking) checked by default: three thousand words and more,
@@ -119,7 +112,7 @@ CONSTRAINED = "detectable_format:constrained_response"
 DEFAULT_MAX_CHARS = 20_000
 #: The most characters of a response that a log record or an error message of this kind shows.
 EXCERPT_CHARS = 200
-#: lm-eval's module that logs whole responses (at ERROR, when langdetect finds no language).
+#: lm-eval's module of checks, whose logger may show whole responses.
 LM_EVAL_INSTRUCTIONS = "lm_eval.tasks.ifeval.instructions"
 
 _import_lock = threading.Lock()
@@ -150,47 +143,72 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
 
 
 class _Checking(threading.local):
-    """What this thread's running check has seen: ``errors`` holds excerpts of the ERROR
-    records lm-eval logged during it; None when no check runs."""
+    """Whether this thread runs one of this kind's checks (:func:`_checking_here`)."""
 
-    errors: list[str] | None = None
+    active: bool = False
 
 
 _checking = _Checking()
 
 
-class _LmEvalRecords(logging.Filter):
-    """On lm-eval's IFEval logger: no record shows a whole response.
+@contextlib.contextmanager
+def _checking_here() -> Iterator[None]:
+    """This thread runs one of this kind's checks while the block runs: langdetect's failure to
+    find a language reads as no language (:class:`_Langdetect`)."""
+    outer = _checking.active
+    _checking.active = True
+    try:
+        yield
+    finally:
+        _checking.active = outer
 
-    lm-eval logs at ERROR, with the whole text, exactly when it counts a language that langdetect
-    could not detect as followed. During one of this kind's checks such a record is noted (the
-    instruction is then not followed: a failure to detect is never a pass) and dropped, since what
-    it says is no longer true; any other record is cut to an excerpt.
+
+class _Langdetect:
+    """What lm-eval's language checks call as ``langdetect``: langdetect, except that during one
+    of this kind's checks ``detect`` answers ``""`` where langdetect finds no language.
+
+    No language is then not the one asked for, and lm-eval's own comparison fails (where its
+    handler of ``LangDetectException`` counts the instruction as followed and logs the whole
+    text), in every variant of the text that loose mode tries. Outside this kind's checks (lm-eval
+    scoring on its own) ``detect`` is langdetect's.
     """
 
+    def __init__(self, langdetect: ModuleType) -> None:
+        self._langdetect = langdetect
+        self.LangDetectException = langdetect.LangDetectException
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._langdetect, name)
+
+    def detect(self, text: str) -> str:
+        try:
+            language: str = self._langdetect.detect(text)
+        except self.LangDetectException:
+            if _checking.active:
+                return ""
+            raise
+        return language
+
+
+def _install_langdetect(instructions: Any) -> None:
+    """Put :class:`_Langdetect` where lm-eval's ``instructions`` module looks ``langdetect`` up
+    (at each call). Idempotent."""
+    if not isinstance(instructions.langdetect, _Langdetect):
+        instructions.langdetect = _Langdetect(instructions.langdetect)
+
+
+class _Excerpts(logging.Filter):
+    """On lm-eval's IFEval logger: a record cut to an excerpt, so that none shows a whole
+    response."""
+
     def filter(self, record: logging.LogRecord) -> bool:
-        noted = _checking.errors
         message = record.getMessage()
-        if noted is not None and record.levelno >= logging.ERROR:
-            noted.append(excerpt(message))
-            return False
         if len(message) > EXCERPT_CHARS:
             record.msg, record.args = excerpt(message), ()
         return True
 
 
-_RECORDS = _LmEvalRecords()
-
-
-@contextlib.contextmanager
-def _noting_errors() -> Iterator[list[str]]:
-    """The ERROR records lm-eval logs in this thread while the block runs (dropped, not shown)."""
-    noted: list[str] = []
-    _checking.errors = noted
-    try:
-        yield noted
-    finally:
-        _checking.errors = None
+_EXCERPTS = _Excerpts()
 
 
 @cache
@@ -219,19 +237,6 @@ def visible(text: str) -> str:
     return text if text.isascii() else text.translate(_unicode_tables()[0])
 
 
-def has_language(text: str) -> bool:
-    """Whether langdetect finds a language in ``text`` (it finds none in digits, punctuation,
-    emoji, or a script that it has no profile for). Call :func:`checks` first: it fixes the seed."""
-    from langdetect import detect
-    from langdetect.lang_detect_exception import LangDetectException
-
-    try:
-        detect(text)
-    except LangDetectException:
-        return False
-    return True
-
-
 def missing_modules() -> list[str]:
     """The modules of :data:`EXTRA_MODULES` that are not installed, found without importing any
     (importing lm-eval's checks takes seconds: NLTK brings scipy and scikit-learn)."""
@@ -245,8 +250,9 @@ def checks() -> ModuleType:
     Imported once per process that scores: a worker process imports it when it starts
     (:data:`IfevalReward.worker_imports`), any other at its first sample. Its import would try
     to download NLTK's ``punkt_tab`` and print to stdout; a grader reaches no network and writes
-    nothing to a trainer's stdout, so both are held off. It also puts a filter on lm-eval's
-    logger (:class:`_LmEvalRecords`) that keeps whole responses out of log records.
+    nothing to a trainer's stdout, so both are held off. It also puts :class:`_Langdetect` in
+    lm-eval's language checks and a filter on its logger (:class:`_Excerpts`) that keeps whole
+    responses out of log records.
     """
     with _import_lock:  # scoring threads share the swapped-out downloader
         import nltk
@@ -273,11 +279,12 @@ def checks() -> ModuleType:
 
         DetectorFactory.seed = 0
         init_factory()
-        from lm_eval.tasks.ifeval import instructions_util
+        from lm_eval.tasks.ifeval import instructions, instructions_util
 
         punkt = ifeval_punkt.install(instructions_util)
-        if _RECORDS not in logging.getLogger(LM_EVAL_INSTRUCTIONS).filters:
-            logging.getLogger(LM_EVAL_INSTRUCTIONS).addFilter(_RECORDS)
+        _install_langdetect(instructions)
+        if _EXCERPTS not in logging.getLogger(LM_EVAL_INSTRUCTIONS).filters:
+            logging.getLogger(LM_EVAL_INSTRUCTIONS).addFilter(_EXCERPTS)
         _unicode_tables()  # a quarter of a second, paid here rather than by a call
     if asked and not punkt:
         log.warning(
@@ -516,13 +523,10 @@ def _follows(
     departures (module docstring)."""
     if instruction == NO_COMMA:
         text = text.translate(_unicode_tables()[1])
-    # Decided here as well as from lm-eval's records below: a trainer may silence its logger.
-    if instruction in LANGUAGE_INSTRUCTIONS and not has_language(text):
-        return False
     example = utils.InputExample(
         key=0, instruction_id_list=[instruction], prompt=prompt, kwargs=[kwargs]
     )
-    with _noting_errors() as undetected:
+    with _checking_here():
         try:
             result = test(example, text)
         except RecursionError:
@@ -537,8 +541,7 @@ def _follows(
             ) from None
         except Exception as exc:
             raise _check_error(instruction, exc) from None
-    # In loose mode lm-eval may have passed a variant of the text without a language.
-    if not result.follow_instruction_list[0] or undetected:
+    if not result.follow_instruction_list[0]:
         return False
     if instruction == CONSTRAINED:  # lm-eval looks for any option: every option at once hedges
         options = utils.instructions_registry.instructions._CONSTRAINED_RESPONSE_OPTIONS

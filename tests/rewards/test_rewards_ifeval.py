@@ -397,3 +397,38 @@ def test_log_records_show_at_most_an_excerpt_of_a_response(
     assert len(record.getMessage()) <= ifeval.EXCERPT_CHARS + 30
     assert record.getMessage().endswith(" characters)")
     assert "7" * ifeval.EXCERPT_CHARS not in caplog.text
+
+
+SILENCED = [
+    # loose mode tries the text without its first line: digits alone, no language
+    pytest.param("loose", f"{FRENCH}\n12345", id="loose_digits_last_line"),
+    pytest.param("strict", "12345", id="strict_digits"),
+]
+
+
+@pytest.mark.parametrize(("mode", "response"), SILENCED)
+def test_no_language_follows_no_language_with_lm_evals_logger_silenced(
+    mode: str, response: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ifeval.checks()
+    # a trainer may silence lm-eval's logger: the verdict does not depend on its records
+    monkeypatch.setattr(logging.getLogger(ifeval.LM_EVAL_INSTRUCTIONS), "disabled", True)
+    assert score(response, [LANGUAGE], [{"language": "de"}], mode=mode) == 0.0
+    assert score(GERMAN, [LANGUAGE], [{"language": "de"}], mode=mode) == 1.0
+
+
+def test_a_strict_language_check_runs_langdetect_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import langdetect
+
+    ifeval.checks()
+    calls: list[str] = []
+    detect = langdetect.detect
+
+    def counted(text: str) -> str:
+        calls.append(text)
+        language: str = detect(text)
+        return language
+
+    monkeypatch.setattr(langdetect, "detect", counted)
+    assert score(GERMAN, [LANGUAGE], [{"language": "de"}]) == 1.0
+    assert calls == [GERMAN]
