@@ -7,6 +7,7 @@ test; the SandboxFusion tests run against a real server on 127.0.0.1 that speaks
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ from rr_sandbox_fusion import FusionServer
 from rewardrouter import ConfigError, RewardError
 from rewardrouter.rewards.code import LabelError, extract_program, parse_tests
 from rewardrouter.rewards.code.compare import same_output, same_return
+from rewardrouter.rewards.code.harness import decode, encode
 
 LIMITS = {"timeout": 1.5, "memory_mb": 256, "processes": 8, "output_kb": 64, "disk_mb": 8}
 
@@ -383,3 +385,42 @@ def test_readme_code_block_compiles(make_router: Any) -> None:
         )[0].reward
         == 1.0
     )
+
+
+# Python itself is the truth for a converted assert: for every value a program could return,
+# the check the grader evaluates outside the program must agree with running the assert.
+ASSERTS = [
+    "assert f(1) == 2",
+    "assert f([3, 1]) == [1, 3]",
+    "assert f('ab') == ('a', 'b')",
+    "assert set(f(0)) == {1, 2}",
+    "assert sorted(f(0)) == [1, 2]",
+    "assert abs(f(0) - 0.5) < 1e-6",
+    "assert math.isclose(f(0), 0.1 + 0.2)",
+    "assert f(0) is None",
+    "assert not f(0)",
+    "assert f(0)",
+    "assert len(f(0)) == 2 and f(0)[0] == 1",
+    "assert f(0) in [1, 2, 3]",
+    "assert f(0) == {'a': [1, (2, 3)]}",
+    "assert f(0).count(1) == 2",
+    "assert f(0) != f(1)",
+]
+RETURNS = [2, 1, [1, 3], (1, 3), ("a", "b"), ["a", "b"], {1, 2}, [2, 1], 0.5, 0.5000001, 0.3,
+           0.30000000000000004, None, 0, "", [1, 1], [1, 2], {"a": [1, (2, 3)]},
+           {"a": [1, [2, 3]]}, True, 1.0, b"x", frozenset({1, 2})]  # fmt: skip
+
+
+@pytest.mark.parametrize("test", ASSERTS)
+def test_a_converted_assert_agrees_with_python_on_every_value(test: str) -> None:
+    [case] = parse_tests({"asserts": [test], "setup": "import math"})
+    [check] = case.expected
+    for value in RETURNS:
+        try:
+            exec(test, {"math": math, "f": lambda *args, value=value: value})
+            python = True
+        except Exception:  # AssertionError, or a TypeError the assert would have raised
+            python = False
+        # the value as it comes back from the sandbox: encoded, through JSON, decoded
+        returned = decode(json.loads(json.dumps(encode(value))))
+        assert check.holds([returned] * len(check.calls)) is python, (test, value)
