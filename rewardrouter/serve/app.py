@@ -64,7 +64,14 @@ from aiohttp import web
 from rewardrouter.config.load import validate
 from rewardrouter.config.models import RouterConfig
 from rewardrouter.errors import ConfigError, Problem
-from rewardrouter.serve.guard import GUARD, BodyTooSlow, ConnectionGuard, read_body, track_requests
+from rewardrouter.serve.guard import (
+    GUARD,
+    BodyTooSlow,
+    ConnectionGuard,
+    connection_cap,
+    read_body,
+    track_requests,
+)
 from rewardrouter.serve.lanes import ScoringLanes
 from rewardrouter.serve.options import ServeOptions
 from rewardrouter.serve.process import ScoringFailed
@@ -193,6 +200,7 @@ def make_app(
     token: str | None = None,
     max_request_mb: float = MAX_REQUEST_MB,
     options: ServeOptions | None = None,
+    cap: int | None = None,
 ) -> web.Application:
     """The aiohttp application serving the router of ``config`` (validated here; compiled in
     the scoring processes the application starts with it and stops at its cleanup).
@@ -201,8 +209,10 @@ def make_app(
     ``max_request_mb``: larger bodies get 413. ``options``: the body deadline, the small-request
     lane (:mod:`rewardrouter.serve.lanes`) and the connection guard that
     :class:`~rewardrouter.serve.guard.GuardedSite` serves the application through (``app[GUARD]``;
-    a plain aiohttp site leaves connections unguarded). Starting the application raises
-    :class:`~rewardrouter.ConfigError` when the router does not compile.
+    a plain aiohttp site leaves connections unguarded). ``cap``: that guard's connection cap
+    (None: :func:`~rewardrouter.serve.guard.connection_cap` of ``options.max_connections``,
+    computed here). Starting the application raises :class:`~rewardrouter.ConfigError` when the
+    router does not compile.
     """
     problem = size_problem(max_request_mb)
     if problem is not None:
@@ -218,7 +228,9 @@ def make_app(
     app[SCORING] = ScoringLanes(config, options.small_request_bytes)
     app[LIMIT_MB] = max_request_mb
     app[OPTIONS] = options
-    app[GUARD] = ConnectionGuard(options)
+    if cap is None:
+        cap, _ = connection_cap(options.max_connections)
+    app[GUARD] = ConnectionGuard(options, cap)
     if token is not None:
         app[TOKEN] = token
     app.router.add_post("/reward", reward)

@@ -166,12 +166,11 @@ _EVICTION: tuple[tuple[State, str], ...] = (
 
 class ConnectionGuard:
     """Every open connection of one server, by state, and the cap on their number (see the
-    module's description). ``cap=None``: ``options.max_connections``, else
-    :data:`MAX_CONNECTIONS` (the command sets :attr:`cap` from :func:`connection_cap`)."""
+    module's description); ``cap`` comes from :func:`connection_cap`."""
 
-    def __init__(self, options: ServeOptions, cap: int | None = None) -> None:
+    def __init__(self, options: ServeOptions, cap: int) -> None:
         self.options = options
-        self.cap = cap if cap is not None else options.max_connections or MAX_CONNECTIONS
+        self.cap = cap
         #: Connections by state; ``idle`` and ``head`` in the order they entered it.
         self._by_state: dict[State, OrderedDict[GuardedConnection, None]] = {
             "idle": OrderedDict(),
@@ -344,7 +343,8 @@ def connection_cap(requested: int | None) -> tuple[int, str | None]:
     Raises :class:`~rewardrouter.ConfigError` naming ``--max-connections`` when a requested cap
     does not fit under the open-file limit (:func:`cap_problem`).
     """
-    want = (requested or MAX_CONNECTIONS) + RESERVED_FDS
+    cap = requested or MAX_CONNECTIONS
+    want = cap + RESERVED_FDS
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != resource.RLIM_INFINITY and soft < want:
         raised = want if hard == resource.RLIM_INFINITY else min(want, hard)
@@ -353,9 +353,9 @@ def connection_cap(requested: int | None) -> tuple[int, str | None]:
             soft = raised
         except (ValueError, OSError):
             pass
-    problem = cap_problem(requested or MAX_CONNECTIONS, soft)
+    problem = cap_problem(cap, soft)
     if problem is None:
-        return want - RESERVED_FDS, None
+        return cap, None
     fits = soft - RESERVED_FDS
     if requested is not None or fits < 1:
         raise ConfigError([problem])

@@ -224,8 +224,7 @@ async def serve(
         raise ConfigError([Problem("port", problem)])
     options = options or ServeOptions()
     cap, note = connection_cap(options.max_connections)
-    app = make_app(config, token=token, max_request_mb=max_request_mb, options=options)
-    app[GUARD].cap = cap
+    app = make_app(config, token=token, max_request_mb=max_request_mb, options=options, cap=cap)
     runner = web.AppRunner(app, shutdown_timeout=5.0, keepalive_timeout=options.keep_alive_timeout)
     if stop is None:
         stop = asyncio.Event()
