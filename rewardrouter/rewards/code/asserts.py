@@ -409,7 +409,7 @@ class _Converter:
             ):
                 continue
             else:
-                raise self.fail(node, f"a {type(node).__name__} statement")
+                raise self.fail(node, f"a statement of kind {type(node).__name__}")
         return checks
 
 
