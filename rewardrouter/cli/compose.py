@@ -205,12 +205,17 @@ def register_config_file(path: Path) -> str:
 _MISSING_OPTION = re.compile(r"Could not (?:find|load) '([^'/]+)/([^']+)'")
 
 
-def hydra_problem(exc: Exception, options: Callable[[str], list[str]]) -> Problem:
-    """Hydra's compose error as a :class:`Problem`, with a "did you mean" for a group option
-    that does not exist (``shaping=grpoo``); ``options(group)`` lists a group's options."""
+#: The lines OmegaConf appends to say where an error is; the problem's key says it.
+_CONTEXT_LINES = ("full_key:", "object_type=", "reference_type=")
+
+
+def hydra_problem(exc: Exception, options: Callable[[str], list[str]] | None = None) -> Problem:
+    """Hydra's or OmegaConf's own error as a :class:`Problem` at its key when it names one,
+    with a "did you mean" for a group option that does not exist (``shaping=grpoo``) when
+    ``options(group)`` lists a group's options."""
     text = str(exc)
-    found = _MISSING_OPTION.search(text)
-    if found:
+    found = _MISSING_OPTION.search(text) if options is not None else None
+    if found and options is not None:
         group, option = found.groups()
         known = options(group)
         close = did_you_mean(option, known)
@@ -219,7 +224,13 @@ def hydra_problem(exc: Exception, options: Callable[[str], list[str]]) -> Proble
             f"no option {option!r} in config group {group!r}",
             f"{close + ' ' if close else ''}options: {', '.join(known) or 'none'}",
         )
-    return Problem("<overrides>", " ".join(text.split()))
+    lines = [line for line in text.splitlines() if not line.strip().startswith(_CONTEXT_LINES)]
+    return Problem(
+        str(getattr(exc, "full_key", None) or "<overrides>"),
+        " ".join(" ".join(lines).split()) or type(exc).__name__,
+        "fix the override or the YAML key it names (an interpolation `${a.b}` must name a "
+        "key of the config); rewardrouter --cfg job prints the composed config",
+    )
 
 
 def _compose(overrides: Sequence[str]) -> DictConfig:

@@ -29,6 +29,7 @@ from rich.markup import escape
 from rewardrouter.cli.compose import (
     config_file_problems,
     created_problems,
+    hydra_problem,
     plain_value_keys,
     precheck,
     register_config_file,
@@ -148,19 +149,6 @@ def _job(cfg: DictConfig) -> float:
         fail(exc)
     except (HydraException, OmegaConfBaseException) as exc:  # a config Hydra composed but
         fail(ConfigError([hydra_problem(exc)], "the command line"))  # cannot give as values
-
-
-def hydra_problem(exc: Exception) -> Problem:
-    """Hydra's or OmegaConf's own error as a :class:`Problem`: its key when it names one."""
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    key = getattr(exc, "full_key", None) or "<overrides>"
-    message = lines[0] if lines else type(exc).__name__
-    return Problem(
-        str(key),
-        message,
-        "fix the override or the YAML key it names (an interpolation `${a.b}` must name a "
-        "key of the config); rewardrouter --cfg job prints the composed config",
-    )
 
 
 def job_arguments(argv: list[str]) -> list[str]:

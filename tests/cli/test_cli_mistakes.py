@@ -794,6 +794,16 @@ def test_config_mistakes_exit_2_not_the_status_of_failed_calls(
     assert (status, output[output.index("error: ") :]) == (2, message)
 
 
+def test_a_hydra_override_error_keeps_hydras_advice() -> None:
+    """Hydra's own override errors say what to do on their later lines: they are kept."""
+    with pytest.raises(ConfigError) as caught:
+        compose_job(["+data=1"])
+    [problem] = caught.value.problems
+    assert problem.path == "<overrides>"
+    assert "Either remove + prefix: 'data=1'" in problem.message
+    assert problem.hint is not None and "rewardrouter --cfg job" in problem.hint
+
+
 def test_the_usage_text_gives_every_exit_status(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
