@@ -78,7 +78,6 @@ import importlib.util
 import io
 import json
 import logging
-import sys
 import threading
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping
@@ -211,30 +210,36 @@ class _Excerpts(logging.Filter):
 _EXCERPTS = _Excerpts()
 
 
-@cache
-def _unicode_tables() -> tuple[dict[int, None], dict[int, str]]:
-    """``str.translate`` tables from the Unicode database: every invisible format character
-    (category Cf) to nothing, and every other comma (a punctuation mark named COMMA) to ``,``."""
-    invisible: dict[int, None] = {}
-    commas: dict[int, str] = {}
-    for code in range(sys.maxunicode + 1):
-        char = chr(code)
-        category = unicodedata.category(char)
-        if category == "Cf":
-            invisible[code] = None
-        elif category[0] == "P" and char != "," and "COMMA" in unicodedata.name(char, ""):
-            commas[code] = ","
-    return invisible, commas
-
-
 def visible(text: str) -> str:
-    """``text`` without its invisible format characters (zero-width spaces and joiners, bidi
-    controls, soft hyphens): what a reader sees, and what every check reads.
+    """``text`` without its invisible format characters (Unicode category Cf: zero-width spaces
+    and joiners, bidi controls, soft hyphens): what a reader sees, and what every check reads.
 
     >>> visible("forb\u200bidden")
     'forbidden'
     """
-    return text if text.isascii() else text.translate(_unicode_tables()[0])
+    if text.isascii():
+        return text
+    return text.translate({ord(c): None for c in set(text) if unicodedata.category(c) == "Cf"})
+
+
+def plain_commas(text: str) -> str:
+    """``text`` with every other comma (a punctuation mark whose Unicode name says COMMA:
+    fullwidth, ideographic, Arabic, ...) written as ``,``.
+
+    >>> plain_commas("Yes\uff0cno\u3001maybe")
+    'Yes,no,maybe'
+    """
+    if text.isascii():
+        return text
+    return text.translate({ord(c): "," for c in set(text) if _other_comma(c)})
+
+
+def _other_comma(char: str) -> bool:
+    return (
+        char != ","
+        and unicodedata.category(char)[0] == "P"
+        and "COMMA" in unicodedata.name(char, "")
+    )
 
 
 def missing_modules() -> list[str]:
@@ -285,7 +290,6 @@ def checks() -> ModuleType:
         _install_langdetect(instructions)
         if _EXCERPTS not in logging.getLogger(LM_EVAL_INSTRUCTIONS).filters:
             logging.getLogger(LM_EVAL_INSTRUCTIONS).addFilter(_EXCERPTS)
-        _unicode_tables()  # a quarter of a second, paid here rather than by a call
     if asked and not punkt:
         log.warning(
             "NLTK's English Punkt model is not installed: %s fail until `%s` (or `python -m "
@@ -522,7 +526,7 @@ def _follows(
     """Whether ``text`` follows ``instruction``: lm-eval's ``test`` of it alone, with this kind's
     departures (module docstring)."""
     if instruction == NO_COMMA:
-        text = text.translate(_unicode_tables()[1])
+        text = plain_commas(text)
     example = utils.InputExample(
         key=0, instruction_id_list=[instruction], prompt=prompt, kwargs=[kwargs]
     )

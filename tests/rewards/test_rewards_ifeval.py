@@ -8,6 +8,7 @@ import logging
 import pickle
 import subprocess
 import sys
+import unicodedata
 from typing import Any
 
 import pytest
@@ -432,3 +433,20 @@ def test_a_strict_language_check_runs_langdetect_once(monkeypatch: pytest.Monkey
     monkeypatch.setattr(langdetect, "detect", counted)
     assert score(GERMAN, [LANGUAGE], [{"language": "de"}]) == 1.0
     assert calls == [GERMAN]
+
+
+def test_invisible_characters_and_other_commas_are_those_of_the_whole_unicode_database() -> None:
+    # the tables built from a text's own characters agree with a walk of every code point
+    invisible: dict[int, None] = {}
+    commas: dict[int, str] = {}
+    for code in range(sys.maxunicode + 1):
+        char = chr(code)
+        category = unicodedata.category(char)
+        if category == "Cf":
+            invisible[code] = None
+        elif category[0] == "P" and char != "," and "COMMA" in unicodedata.name(char, ""):
+            commas[code] = ","
+    every = "".join(map(chr, range(sys.maxunicode + 1)))
+    assert ifeval.visible(every) == every.translate(invisible)
+    assert ifeval.plain_commas(every) == every.translate(commas)
+    assert ifeval.visible("plain, ascii") == ifeval.plain_commas("plain, ascii") == "plain, ascii"
