@@ -142,6 +142,16 @@ def prompt_groups(
     return cast("list[Hashable]", batch_positions(args, n, batch)), False
 
 
+def rollout_key(sample: Any, row: int) -> tuple[str, Hashable]:
+    """What makes rows one answer in miles: ``rollout_id``, else ``index``, else the row; the
+    field's name with its value."""
+    for name in ("rollout_id", "index"):
+        value = getattr(sample, name, None)
+        if value is not None:
+            return (name, value)
+    return ("row", row)
+
+
 def _rollouts(
     samples: Sequence[Any], groups: Sequence[Hashable], rewards: Sequence[float | None]
 ) -> list[int]:
@@ -149,14 +159,11 @@ def _rollouts(
 
     Raises :class:`RolloutRewardsDiffer` when siblings carry different rewards.
     """
-    first: dict[tuple[Hashable, Hashable], list[int]] = {}
+    first: dict[tuple[Hashable, tuple[str, Hashable]], list[int]] = {}
     for i, sample in enumerate(samples):
-        key = getattr(sample, "rollout_id", None)
-        if key is None:
-            key = getattr(sample, "index", None)
-        first.setdefault((groups[i], ("row", i) if key is None else key), []).append(i)
+        first.setdefault((groups[i], rollout_key(sample, i)), []).append(i)
     stand_in = list(range(len(samples)))
-    for (_, key), rows in first.items():
+    for (_, (_, key)), rows in first.items():
         values = [rewards[r] for r in rows]
         if any(v != values[0] for v in values[1:]):
             raise RolloutRewardsDiffer(

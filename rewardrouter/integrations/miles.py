@@ -41,6 +41,7 @@ from itertools import groupby
 from typing import Any
 
 from rewardrouter.integrations._metrics import warn
+from rewardrouter.integrations._post_process import rollout_key
 from rewardrouter.integrations.slime import (
     batched_custom_rm,
     custom_rm,
@@ -57,20 +58,11 @@ __all__ = [
 ]
 
 
-def _rollout_key(sample: Any, row: int) -> Hashable:
-    """What makes rows one answer in miles: ``rollout_id``, else ``index``, else the row."""
-    for name in ("rollout_id", "index"):
-        value = getattr(sample, name, None)
-        if value is not None:
-            return (name, value)
-    return ("row", row)
-
-
 def _rollouts(rows: list[int], samples: Sequence[Any]) -> list[list[int]]:
     """The rows of each rollout among ``rows``, in order of their first row."""
     order: dict[Hashable, list[int]] = {}
     for row in rows:
-        order.setdefault(_rollout_key(samples[row], row), []).append(row)
+        order.setdefault(rollout_key(samples[row], row), []).append(row)
     return list(order.values())
 
 
