@@ -87,9 +87,8 @@ def _rewards_and_truncation(
         status = status_of(sample)
         reward = None if status == "aborted" else getattr(sample, "reward", None)
         if reward is not None:
-            metadata = getattr(sample, "metadata", None)
-            record = metadata.get(RECORD) if type(metadata) is dict else None
-            if type(record) is dict and record.get("filled"):
+            record = record_of(sample)
+            if record is not None and record.get("filled"):
                 reward = None  # missing_reward.value, handed over in place of none
         truncated.append(status == "truncated")
         try:
