@@ -29,7 +29,7 @@ from functools import lru_cache
 from typing import Any
 
 from rewardrouter.rewards.boxes import final_answer
-from rewardrouter.rewards.statements import STATEMENT, stated_answer
+from rewardrouter.rewards.statements import answer_stated, last_statement
 
 THINK_END = "</think>"
 
@@ -73,11 +73,13 @@ def _answer_of(text: str) -> str:
         found = _GSM8K.findall(text)
         if found:
             return str(found[-1])
-    stated = stated_answer(text)
-    if stated is not None:
-        return stated[0]
-    statement = STATEMENT.search(text)
-    if statement is not None and not text[statement.end() :].strip():
+    statement = last_statement(text)  # the statement a reader takes as the final one
+    if statement is None:
+        return text
+    answer = answer_stated(text, statement)
+    if answer is not None:
+        return answer
+    if not text[statement.end() :].strip():
         raise LabelError(
             f"label {_short(text)} states no answer after {statement.group(0).strip()!r}; "
             f"expected the answer itself or a sentence stating it"

@@ -197,6 +197,12 @@ def test_label_forms(response: str, label: Any, expected: float) -> None:
         pytest.param(["42", ["43"]], "holds a value of type list", id="nested_list"),
         pytest.param("The answer is", "states no answer after 'answer is'", id="empty_statement"),
         pytest.param("Answer:", "states no answer after 'Answer:'", id="empty_answer_line"),
+        # the last statement decides, as it does where it states an answer
+        pytest.param(
+            "Answer: 5. The final answer is",
+            "states no answer after 'final answer is'",
+            id="empty_last_statement",
+        ),
     ],
 )
 def test_labels_of_another_shape_are_refused(label: Any, message: str) -> None:
