@@ -69,6 +69,8 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from rewardrouter.rewards.labels import after_thinking
+
 Parser = Literal["number", "tag", "json"]
 
 #: Digits a score may have; a longer numeral is on no rubric's scale.
@@ -204,8 +206,7 @@ def verdict_text(reply: str, fence: str | None) -> str:
             pos = end + len(closing)
         # Joined by a line break, so that text on both sides of a cut never forms one token.
         reply = "\n".join(kept)
-    _, thought, after = reply.rpartition("</think>")
-    return after if thought else reply
+    return after_thinking(reply)
 
 
 def _score_at(text: str, number: re.Match[str], scale: Scale) -> tuple[float, int]:
