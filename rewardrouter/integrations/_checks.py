@@ -103,11 +103,18 @@ def unlabeled(samples: Sequence[Any], results: Sequence[RewardResult]) -> list[i
 
 
 def warn_unlabeled(
-    samples: Sequence[Any], results: Sequence[RewardResult], source: str, fix: str
+    samples: Sequence[Any],
+    results: Sequence[RewardResult],
+    source: str,
+    fix: str,
+    found: list[int] | None = None,
 ) -> list[int]:
     """:func:`unlabeled`, counted as ``label_missing`` (one per sample) with a warning that
-    names ``source`` (where the labels were read from) and ``fix``; the positions found."""
-    found = unlabeled(samples, results)
+    names ``source`` (where the labels were read from) and ``fix``; the positions found.
+    ``found``: the positions :func:`unlabeled` gave already (a caller that words ``source``
+    from them)."""
+    if found is None:
+        found = unlabeled(samples, results)
     if found:
         routes = sorted({str(results[i].route) for i in found})
         warn(

@@ -170,15 +170,17 @@ def _warn_unlabeled(
     samples: Sequence[Sample], results: Sequence[RewardResult], label_field: str
 ) -> list[int]:
     """The command line's label check (:func:`._checks.warn_unlabeled`), worded for OpenRLHF."""
-    entries = sorted({str(k) for i in unlabeled(samples, results) for k in samples[i].metadata})
-    found = f" (their label objects hold: {', '.join(entries)})" if entries else ""
+    found = unlabeled(samples, results)
+    entries = sorted({str(k) for i in found for k in samples[i].metadata})
+    held = f" (their label objects hold: {', '.join(entries)})" if entries else ""
     return warn_unlabeled(
         samples,
         results,
-        f"the {label_field!r} entry of each JSON-object label{found}",
+        f"the {label_field!r} entry of each JSON-object label{held}",
         "if another entry holds the reference answers, write a reward file with "
         "`reward_func = RewardFunc('/abs/path/router.yaml', label_field='<entry>')`, or give "
         f"every label object a {label_field!r} entry",
+        found,
     )
 
 
