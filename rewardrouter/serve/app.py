@@ -87,6 +87,8 @@ CONFIG = web.AppKey("config", RouterConfig)
 SCORING = web.AppKey("scoring", ScoringLanes)
 TOKEN = web.AppKey("token", str)
 LIMIT_MB = web.AppKey("limit_mb", float)
+#: ``LIMIT_MB`` in bytes, the limit :func:`~rewardrouter.serve.guard.read_body` reads under.
+LIMIT_BYTES = web.AppKey("limit_bytes", int)
 OPTIONS = web.AppKey("options", ServeOptions)
 
 
@@ -96,8 +98,7 @@ def error_reply(status: int, message: str) -> web.Response:
 
 async def _scored(request: web.Request, endpoint: int) -> web.Response:
     """The scoring process's reply to the request's body (read within the body deadline)."""
-    limit = int(request.app[LIMIT_MB] * 2**20)
-    body = await read_body(request, request.app[OPTIONS], limit)
+    body = await read_body(request, request.app[OPTIONS], request.app[LIMIT_BYTES])
     status, reply = await request.app[SCORING].score(endpoint, body)
     return web.Response(body=reply, status=status, content_type="application/json")
 
@@ -220,13 +221,14 @@ def make_app(
     if not isinstance(config, RouterConfig):
         config = validate(config, RouterConfig)
     options = options or ServeOptions()
-    app = web.Application(
-        middlewares=[track_requests, json_errors], client_max_size=int(max_request_mb * 2**20)
-    )
+    # No client_max_size: no handler calls request.read(); bodies are read by read_body, under
+    # app[LIMIT_BYTES].
+    app = web.Application(middlewares=[track_requests, json_errors])
     app[CONFIG] = config
     # Refuses a config it cannot send to a scoring process.
     app[SCORING] = ScoringLanes(config, options.small_request_bytes)
     app[LIMIT_MB] = max_request_mb
+    app[LIMIT_BYTES] = int(max_request_mb * 2**20)
     app[OPTIONS] = options
     if cap is None:
         cap, _ = connection_cap(options.max_connections)
