@@ -23,6 +23,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 class RewardRouterError(Exception):
@@ -94,6 +95,16 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
     """``"did you mean 'x'?"`` for the closest choice, or None when nothing is close."""
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f"did you mean {close[0]!r}?" if close else None
+
+
+def short_repr(value: Any, width: int = 80) -> str:
+    """``repr(value)`` as a message shows it: at most ``width`` characters, ``...`` where cut.
+
+    >>> short_repr("x" * 100, 10)
+    "'xxxxxx..."
+    """
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def listed(problems: Sequence[tuple[int, str]], what: str, shown: int = 10) -> str:

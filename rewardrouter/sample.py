@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any, Protocol, cast
 
-from rewardrouter.errors import Problem, RoutingError, did_you_mean
+from rewardrouter.errors import Problem, RoutingError, did_you_mean, short_repr
 
 #: Sample statuses as slime, miles and vime spell them (``Sample.Status`` values).
 SAMPLE_STATUSES = ("pending", "completed", "truncated", "aborted", "failed")
@@ -27,6 +27,8 @@ LABEL_COLUMNS = ("solution", "answer", "ground_truth", "reference", "gold", "tar
 RESPONSE_COLUMNS = ("completion", "output", "generation", "generated_text", "prediction", "text")
 
 _INT64 = 2**63
+#: The most characters of a field's value that a sample's problem shows.
+_SHOWN = 60
 
 
 class SampleLike(Protocol):
@@ -142,11 +144,11 @@ def group_index_problem(value: Any) -> str | None:
     silently truncated into group 0.
     """
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return f"must be an integer, found {type(value).__name__} {_short(value)}"
+        return f"must be an integer, found {type(value).__name__} {short_repr(value, _SHOWN)}"
     if isinstance(value, float) and not value.is_integer():
         return f"must be an integer, found {value!r} (it would be truncated into another group)"
     if not -_INT64 <= value < _INT64:
-        return f"{_short(value)} is outside the 64-bit integer range"
+        return f"{short_repr(value, _SHOWN)} is outside the 64-bit integer range"
     return None
 
 
@@ -170,7 +172,7 @@ def response_problem(row: Mapping[str, Any]) -> Problem | None:
         return Problem("response", f"{found} (keys: {', '.join(map(str, row)) or 'none'})", hint)
     return Problem(
         "response",
-        f"must be a string, found {type(response).__name__} {_short(response)}",
+        f"must be a string, found {type(response).__name__} {short_repr(response, _SHOWN)}",
         "write the model's answer as one JSON string",
     )
 
@@ -201,7 +203,7 @@ def row_problems(row: Mapping[str, Any]) -> list[Problem]:
         problems.append(
             Problem(
                 "metadata",
-                f"must be an object, found {type(metadata).__name__} {_short(metadata)}",
+                f"must be an object, found {type(metadata).__name__} {short_repr(metadata, _SHOWN)}",
                 'write it as a JSON object, e.g. {"dataset": "gsm8k"}',
             )
         )
@@ -213,7 +215,7 @@ def row_problems(row: Mapping[str, Any]) -> list[Problem]:
         problems.append(
             Problem(
                 "response_length",
-                f"must be a non-negative number of tokens, found {_short(length)}",
+                f"must be a non-negative number of tokens, found {short_repr(length, _SHOWN)}",
             )
         )
     status = row.get("status")
@@ -222,7 +224,7 @@ def row_problems(row: Mapping[str, Any]) -> list[Problem]:
         problems.append(
             Problem(
                 "status",
-                f"{_short(status)} is not a sample status",
+                f"{short_repr(status, _SHOWN)} is not a sample status",
                 f"{close + ' ' if close else ''}expected one of: {', '.join(SAMPLE_STATUSES)}",
             )
         )
@@ -234,7 +236,7 @@ def row_problems(row: Mapping[str, Any]) -> list[Problem]:
                 problems.append(
                     Problem(
                         "reward",
-                        f"holds {_short(entry)}, which is not a finite float",
+                        f"holds {short_repr(entry, _SHOWN)}, which is not a finite float",
                         "store rewards as finite numbers",
                     )
                 )
@@ -244,7 +246,7 @@ def row_problems(row: Mapping[str, Any]) -> list[Problem]:
                 Problem(
                     "reward",
                     f"must be a number or an object, found {type(reward).__name__} "
-                    f"{_short(reward)}",
+                    f"{short_repr(reward, _SHOWN)}",
                     "drop the column to score the row, or store the reward as a number",
                 )
             )
@@ -264,8 +266,3 @@ def _finite(value: int | float) -> bool:
         return math.isfinite(float(value))
     except OverflowError:  # an integer beyond the float range
         return False
-
-
-def _short(value: Any, width: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= width else text[: width - 3] + "..."

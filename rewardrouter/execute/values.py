@@ -6,7 +6,7 @@ import math
 from numbers import Real
 from typing import Any
 
-from rewardrouter.errors import did_you_mean
+from rewardrouter.errors import did_you_mean, short_repr
 
 
 class InvalidReturn(Exception):
@@ -16,11 +16,6 @@ class InvalidReturn(Exception):
     def __init__(self, message: str, hint: str | None = None) -> None:
         super().__init__(message)
         self.hint = hint
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def to_value(raw: Any, key: str | None) -> float | None:
@@ -50,20 +45,22 @@ def to_value(raw: Any, key: str | None) -> float | None:
             )
         entry = raw[key]
         if isinstance(entry, dict):
-            raise InvalidReturn(f"entry {key!r} of the returned dict is a dict: {_short(entry)}")
+            raise InvalidReturn(
+                f"entry {key!r} of the returned dict is a dict: {short_repr(entry)}"
+            )
         return to_value(entry, None)
     if isinstance(raw, Real) or (hasattr(raw, "__float__") and not isinstance(raw, str | bytes)):
         try:
             value = float(raw)
         except OverflowError:  # an int (or Fraction, Decimal) beyond float range, e.g. 10**400
             raise InvalidReturn(
-                f"returned {_short(raw)}, beyond the range of a float; rewards must be finite"
+                f"returned {short_repr(raw)}, beyond the range of a float; rewards must be finite"
             ) from None
         except (TypeError, ValueError):
-            raise InvalidReturn(f"returned {_short(raw)}, which is not a number") from None
+            raise InvalidReturn(f"returned {short_repr(raw)}, which is not a number") from None
         if not math.isfinite(value):
             raise InvalidReturn(f"returned {value}; rewards must be finite")
         return value
     raise InvalidReturn(
-        f"returned {type(raw).__name__} {_short(raw)}; expected a number, a dict or None"
+        f"returned {type(raw).__name__} {short_repr(raw)}; expected a number, a dict or None"
     )

@@ -28,6 +28,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
+from rewardrouter.errors import short_repr
 from rewardrouter.rewards.boxes import final_answer
 from rewardrouter.rewards.statements import answer_stated, last_statement
 
@@ -43,11 +44,6 @@ _FIX = "map data.columns.label to the column that holds the answer, or convert t
 
 class LabelError(ValueError):
     """A label of a shape no grader reads as an answer; the message says what was found."""
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _number_text(value: int | float) -> str:
@@ -81,7 +77,7 @@ def _answer_of(text: str) -> str:
         return answer
     if not text[statement.end() :].strip():
         raise LabelError(
-            f"label {_short(text)} states no answer after {statement.group(0).strip()!r}; "
+            f"label {short_repr(text)} states no answer after {statement.group(0).strip()!r}; "
             f"expected the answer itself or a sentence stating it"
         )
     return text
@@ -127,7 +123,7 @@ def _entries(label: Any) -> list[str | int | float | Fraction | Decimal | None]:
             continue
         what = "a boolean" if isinstance(item, bool) else f"a value of type {type(item).__name__}"
         raise LabelError(
-            f"label {_short(label)} {'holds' if listed else 'is'} {what}; expected "
+            f"label {short_repr(label)} {'holds' if listed else 'is'} {what}; expected "
             f"{LABEL_SHAPES}; {_FIX}"
         )
     return entries
