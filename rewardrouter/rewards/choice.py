@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rewardrouter.rewards.choice_statements import LETTER, final_choice, fold, last_fix
-from rewardrouter.rewards.labels import after_thinking
+from rewardrouter.rewards.labels import after_thinking, label_missing, unwrapped
 from rewardrouter.rewards.registry import BoxedAnswer, boxed_at, builtin, last_box_start
 from rewardrouter.rewards.squad import normalize_answer
 
@@ -80,11 +80,9 @@ def _only_letter(text: str, letters: str) -> str | None:
 
 
 def _missing(label: Any) -> bool:
-    return (
-        label is None
-        or isinstance(label, bool)
-        or (isinstance(label, str | bytes) and not label.strip())
-    )
+    """No label (:func:`~rewardrouter.rewards.labels.label_missing`), or a boolean, which names
+    no option."""
+    return isinstance(unwrapped(label), bool) or label_missing(label)
 
 
 def _gold_letter(
@@ -93,8 +91,9 @@ def _gold_letter(
     correct = metadata.get("correct_letter")
     if isinstance(correct, str) and correct.strip():
         return correct.strip().upper()
+    label = unwrapped(label)  # a NumPy array or scalar: what it holds
     if isinstance(label, list | tuple):
-        given = [item for item in label if not _missing(item)]
+        given = [unwrapped(item) for item in label if not _missing(item)]
         if len(given) > 1:
             raise ValueError(
                 f"label is a list of {len(given)} answers ({str(given)[:60]}); gpqa and "

@@ -91,7 +91,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rewardrouter.errors import did_you_mean
 from rewardrouter.introspect import ResolveError
 from rewardrouter.rewards import ifeval_punkt
-from rewardrouter.rewards.labels import after_thinking
+from rewardrouter.rewards.labels import after_thinking, label_missing
 from rewardrouter.rewards.registry import Bound, Resources, resource_kind
 from rewardrouter.sample import metadata_of
 
@@ -399,20 +399,13 @@ class IfevalSettings(BaseModel):
         return score
 
 
-def _missing(label: Any) -> bool:
-    """No label: ``None``, a blank string, an empty list (as every kind reads a label)."""
-    if isinstance(label, str | bytes):
-        return not label.strip()
-    return label is None or (isinstance(label, list | tuple) and not label)
-
-
 def _instructions(sample: Any) -> tuple[list[str], list[dict[str, Any]]] | None:
     """The row's instructions and their kwargs, from its label, else its metadata; ``None``
     (not applicable) when it has none: no label and no ``instruction_id_list`` in the metadata,
     or an empty ``instruction_id_list``."""
     label = getattr(sample, "label", None)
     data: Any = label
-    if _missing(label):
+    if label_missing(label):
         data = metadata_of(sample)
         if "instruction_id_list" not in data:
             return None

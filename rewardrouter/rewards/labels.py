@@ -105,17 +105,41 @@ def label_texts(label: Any, *, unbox: bool = True) -> tuple[str, ...] | None:
     return texts or None
 
 
+def unwrapped(value: Any) -> Any:
+    """``value`` as plain Python: a NumPy array or scalar (how a Parquet column arrives) as the
+    list or value it holds, anything else as it is.
+
+    >>> import numpy as np
+    >>> unwrapped(np.array(["C"])), unwrapped(np.int64(2)), unwrapped("C")
+    (['C'], 2, 'C')
+    """
+    if hasattr(value, "tolist") and not isinstance(value, str | bytes):
+        return value.tolist()
+    return value
+
+
+def label_missing(label: Any) -> bool:
+    """Whether ``label`` gives no label at all: ``None``, a blank string, an empty list or
+    tuple, also as a NumPy array. Every kind reads such a label as "not applicable".
+
+    >>> [label_missing(x) for x in (None, " ", [], "C", ["C"], 0)]
+    [True, True, True, False, False, False]
+    """
+    label = unwrapped(label)
+    if isinstance(label, str | bytes):
+        return not label.strip()
+    return label is None or (isinstance(label, list | tuple) and not label)
+
+
 def _entries(label: Any) -> list[str | int | float | Fraction | Decimal | None]:
     """The answers a label of any accepted shape lists; :class:`LabelError` for other shapes."""
-    if hasattr(label, "tolist") and not isinstance(label, str | bytes):
-        label = label.tolist()  # a NumPy array or scalar
+    label = unwrapped(label)
     if isinstance(label, Mapping):
         return _entries(_mapped_answers(label))
     listed = isinstance(label, list | tuple)
     entries: list[str | int | float | Fraction | Decimal | None] = []
     for item in label if listed else [label]:
-        if hasattr(item, "tolist") and not isinstance(item, str | bytes):
-            item = item.tolist()
+        item = unwrapped(item)
         if item is None or (
             isinstance(item, str | int | float | Fraction | Decimal) and not isinstance(item, bool)
         ):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import numpy as np
 import pytest
 
 from rewardrouter.rewards import BoxedAnswer, choice_statements
@@ -460,6 +461,31 @@ def test_a_list_label_of_one_answer_is_read() -> None:
     assert gpqa("Answer: C", [" ", "(c)"], {}) == 1.0
     with pytest.raises(ValueError, match="label is a list of 2 answers"):
         gpqa("Answer: C", ["A", "C"], {})
+
+
+NUMPY_LABELS = [
+    # how a Parquet column arrives: read as the list or value it holds
+    pytest.param(np.array(["C"]), 1.0, id="array_of_the_letter"),
+    pytest.param(np.array(["A"]), 0.0, id="array_of_another_letter"),
+    pytest.param(np.array([" ", "(c)"]), 1.0, id="array_with_a_blank"),
+    pytest.param(np.int64(2), 1.0, id="numpy_index"),
+    pytest.param(np.str_("C"), 1.0, id="numpy_string"),
+    pytest.param(np.array([]), None, id="empty_array"),
+    pytest.param(np.array([" "]), None, id="array_of_a_blank"),
+]
+
+
+@pytest.mark.parametrize("kind", [gpqa, multiple_choice])
+@pytest.mark.parametrize(("label", "expected"), NUMPY_LABELS)
+def test_a_numpy_label_is_read_as_what_it_holds(
+    kind: Any, label: Any, expected: float | None
+) -> None:
+    assert kind("Answer: C", label, {}) == expected
+
+
+def test_a_numpy_label_of_two_answers_is_an_error() -> None:
+    with pytest.raises(ValueError, match="label is a list of 2 answers"):
+        gpqa("Answer: C", np.array(["A", "C"]), {})
 
 
 def test_lead_words_do_not_hide_each_other() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pytest
 
 from rewardrouter.rewards import BUILTINS, lookup
@@ -18,6 +19,8 @@ MISSING = [
     pytest.param("  \n", id="blank"),
     pytest.param([], id="empty_list"),
     pytest.param((), id="empty_tuple"),
+    # how an empty Parquet list column arrives
+    pytest.param(np.array([]), id="empty_numpy_array"),
 ]
 # the kinds that grade against a label (the others judge the response's form alone)
 LABELLED = sorted(name for name, spec in BUILTINS.items() if spec.boxable)
