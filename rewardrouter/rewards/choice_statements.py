@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from functools import lru_cache
 from typing import Literal, NamedTuple
 
 Kind = Literal["lead", "hedged", "fix", "verdict", "lone", "line", "text"]
@@ -537,9 +538,11 @@ def _lines(text: str, start: int, letters: str) -> Iterator[Statement]:
                 yield Statement(at, match.end(), letter, "line")
 
 
+@lru_cache(maxsize=256)  # one per set of options, and few sets in a run
 def _line_pattern(others: str, *, lone: bool) -> re.Pattern[str]:
     """A line that starts with one of the letters ``others`` (either case): holding nothing
     else (``lone``), or going on."""
+    others = re.escape(others)
     letter = f"[{others}{others.lower()}]"
     start = (
         "(?m)^" + _LINE_START + rf"(?:\(\s*{letter}\s*\)|\[\s*{letter}\s*\]"
@@ -550,21 +553,13 @@ def _line_pattern(others: str, *, lone: bool) -> re.Pattern[str]:
     return re.compile(start + _MARKS + r"*[ \t]*(?:[*$}][ \t]*)*[^\s.):*$}\u3002]")
 
 
-_LINE_PATTERNS: dict[tuple[str, bool], re.Pattern[str]] = {}
-
-
 def listed_on_lines(text: str, letter: str, letters: str, *, lone: bool) -> bool:
     """Whether another line than ``letter``'s starts with another option in the same way
     (holding nothing else, ``lone``, or going on): then such lines list the options."""
     others = "".join(x for x in letters if x != letter and x.isalpha())
     if not others:
         return False
-    key = (others, lone)
-    if key not in _LINE_PATTERNS:
-        if len(_LINE_PATTERNS) > 256:
-            _LINE_PATTERNS.clear()
-        _LINE_PATTERNS[key] = _line_pattern(re.escape(others), lone=lone)
-    return _LINE_PATTERNS[key].search(text) is not None
+    return _line_pattern(others, lone=lone).search(text) is not None
 
 
 def statements(
@@ -628,15 +623,17 @@ def final_choice(text: str, letters: str, texts: Sequence[str]) -> str | None:
     text = text[-MAX_CHARS:]
     lower = _lower(text)
     found: list[Statement] = []
+    run: list[Statement] = []
     for chars in (*_TAILS, len(text)):
         tail = max(0, len(text) - chars)
         found = statements(text, tail, letters, texts, lower)
-        if not tail or (found and _final_run(found, text)[-1].start > tail + STATEMENT_CHARS):
+        run = _final_run(found, text) if found else []
+        if not tail or (run and run[-1].start > tail + STATEMENT_CHARS):
             break
     if not found:
         return _final_sentence_choice(text, letters, texts)
     last = found[-1]
-    if len({s.letter for s in _final_run(found, text)}) > 1:
+    if len({s.letter for s in run}) > 1:
         return None  # "Answer: A. Answer: B.": two answers at once
     if last.kind in ("lone", "line") and listed_on_lines(
         text, last.letter, letters, lone=last.kind == "lone"
