@@ -14,7 +14,8 @@ the trainer at the first advantage step, after the model is loaded and a rollout
 :func:`router_problems` loads and compiles each router config the launch line names (the reward
 function's ``reward_kwargs.rewardrouter_config``, the estimator's ``algorithm.rewardrouter_config``,
 else ``REWARDROUTER_CONFIG``) and lists what the hook it feeds cannot run: route stages verl cannot
-feed, a ``post_process`` without an advantage stage, and the rest of
+feed, a ``route_by`` without ``data_source`` (:func:`reward_problems`, which the reward function
+runs too), a ``post_process`` without an advantage stage, and the rest of
 :func:`._verl_advantage.estimator_problems`.
 
 rewardrouter's verl plugin runs both checks when verl is imported in the launching process
@@ -34,6 +35,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -49,6 +51,14 @@ from rewardrouter.integrations._source import (
 )
 from rewardrouter.integrations._verl_advantage import ESTIMATOR_NAME, estimator_problems
 from rewardrouter.router import Router, compile_router
+
+#: The metadata field that carries verl's ``data_source`` (listed in the default ``route_by``).
+DATA_SOURCE_FIELD = "data_source"
+
+#: :func:`reward_problems` of each router checked.
+_reward_checked: weakref.WeakKeyDictionary[Router, tuple[Problem, ...]] = (
+    weakref.WeakKeyDictionary()
+)
 
 #: verl 0.9's reward managers (``reward.reward_manager.name``).
 REWARD_MANAGERS = ("naive", "dapo", "gdpo", "limited", "remote")
@@ -153,12 +163,32 @@ def _compiled(source: ConfigSource) -> Router:
     return compile_router(load_config(source.path, source.overrides))
 
 
-def _route_shaping_problems(router: Router) -> list[Problem]:
-    try:
-        check_route_shaping(router, VERL)
-    except ConfigError as exc:
-        return list(exc.problems)
-    return []
+def reward_problems(router: Router) -> list[Problem]:
+    """What verl's ``compute_score`` cannot run in ``router``'s config: route stages verl cannot
+    feed, and a ``route_by`` without :data:`DATA_SOURCE_FIELD` (verl hands each row's dataset
+    there: without it every row is routed by its ``extra_info`` alone, else to
+    ``default_route``, or nowhere). Checked once per router, for the launch check and for every
+    reward call."""
+    found = _reward_checked.get(router)
+    if found is None:
+        found = ()
+        try:
+            check_route_shaping(router, VERL)
+        except ConfigError as exc:
+            found = tuple(exc.problems)
+        fields = list(router.config.route_by)
+        if DATA_SOURCE_FIELD not in fields:
+            found += (
+                Problem(
+                    "route_by",
+                    f"verl's compute_score gives each row's dataset as {DATA_SOURCE_FIELD!r}, "
+                    f"which route_by {fields} does not list, so no row would be routed by its "
+                    f"dataset",
+                    f"add it: route_by: {[*fields, DATA_SOURCE_FIELD]} (fields are tried in order)",
+                ),
+            )
+        _reward_checked[router] = found
+    return list(found)
 
 
 def _within(source: ConfigSource, problems: Sequence[Problem]) -> list[Problem]:
@@ -182,7 +212,7 @@ def router_problems(argv: Sequence[str]) -> list[Problem]:
     checks: list[tuple[str, Callable[[Router], list[Problem]]]] = []
     path, name = (str(values.get(f"{_FUNCTION}.{k}") or "") for k in ("path", "name"))
     if _HOOK_MODULE.search(path) and name in _HOOK_FUNCTIONS:
-        checks.append((_REWARD_HOLDER, _route_shaping_problems))
+        checks.append((_REWARD_HOLDER, reward_problems))
     if values.get(_ESTIMATOR) == ESTIMATOR_NAME:
         checks.append((_ESTIMATOR_HOLDER, estimator_problems))
     from_file = any(a.split("=")[0] in _CONFIG_FILE_OPTIONS for a in argv)

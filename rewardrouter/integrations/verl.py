@@ -50,9 +50,9 @@ from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any
 
-from rewardrouter.errors import ConfigError, Problem
+from rewardrouter.errors import ConfigError
 from rewardrouter.integrations import _verl_advantage, _verl_launch
-from rewardrouter.integrations._route_shaping import VERL, check_route_shaping, shape_rewards
+from rewardrouter.integrations._route_shaping import shape_rewards
 from rewardrouter.integrations._router_cache import shared_router
 from rewardrouter.integrations._source import CONFIG_FIELD, OVERRIDES_FIELD, config_source
 from rewardrouter.results import RewardResult
@@ -62,7 +62,7 @@ from rewardrouter.sample import Sample
 __all__ = ["DATA_SOURCE_FIELD", "compute_advantage", "compute_score", "compute_score_async"]
 
 #: The metadata field that carries verl's ``data_source`` (listed in the default ``route_by``).
-DATA_SOURCE_FIELD = "data_source"
+DATA_SOURCE_FIELD = _verl_launch.DATA_SOURCE_FIELD
 
 #: Statuses that get a numeric column of their own (1.0 on the rows that have them).
 STATUS_COLUMNS = ("skipped", "error", "timeout", "invalid")
@@ -121,22 +121,6 @@ def _scores(router: Router, results: list[RewardResult]) -> list[Score]:
     return scores
 
 
-def _no_data_source(router: Router) -> ConfigError:
-    """verl hands each row's dataset as ``data_source``: a route_by without it routes every row
-    by its ``extra_info`` alone (else to ``default_route``, or nowhere)."""
-    fields = list(router.config.route_by)
-    return ConfigError(
-        [
-            Problem(
-                "route_by",
-                f"verl's compute_score gives each row's dataset as {DATA_SOURCE_FIELD!r}, which "
-                f"route_by {fields} does not list, so no row would be routed by its dataset",
-                f"add it: route_by: {[*fields, DATA_SOURCE_FIELD]} (fields are tried in order)",
-            )
-        ]
-    )
-
-
 def _prepare(
     data_source: Any, solution_str: Any, ground_truth: Any, extra_info: Any, kwargs: dict[str, Any]
 ) -> tuple[Router, list[Sample], bool, SimpleNamespace]:
@@ -146,9 +130,9 @@ def _prepare(
         if name in kwargs
     }
     router = shared_router(config_source(kwargs, "reward_kwargs"))
-    check_route_shaping(router, VERL)
-    if DATA_SOURCE_FIELD not in router.config.route_by:
-        raise _no_data_source(router)
+    problems = _verl_launch.reward_problems(router)
+    if problems:
+        raise ConfigError(problems)
     samples, is_batch = _rows(data_source, solution_str, ground_truth, extra_info, batch)
     kwargs.pop(CONFIG_FIELD, None)
     kwargs.pop(OVERRIDES_FIELD, None)

@@ -410,6 +410,13 @@ REFUSED = [
         r", routes\.gsm8k\.rewards\.correct\.path: module 'verl_rewardz' not found",
         id="reward_module_not_found",
     ),
+    pytest.param(
+        "route_by: [dataset]\nroutes:\n  qa:\n    rewards: {correct: {kind: exact_match}}\n",
+        with_verls_grpo,
+        r"reward_kwargs\.rewardrouter_config -> .*, route_by: verl's compute_score gives each "
+        r"row's dataset as 'data_source'",
+        id="route_by_without_data_source",
+    ),
 ]
 
 
@@ -442,7 +449,9 @@ def test_the_estimator_refuses_the_same_configs_at_its_step(
 def test_every_problem_of_both_hooks_at_once(tmp_path: Path) -> None:
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    reward = shaped_route_config(tmp_path / "a", "{kind: truncation_penalty, factor: 0.5}")
+    reward = shaped_route_config(
+        tmp_path / "a", "{kind: truncation_penalty, factor: 0.5}", "data_source"
+    )
     estimator = tmp_path / "b" / "router.yaml"
     estimator.write_text(
         "routes: {}\npost_process:\n  - {kind: truncation_penalty, factor: 0.5}\n"
