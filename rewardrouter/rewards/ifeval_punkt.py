@@ -22,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-#: The pip line that brings the model (with lm-eval's checks).
+#: The pip line of the ``ifeval`` extra: lm-eval's checks, and the model for them.
 INSTALL = "pip install 'rewardrouter[ifeval]'"
 
 
