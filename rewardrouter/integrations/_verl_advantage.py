@@ -22,6 +22,7 @@ runs it when verl starts, and :func:`compute_advantage` again at every step.
 from __future__ import annotations
 
 import logging
+import weakref
 from typing import Any
 
 import numpy as np
@@ -57,11 +58,22 @@ def group_ids(index: Any, device: torch.device) -> Tensor:
     return torch.as_tensor(inverse.reshape(-1), dtype=torch.int64, device=device)
 
 
+#: :func:`estimator_problems` of each router checked: the advantage step runs every step.
+_checked: weakref.WeakKeyDictionary[Router, tuple[Problem, ...]] = weakref.WeakKeyDictionary()
+
+
 def estimator_problems(router: Router) -> list[Problem]:
     """Every reason ``router``'s ``post_process`` cannot run as verl's estimator (empty: it can).
 
-    Each problem names its YAML path, what was found, and the fix.
+    Each problem names its YAML path, what was found, and the fix. Checked once per router.
     """
+    found = _checked.get(router)
+    if found is None:
+        found = _checked[router] = tuple(_problems(router))
+    return list(found)
+
+
+def _problems(router: Router) -> list[Problem]:
     processor = router.post_processor
     estimator = processor.estimator
     problems: list[Problem] = []

@@ -762,6 +762,23 @@ def test_estimator_exact_zero_for_constant_groups_uneven_groups_by_uid(tmp_path:
     assert (advantages == per_row[:, None] * batch.batch["response_mask"]).all()
 
 
+def test_the_estimator_checks_its_config_once_per_router(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rewardrouter.integrations import _verl_advantage
+
+    checked: list[Any] = []
+    check = _verl_advantage._problems
+    monkeypatch.setattr(
+        _verl_advantage, "_problems", lambda router: checked.append(router) or check(router)
+    )
+    config = tmp_path / "router.yaml"
+    config.write_text("routes: {}\npost_process: [{kind: grpo}]\n")
+    for _ in range(3):  # three advantage steps
+        estimate(config, advantage_batch([1.0, 0.0], ["u", "u"], [2, 2]))
+    assert len(checked) == 1
+
+
 def test_estimator_runs_the_global_shaping_with_each_rows_length(tmp_path: Path) -> None:
     config = tmp_path / "router.yaml"
     config.write_text(
