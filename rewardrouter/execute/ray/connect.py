@@ -106,12 +106,12 @@ def connect(settings: RayConfig) -> Lease:
             listening = False
             head = None if address is None else _head_address(address)
             try:
-                if address is None:
+                if head is None:
                     ray.init(num_cpus=settings.num_cpus)
                 else:
                     # An address that refuses or does not answer is clear at once, not in 20 s;
                     # and a head that answers is not one to be told to start.
-                    listening = check_access(ray, _head_address(address), address)
+                    listening = check_access(ray, head, address)
                     ray.init(address=address, runtime_env=job_env)
             except RewardRouterError:
                 raise
@@ -136,9 +136,12 @@ def _head_address(address: str) -> str:
     return address
 
 
-def _named(head: str, address: str) -> str:
-    """How messages name the head: the address, and where it came from when not said."""
-    return repr(head) if head == address else f"{head!r} (`{address}`, from RAY_ADDRESS)"
+def _named(head: str, given: str | None = None) -> str:
+    """How messages name the head: the address, and where it came from when ``ray.address``
+    said another (``given``: ``auto``)."""
+    if given is None or given == head:
+        return repr(head)
+    return f"{head!r} (`{given}`, from RAY_ADDRESS)"
 
 
 # -- token authentication -----------------------------------------------------------------
@@ -162,7 +165,7 @@ def _auth_mode() -> str:
 def _refused(address: str, exc: BaseException, given: str | None = None) -> str:
     """The message for a head at ``address`` that did not accept this process's
     authentication; ``given``: what ``ray.address`` said, when not ``address`` (``auto``)."""
-    named = _named(address, address if given is None else given)
+    named = _named(address, given)
     if _auth_mode() == "token":
         return (
             f"ray.address: authentication with Ray at {named} failed ({_first_line(exc)}): "
@@ -236,7 +239,7 @@ def check_access(ray: Any, address: str, given: str | None = None) -> bool:
     addresses, which are left to ``ray.init``, as is every answer but a refusal)."""
     if not re.match(r"^[^\s:/]+:\d+$", address):
         return False
-    named = _named(address, address if given is None else given)
+    named = _named(address, given)
     host, _, port = address.rpartition(":")
     try:
         with socket.create_connection((host, int(port)), timeout=ACCESS_SECONDS):
@@ -287,7 +290,7 @@ def _connect_failure(
     authentication_error = getattr(ray.exceptions, "AuthenticationError", ())
     if address is not None and isinstance(exc, authentication_error):
         return _refused(address, exc, given)
-    named = "" if address is None else _named(address, address if given is None else given)
+    named = "" if address is None else _named(address, given)
     if listening:
         return (
             f"ray.address: could not join Ray at {named} ({_first_line(exc)}), although "
