@@ -44,7 +44,14 @@ from rewardrouter.serve.guard import (
     connection_cap,
     hard_cap_problem,
 )
-from rewardrouter.serve.options import KINDS, ServeOptions, flag_of, option_problem
+from rewardrouter.serve.options import (
+    FLAGS,
+    KIND_TEXT,
+    ServeOptions,
+    default_of,
+    flag_of,
+    option_problem,
+)
 from rewardrouter.serve.process import ScoringFailed
 
 T = TypeVar("T")
@@ -98,29 +105,16 @@ def _bound(name: str) -> Callable[[str], float]:
             found = hard_cap_problem(value)  # before the router compiles
         return None if found is None else f"{found.message}; {found.hint}"
 
-    return _option(int if KINDS[name] == "count" else float, problem)
+    return _option(int if FLAGS[name].kind == "count" else float, problem)
 
 
-_METAVAR = {"count": "N", "seconds": "SECONDS", "KiB": "KIB", "KiB/s": "KIB"}
-
-#: The help of each :class:`ServeOptions` flag.
-_OPTION_HELP = {
-    "max_connections": "connections open at once; beyond it a new connection closes the one "
-    "idle longest (else the one whose request head began first), or gets a 503 when every one "
-    "has a request in progress (default 4096, lowered to what `ulimit -n` allows)",
-    "header_timeout": "seconds from a request's first byte to the end of its head; a slower "
-    "head (slowloris) gets a 408 and its connection is closed (default 10)",
-    "keep_alive_timeout": "seconds a connection may wait, from its opening or its last reply, "
-    "until its next request's head is complete: an idle connection is closed after it "
-    "(default 60)",
-    "body_timeout": "seconds of grace for a request body, extended by a second per "
-    "--min-body-rate-kb KiB received; a body slower than that gets a 408 and its connection is "
-    "closed (default 30)",
-    "min_body_rate_kb": "the body rate floor in KiB per second, after --body-timeout (default 16)",
-    "small_request_kb": "bodies up to this many KiB are scored by a scoring process of their "
-    "own, so that a large batch never delays them; 0: one scoring process for every request "
-    "(default 256)",
-}
+def _option_help(name: str) -> str:
+    """The ``--help`` of :class:`ServeOptions` field ``name``, its default included."""
+    flag = FLAGS[name]
+    default = f"{default_of(name):g}"
+    if flag.lowered_from is not None:
+        default += ", lowered to what `ulimit -n` allows"
+    return f"{flag.help} (default {default})"
 
 
 def listen_error(host: str, port: int, exc: OSError) -> str:
@@ -166,8 +160,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
             flag_of(field.name),
             type=_bound(field.name),
             default=field.default,
-            metavar=_METAVAR[KINDS[field.name]],
-            help=_OPTION_HELP[field.name],
+            metavar=KIND_TEXT[FLAGS[field.name].kind].metavar,
+            help=_option_help(field.name),
         )
 
 

@@ -31,8 +31,8 @@ rewardrouter.errors.ConfigError: invalid reward router config (2 problems):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
-from typing import Literal
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, NamedTuple
 
 from rewardrouter.errors import ConfigError, Problem
 
@@ -41,13 +41,40 @@ MAX_CONNECTIONS = 4096
 
 Kind = Literal["count", "seconds", "KiB", "KiB/s"]
 
-#: What each kind of value is called in a message, and what it must be.
-_EXPECTED: dict[Kind, tuple[str, str]] = {
-    "count": ("a count", "a whole number of at least 1"),
-    "seconds": ("a duration", "a positive number of seconds"),
-    "KiB": ("a size", "a number of KiB, 0 or more"),
-    "KiB/s": ("a rate", "a positive number of KiB per second"),
+
+class KindText(NamedTuple):
+    """How a kind of value reads: what it is called in a message, what it must be, and its
+    flags' metavar in ``--help``."""
+
+    called: str
+    expected: str
+    metavar: str
+
+
+KIND_TEXT: dict[Kind, KindText] = {
+    "count": KindText("a count", "a whole number of at least 1", "N"),
+    "seconds": KindText("a duration", "a positive number of seconds", "SECONDS"),
+    "KiB": KindText("a size", "a number of KiB, 0 or more", "KIB"),
+    "KiB/s": KindText("a rate", "a positive number of KiB per second", "KIB"),
 }
+
+
+@dataclass(frozen=True)
+class Flag:
+    """How a :class:`ServeOptions` field reads as a command-line flag: its field's
+    ``metadata["flag"]``. Its default is the field's own."""
+
+    kind: Kind
+    #: The flag's ``--help``, less its default (appended from the field's).
+    help: str
+    #: For a field that defaults to None: the value None stands for, lowered to what the
+    #: open-file limit allows.
+    lowered_from: int | None = None
+
+
+def _flag(default: float | None, kind: Kind, help: str, lowered_from: int | None = None) -> Any:
+    """A :class:`ServeOptions` field with ``default`` and its :class:`Flag`."""
+    return field(default=default, metadata={"flag": Flag(kind, help, lowered_from)})
 
 
 def option_problem(value: object, name: str, given: str | None = None) -> Problem | None:
@@ -58,7 +85,7 @@ def option_problem(value: object, name: str, given: str | None = None) -> Proble
     --header-timeout: 10s is not a duration: expected a positive number of seconds
         give one, e.g. --header-timeout 10, or leave it out for the default 10
     """
-    kind = KINDS[name]
+    kind = FLAGS[name].kind
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         ok = False
     elif kind == "count":
@@ -67,29 +94,16 @@ def option_problem(value: object, name: str, given: str | None = None) -> Proble
         ok = value >= 0 if kind == "KiB" else value > 0
     if ok:
         return None
-    what, expected = _EXPECTED[kind]
+    text = KIND_TEXT[kind]
     flag = flag_of(name)
+    example = f"{default_of(name):g}"
+    lowered = FLAGS[name].lowered_from is not None
     return Problem(
         flag,
-        f"{given if given is not None else value} is not {what}: expected {expected}",
-        f"give one, e.g. {flag} {_EXAMPLES[name]}, or leave it out for the default "
-        f"{_DEFAULTS[name]}",
+        f"{given if given is not None else value} is not {text.called}: expected {text.expected}",
+        f"give one, e.g. {flag} {example}, or leave it out for the default "
+        + (f"({example}, lowered to what the open-file limit allows)" if lowered else example),
     )
-
-
-#: An example value of each field, and how its default reads.
-_EXAMPLES = {
-    "max_connections": "4096",
-    "header_timeout": "10",
-    "keep_alive_timeout": "60",
-    "body_timeout": "30",
-    "min_body_rate_kb": "16",
-    "small_request_kb": "256",
-}
-_DEFAULTS = {
-    **_EXAMPLES,
-    "max_connections": f"({MAX_CONNECTIONS}, lowered to what the open-file limit allows)",
-}
 
 
 @dataclass(frozen=True)
@@ -101,18 +115,47 @@ class ServeOptions:
     open (see :func:`rewardrouter.serve.guard.connection_cap`).
     """
 
-    max_connections: int | None = None
-    header_timeout: float = 10.0
-    keep_alive_timeout: float = 60.0
-    body_timeout: float = 30.0
-    min_body_rate_kb: float = 16.0
-    small_request_kb: float = 256.0
+    max_connections: int | None = _flag(
+        None,
+        "count",
+        "connections open at once; beyond it a new connection closes the one idle longest (else "
+        "the one whose request head began first), or gets a 503 when every one has a request in "
+        "progress",
+        lowered_from=MAX_CONNECTIONS,
+    )
+    header_timeout: float = _flag(
+        10.0,
+        "seconds",
+        "seconds from a request's first byte to the end of its head; a slower head (slowloris) "
+        "gets a 408 and its connection is closed",
+    )
+    keep_alive_timeout: float = _flag(
+        60.0,
+        "seconds",
+        "seconds a connection may wait, from its opening or its last reply, until its next "
+        "request's head is complete: an idle connection is closed after it",
+    )
+    body_timeout: float = _flag(
+        30.0,
+        "seconds",
+        "seconds of grace for a request body, extended by a second per --min-body-rate-kb KiB "
+        "received; a body slower than that gets a 408 and its connection is closed",
+    )
+    min_body_rate_kb: float = _flag(
+        16.0, "KiB/s", "the body rate floor in KiB per second, after --body-timeout"
+    )
+    small_request_kb: float = _flag(
+        256.0,
+        "KiB",
+        "bodies up to this many KiB are scored by a scoring process of their own, so that a large "
+        "batch never delays them; 0: one scoring process for every request",
+    )
 
     def __post_init__(self) -> None:
         problems: list[Problem] = []
-        for field in fields(self):
-            value = getattr(self, field.name)
-            problem = None if value is None else option_problem(value, field.name)
+        for option in fields(self):
+            value = getattr(self, option.name)
+            problem = None if value is None else option_problem(value, option.name)
             if problem is not None:
                 problems.append(problem)
         if problems:
@@ -129,15 +172,20 @@ class ServeOptions:
         return self.min_body_rate_kb * 1024
 
 
-#: The kind of each field's value.
-KINDS: dict[str, Kind] = {
-    "max_connections": "count",
-    "header_timeout": "seconds",
-    "keep_alive_timeout": "seconds",
-    "body_timeout": "seconds",
-    "min_body_rate_kb": "KiB/s",
-    "small_request_kb": "KiB",
-}
+#: The :class:`Flag` of each field.
+FLAGS: dict[str, Flag] = {f.name: f.metadata["flag"] for f in fields(ServeOptions)}
+_DEFAULT_OPTIONS = ServeOptions()
+
+
+def default_of(name: str) -> float:
+    """The default of field ``name``: its field's, or the value its None stands for (before
+    it is lowered to fit)."""
+    default: float | None = getattr(_DEFAULT_OPTIONS, name)
+    if default is None:
+        lowered_from = FLAGS[name].lowered_from
+        assert lowered_from is not None
+        return lowered_from
+    return default
 
 
 def flag_of(name: str) -> str:
