@@ -7,7 +7,7 @@ case here stops before a reward is scored or a server starts.
 
 from __future__ import annotations
 
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,17 +17,6 @@ from rewardrouter.cli import main as cli
 ROUTER = (
     "default_route: exact\nroutes:\n  exact:\n    rewards:\n      correct: {kind: exact_match}\n"
 )
-
-
-def rewardrouter(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *argv: str
-) -> tuple[int, str]:
-    """Run ``rewardrouter ARGV``: its exit status and its output (stdout and stderr, one line)."""
-    monkeypatch.setattr(sys, "argv", ["rewardrouter", *argv])
-    with pytest.raises(SystemExit) as done:
-        cli.main()
-    out = capsys.readouterr()
-    return int(done.value.code or 0), " ".join((out.out + out.err).split())
 
 
 @pytest.fixture
@@ -40,8 +29,7 @@ def router_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 @pytest.mark.parametrize("command", [[], ["check"], ["explain", "--response", "x"], ["serve"]])
 @pytest.mark.parametrize("file_first", [True, False], ids=["config_first", "config_last"])
 def test_a_router_file_and_a_router_choice_are_refused_in_either_order(
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    run_cli: Callable[..., tuple[int, str]],
     router_file: str,
     command: list[str],
     file_first: bool,
@@ -51,7 +39,7 @@ def test_a_router_file_and_a_router_choice_are_refused_in_either_order(
         if file_first
         else ["router=mixed", "--config", router_file]
     )
-    status, out = rewardrouter(monkeypatch, capsys, *command, *argv)
+    status, out = run_cli(*command, *argv)
     assert status == 2
     assert "- router: both --config my.yaml and router=mixed name the router" in out
     assert "keep one: --config FILE for a YAML of your own, router=NAME for a shipped one" in out
@@ -81,9 +69,9 @@ def test_validate_refuses_a_router_file_and_a_router_choice(
     ],
 )
 def test_a_config_value_that_is_not_a_file_is_named(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv: list[str], found: str
+    run_cli: Callable[..., tuple[int, str]], argv: list[str], found: str
 ) -> None:
-    status, out = rewardrouter(monkeypatch, capsys, *argv)
+    status, out = run_cli(*argv)
     assert status == 2
     assert f"--config: needs a router YAML file, found {found!r}" in out
     assert "write the file right after it: --config my_router.yaml" in out
@@ -111,13 +99,12 @@ def test_a_config_value_that_is_not_a_file_is_named(
     ],
 )
 def test_a_command_written_after_other_arguments_is_named(
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    run_cli: Callable[..., tuple[int, str]],
     router_file: str,
     argv: list[str],
     expected: str,
 ) -> None:
-    status, out = rewardrouter(monkeypatch, capsys, *argv)
+    status, out = run_cli(*argv)
     assert status == 2
     assert expected in out
     assert "missing EQUAL" not in out  # not Hydra's parse error
@@ -125,15 +112,15 @@ def test_a_command_written_after_other_arguments_is_named(
 
 @pytest.mark.parametrize("position", ["first", "last"])
 def test_help_and_version_are_ours_wherever_they_are_written(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], position: str
+    run_cli: Callable[..., tuple[int, str]], position: str
 ) -> None:
     def where(flag: str) -> list[str]:
         return [flag, "data.limit=1"] if position == "first" else ["data.limit=1", flag]
 
-    status, out = rewardrouter(monkeypatch, capsys, *where("--help"))
+    status, out = run_cli(*where("--help"))
     assert status == 0
     assert "usage: rewardrouter" in out and "powered by Hydra" not in out
-    status, out = rewardrouter(monkeypatch, capsys, *where("--version"))
+    status, out = run_cli(*where("--version"))
     assert status == 0
     assert out.startswith("rewardrouter ") and "Hydra" not in out
 
@@ -148,13 +135,12 @@ def test_help_and_version_are_ours_wherever_they_are_written(
     ],
 )
 def test_an_override_hydra_cannot_read_is_named(
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    run_cli: Callable[..., tuple[int, str]],
     command: list[str],
     override: str,
     why: str,
 ) -> None:
-    status, out = rewardrouter(monkeypatch, capsys, *command, override)
+    status, out = run_cli(*command, override)
     key = override.partition("=")[0]
     assert status == (1 if command == ["validate"] else 2)  # validate: 1 for what is invalid
     assert f"{key}: the override {override!r} cannot be read: " in out
@@ -164,15 +150,14 @@ def test_an_override_hydra_cannot_read_is_named(
 
 @pytest.mark.parametrize("command", [[], ["check"], ["explain"], ["validate"], ["serve"]])
 def test_a_second_config_file_is_refused_by_every_command(
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    run_cli: Callable[..., tuple[int, str]],
     router_file: str,
     command: list[str],
 ) -> None:
     # argparse kept the last --config and dropped the first without a word
     Path("other.yaml").write_text(ROUTER)
     argv = ["--config", router_file, "--config", "other.yaml"]
-    status, out = rewardrouter(monkeypatch, capsys, *command, *argv)
+    status, out = run_cli(*command, *argv)
     assert status == 2
     assert "- --config: given twice; name one router file" in out
 

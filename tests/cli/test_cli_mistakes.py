@@ -11,7 +11,7 @@ import errno
 import json
 import math
 import socket
-import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -615,18 +615,11 @@ def test_a_byte_order_mark_is_not_a_mistake(tmp_path: Path) -> None:
     ],
 )
 def test_command_line_mistakes_exit_2(
-    argv: list[str],
-    message: str,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    argv: list[str], message: str, run_cli: Callable[..., tuple[int, str]]
 ) -> None:
-    from rewardrouter.cli.main import main
-
-    monkeypatch.setattr("sys.argv", ["rewardrouter", *argv])
-    with pytest.raises(SystemExit) as exited:
-        main()
-    assert exited.value.code == 2
-    assert message in " ".join(capsys.readouterr().err.split())
+    status, output = run_cli(*argv)
+    assert status == 2
+    assert message in output
 
 
 def test_a_port_in_use_is_named_with_what_to_do(capsys: pytest.CaptureFixture[str]) -> None:
@@ -732,19 +725,6 @@ def test_a_failing_custom_stage_keeps_what_was_scored(tmp_path: Path) -> None:
     assert done.summary["complete"] is False
 
 
-def _command(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *argv: str
-) -> tuple[int, str]:
-    """Run ``rewardrouter ARGV`` in-process as the console script does: status and output."""
-    from rewardrouter.cli import main as cli
-
-    monkeypatch.setattr(sys, "argv", ["rewardrouter", *argv])
-    with pytest.raises(SystemExit) as done:
-        cli.main()
-    out = capsys.readouterr()
-    return int(done.value.code or 0), " ".join((out.out + out.err).split())
-
-
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -783,13 +763,13 @@ def _command(
 )
 def test_config_mistakes_exit_2_not_the_status_of_failed_calls(
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    run_cli: Callable[..., tuple[int, str]],
     tmp_path: Path,
     argv: list[str],
     message: str,
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    status, output = _command(monkeypatch, capsys, *argv)
+    status, output = run_cli(*argv)
     # Hydra may print a line of its own before the error (it cannot format what it raised)
     assert (status, output[output.index("error: ") :]) == (2, message)
 
@@ -804,10 +784,8 @@ def test_a_hydra_override_error_keeps_hydras_advice() -> None:
     assert problem.hint is not None and "rewardrouter --cfg job" in problem.hint
 
 
-def test_the_usage_text_gives_every_exit_status(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    status, output = _command(monkeypatch, capsys, "--help")
+def test_the_usage_text_gives_every_exit_status(run_cli: Callable[..., tuple[int, str]]) -> None:
+    status, output = run_cli("--help")
     assert status == 0
     assert (
         "Exit status (the job and every command): 0 done (check: every example passed; "

@@ -1,0 +1,28 @@
+"""What the command-line tests share: the command run in-process as the console script runs it."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+import pytest
+
+#: ``run_cli(*argv)``: the exit status and the output (stdout and stderr, one line).
+RunCli = Callable[..., tuple[int, str]]
+
+
+@pytest.fixture
+def run_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> RunCli:
+    """Run ``rewardrouter ARGV`` in-process through :func:`rewardrouter.cli.main.main` (what the
+    console script calls): its exit status and its output (stdout and stderr, one line)."""
+
+    def run(*argv: str) -> tuple[int, str]:
+        from rewardrouter.cli import main as cli
+
+        monkeypatch.setattr(sys, "argv", ["rewardrouter", *argv])
+        with pytest.raises(SystemExit) as done:
+            cli.main()
+        out = capsys.readouterr()
+        return int(done.value.code or 0), " ".join((out.out + out.err).split())
+
+    return run
