@@ -6,10 +6,14 @@ frozen ``reward_spec`` instead. Contract tests build these instead of importing 
 
 from __future__ import annotations
 
+from argparse import Namespace
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any, ClassVar
+
+#: The shipped router that the trainer tests launch with.
+MIXED = Path(__file__).resolve().parents[1] / "conf" / "router" / "mixed.yaml"
 
 
 class SampleStatus(Enum):
@@ -83,3 +87,28 @@ def shaped_route_config(folder: Path, stage: str, route_by: str = "dataset") -> 
         f"    shaping: [{stage}]\n"
     )
     return path
+
+
+def trainer_args(hooks: str, group_rm: bool, **extra: Any) -> Namespace:
+    """slime's or miles' ``args`` for the launch lines of the README, with ``hooks`` the module
+    of rewardrouter's hooks (``--custom-config-path`` has put ``rewardrouter_config`` on it) and
+    what the trainer's logging reads; ``extra``: the trainer's own fields, and overrides."""
+    values: dict[str, Any] = {
+        "rewardrouter_config": str(MIXED),
+        "custom_rm_path": f"{hooks}.batched_custom_rm" if group_rm else f"{hooks}.custom_rm",
+        "group_rm": group_rm,
+        "rm_type": None,
+        "reward_key": None,
+        "eval_reward_key": None,
+        "n_samples_per_prompt": 2,
+        "rollout_batch_size": 2,
+        "advantage_estimator": "grpo",
+        "custom_rollout_log_function_path": f"{hooks}.log_rollout",
+        "custom_reward_post_process_path": f"{hooks}.post_process_rewards",
+        "load_debug_rollout_data": None,
+        "log_reward_category": None,
+        "rollout_num_gpus": 1,
+        "wandb_always_use_train_step": False,
+    }
+    values.update(extra)
+    return Namespace(**values)

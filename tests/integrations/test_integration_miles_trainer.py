@@ -22,12 +22,11 @@ from typing import Any
 
 import pytest
 from rr_checkouts import MILES, checkout
+from rr_frameworks import trainer_args
 
 from rewardrouter.integrations import _metrics
 from rewardrouter.integrations._router_cache import close_shared
 
-ROOT = Path(__file__).resolve().parents[2]
-MIXED = ROOT / "conf" / "router" / "mixed.yaml"
 HOOKS = "rewardrouter.integrations.miles"
 GSM8K, JUDGED = "openai/gsm8k", "HuggingFaceH4/ultrafeedback_binarized"
 
@@ -85,29 +84,14 @@ def miles(miles_root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[types.S
 
 
 def miles_args(group_rm: bool, **fields: Any) -> Namespace:
-    values: dict[str, Any] = {
-        "rewardrouter_config": str(MIXED),
-        "custom_rm_path": f"{HOOKS}.batched_custom_rm" if group_rm else f"{HOOKS}.custom_rm",
-        "group_rm": group_rm,
-        "rm_type": None,
-        "reward_key": None,
-        "eval_reward_key": None,
-        "n_samples_per_prompt": 2,
-        "rollout_batch_size": 2,
-        "advantage_estimator": "grpo",
-        "custom_rollout_log_function_path": f"{HOOKS}.log_rollout",
-        "custom_reward_post_process_path": f"{HOOKS}.post_process_rewards",
-        "load_debug_rollout_data": None,
-        "log_reward_category": None,
+    """miles' ``args``: slime's, with what miles' rollout and logging read besides."""
+    miles = {
         "log_passrate": False,
-        "rollout_num_gpus": 1,
         "use_session_server": False,
         "ci_test": False,
         "sglang_speculative_algorithm": None,
-        "wandb_always_use_train_step": False,
     }
-    values.update(fields)
-    return Namespace(**values)
+    return trainer_args(HOOKS, group_rm, **{**miles, **fields})
 
 
 def scored_batch(miles: Any, args: Namespace) -> list[Any]:

@@ -31,13 +31,12 @@ from typing import Any
 
 import pytest
 from rr_checkouts import SLIME, checkout
+from rr_frameworks import trainer_args
 
 from rewardrouter import SampleError
 from rewardrouter.integrations import _metrics
 from rewardrouter.integrations._router_cache import close_shared
 
-ROOT = Path(__file__).resolve().parents[2]
-MIXED = ROOT / "conf" / "router" / "mixed.yaml"
 HOOKS = "rewardrouter.integrations.slime"
 GSM8K, JUDGED = "openai/gsm8k", "HuggingFaceH4/ultrafeedback_binarized"
 
@@ -105,27 +104,8 @@ def closed_port() -> int:
 def slime_args(group_rm: bool, **fields: Any) -> Namespace:
     """slime's ``args`` for the launch lines of the README (``--custom-config-path`` has put
     ``rewardrouter_config`` on it), with what slime's logging reads."""
-    values: dict[str, Any] = {
-        "rewardrouter_config": str(MIXED),
-        "custom_rm_path": f"{HOOKS}.batched_custom_rm" if group_rm else f"{HOOKS}.custom_rm",
-        "group_rm": group_rm,
-        "rm_type": None,
-        "reward_key": None,
-        "eval_reward_key": None,
-        "n_samples_per_prompt": 2,
-        "rollout_batch_size": 2,
-        "advantage_estimator": "grpo",
-        "custom_rollout_log_function_path": f"{HOOKS}.log_rollout",
-        "custom_reward_post_process_path": f"{HOOKS}.post_process_rewards",
-        "load_debug_rollout_data": None,
-        "log_reward_category": None,
-        "rollout_num_gpus": 1,
-        "use_wandb": True,
-        "use_tensorboard": False,
-        "wandb_always_use_train_step": False,
-    }
-    values.update(fields)
-    return Namespace(**values)
+    slime = {"use_wandb": True, "use_tensorboard": False}
+    return trainer_args(HOOKS, group_rm, **{**slime, **fields})
 
 
 def groups(slime: Any) -> list[list[Any]]:
