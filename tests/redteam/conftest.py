@@ -13,11 +13,15 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from rewardrouter import RewardResult, Router
 
 #: The name of the environment variable that holds the trainer's secret during a test.
 CANARY_ENV = "REWARDROUTER_REDTEAM_SECRET"
@@ -51,3 +55,28 @@ def canary(
     yield found
     assert value not in caplog.text, "the secret reached a log record"
     assert os.getpid() == pid and path.read_text() == value, "the trainer's state was changed"
+
+
+def score_between_honest_rows(
+    router: Router,
+    canary: Canary,
+    honest: dict[str, Any],
+    hostile: dict[str, Any],
+    deadline: float,
+) -> RewardResult:
+    """Score ``honest``, ``hostile``, ``honest`` as one batch and return the hostile row's
+    result, for the caller's own check of it. Checked here: both honest rows are scored right
+    (1.0, ``ok``), the batch ends within ``deadline`` seconds, the secret is in no result, and
+    the hostile row's error message, if any, is short and quotes none of what it wrote."""
+    begun = time.monotonic()
+    batch = router.score_sync([honest, hostile, honest], failures="record")
+    took = time.monotonic() - begun
+    first, bad, last = batch
+    assert (first.reward, first.status) == (1.0, "ok"), first.error_message
+    assert (last.reward, last.status) == (1.0, "ok"), last.error_message
+    assert took < deadline, f"the batch took {took:.1f} s"
+    canary.absent_from(*batch)
+    if bad.error_message is not None:  # a status says what happened, never what was written
+        written = str(hostile["response"])
+        assert len(bad.error_message) < 500 and written[:50] not in bad.error_message
+    return bad

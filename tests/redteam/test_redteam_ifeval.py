@@ -20,7 +20,7 @@ import pytest
 from rewardrouter import Router, compile_router
 from rewardrouter.rewards import ifeval
 
-from .conftest import Canary
+from .conftest import Canary, score_between_honest_rows
 
 #: An instruction id of lm-eval's IFEval registry and its kwargs.
 Instruction = tuple[str, dict[str, Any]]
@@ -224,19 +224,14 @@ def test_hostile_response_earns_nothing(
     hostile: str,
     honest: str,
 ) -> None:
-    rows = [row(route, instruction, honest), row(route, instruction, hostile)]
-    rows.append(rows[0])
-    begun = time.monotonic()
-    batch = router.score_sync(rows, failures="record")
-    took = time.monotonic() - begun
-    first, bad, last = batch
-    assert (first.reward, first.status) == (1.0, "ok"), first.error_message
-    assert (last.reward, last.status) == (1.0, "ok"), last.error_message
+    bad = score_between_honest_rows(
+        router,
+        canary,
+        row(route, instruction, honest),
+        row(route, instruction, hostile),
+        TIMEOUTS[route] + SLACK,
+    )
     assert (bad.reward, bad.status) in ((0.0, "ok"), (None, "timeout")), bad.error_message
-    assert took < TIMEOUTS[route] + SLACK, f"the batch took {took:.1f} s"
-    canary.absent_from(*batch)
-    if bad.error_message is not None:  # a status says what happened, never what was written
-        assert len(bad.error_message) < 500 and hostile[:50] not in bad.error_message
 
 
 def test_one_batch_of_every_hostile_response_is_scored(router: Router) -> None:
