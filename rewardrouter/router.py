@@ -18,9 +18,8 @@ from rewardrouter.config.load import validate
 from rewardrouter.config.models import RouterConfig
 from rewardrouter.errors import ConfigError, RoutingError, SampleError, listed
 from rewardrouter.execute.executor import Call, Setup
-from rewardrouter.execute.outcome import Outcome
 from rewardrouter.execute.registry import Executors
-from rewardrouter.execute.values import InvalidReturn, to_value
+from rewardrouter.outcome import InvalidReturn, Outcome, to_value
 from rewardrouter.results import RewardResult, ScoreBatch
 from rewardrouter.rewards import Resources
 from rewardrouter.route.assemble import Triage, assemble

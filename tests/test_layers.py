@@ -22,6 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors",),  # the exception tree, Problem, did_you_mean
     ("introspect",),  # import by dotted path, read signatures
     ("sample", "results"),  # the public data types: what comes in, what comes out
+    ("outcome",),  # what a reward call gave: its outcome, its value, the quick path's answer
     ("config",),  # pydantic models of a YAML, loading
     ("execute",),  # the executor interface, its registry and backends
     ("remote",),  # the HTTP client of the remote kind

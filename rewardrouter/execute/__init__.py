@@ -8,7 +8,7 @@ in :data:`EXECUTORS` (or by :func:`register_executor`). Backends: ``inprocess`` 
 """
 
 from rewardrouter.execute.executor import Call, Executor, Setup
-from rewardrouter.execute.outcome import Outcome
 from rewardrouter.execute.registry import EXECUTORS, register_executor
+from rewardrouter.outcome import Outcome
 
 __all__ = ["EXECUTORS", "Call", "Executor", "Outcome", "Setup", "register_executor"]

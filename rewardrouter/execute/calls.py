@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
-from rewardrouter.execute.outcome import CONTROL_FLOW, Outcome, failed, timed_out
+from rewardrouter.outcome import CONTROL_FLOW, Outcome, failed, timed_out
 
 
 class Tracker(Protocol):

@@ -31,7 +31,7 @@ from typing import Any, ClassVar, Literal, Protocol
 
 from rewardrouter.config.models import DEFAULT_TIMEOUT, RouterConfig
 from rewardrouter.errors import Problem, RewardRouterError
-from rewardrouter.execute.outcome import Outcome
+from rewardrouter.outcome import Outcome
 from rewardrouter.sample import SampleLike
 
 Mode = Literal["single", "group"]

@@ -17,9 +17,9 @@ from typing import Any
 from rewardrouter.execute.executor import Call, Executor, Setup, closed
 from rewardrouter.execute.inprocess.inline import InlineExecutor
 from rewardrouter.execute.inprocess.threads import ThreadExecutor
-from rewardrouter.execute.outcome import UNDECIDED, Outcome, group_outcomes, returned
 from rewardrouter.execute.process.pool import ProcessExecutor
 from rewardrouter.execute.ray.pool import RayExecutor
+from rewardrouter.outcome import UNDECIDED, Outcome, QuickPath, group_outcomes, returned
 from rewardrouter.sample import SampleLike
 
 EXECUTORS: dict[str, type[Executor]] = {
@@ -41,17 +41,17 @@ def register_executor(name: str, executor: type[Executor]) -> None:
 
 def decide_here(call: Call, samples: Sequence[SampleLike]) -> tuple[Sequence[Outcome], list[int]]:
     """Run the callee's bounded quick path on ``samples`` in this process (see
-    :class:`~rewardrouter.execute.outcome.Undecided`; ``math`` has one: its exact checks).
+    :class:`~rewardrouter.outcome.QuickPath`; ``math`` has one: its exact checks).
 
     Returns an outcome per sample (placeholders where undecided) and the indices of the samples
-    it left :data:`~rewardrouter.execute.outcome.UNDECIDED`, or that raised (the executor then
+    it left :data:`~rewardrouter.outcome.UNDECIDED`, or that raised (the executor then
     reports those failures as it reports any other). No quick path, or group mode: no outcomes
     and every index. A quick path is bounded by construction, so it runs without a deadline.
     """
     fn = call.callee.fn
-    quick = getattr(fn, "quick", None)
-    if call.group or quick is None or not getattr(fn, "has_quick", False):
+    if call.group or not isinstance(fn, QuickPath) or not fn.has_quick:
         return [], list(range(len(samples)))
+    quick = fn.quick
     values: list[Any] = []
     rest: list[int] = []
     args, kwargs = call.args, call.kwargs
@@ -94,7 +94,7 @@ class Executors:
         """One :class:`Outcome` per sample, in order: ``call`` on executor ``name``.
 
         A group-mode call's one outcome is spread over its samples
-        (:func:`~rewardrouter.execute.outcome.group_outcomes`). On an executor that ships
+        (:func:`~rewardrouter.outcome.group_outcomes`). On an executor that ships
         functions to other processes, a built-in's quick path runs here first
         (:func:`decide_here`), and only the samples it leaves undecided are sent: a batch the
         quick path decides costs no hand-off and starts no worker.

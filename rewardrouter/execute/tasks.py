@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from rewardrouter.execute.executor import Call, Executor
-from rewardrouter.execute.outcome import Outcome, describe_exception, timed_out
 from rewardrouter.execute.wire import portable_args, snapshot
+from rewardrouter.outcome import Outcome, describe_exception, timed_out
 from rewardrouter.sample import SampleLike
 
 #: Seconds a worker may spend loading a task (unpickling its function and samples) before the

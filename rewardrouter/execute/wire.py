@@ -30,7 +30,7 @@ from operator import attrgetter
 from types import SimpleNamespace
 from typing import Any, TypeVar
 
-from rewardrouter.execute.outcome import Outcome, describe_exception
+from rewardrouter.outcome import Outcome, describe_exception
 from rewardrouter.sample import Sample, SampleLike, metadata_of, spec_field, status_of
 
 R = TypeVar("R")

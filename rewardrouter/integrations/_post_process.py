@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from rewardrouter.errors import RoutingError, SampleError
-from rewardrouter.execute.values import InvalidReturn, to_value
 from rewardrouter.integrations._checks import (
     batch_positions,
     position_problem,
@@ -40,6 +39,7 @@ from rewardrouter.integrations._checks import (
 )
 from rewardrouter.integrations._metrics import batch_key
 from rewardrouter.integrations._self_reference import without_self_references
+from rewardrouter.outcome import InvalidReturn, to_value
 from rewardrouter.router import Router
 from rewardrouter.sample import status_of
 

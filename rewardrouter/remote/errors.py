@@ -16,7 +16,7 @@ Messages name the endpoint without credentials and never contain the credential 
 
 from __future__ import annotations
 
-from rewardrouter.execute.values import InvalidReturn
+from rewardrouter.outcome import InvalidReturn
 
 
 class RemoteError(Exception):

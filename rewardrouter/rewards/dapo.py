@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from rewardrouter.execute.outcome import UNDECIDED, Undecided
+from rewardrouter.outcome import UNDECIDED, Undecided
 from rewardrouter.rewards.equivalence import answers_match, decided_match
 from rewardrouter.rewards.labels import label_texts
 from rewardrouter.rewards.registry import BoxedAnswer, builtin, last_boxed

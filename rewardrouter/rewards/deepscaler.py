@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rewardrouter.execute.outcome import UNDECIDED, Undecided
+from rewardrouter.outcome import UNDECIDED, Undecided
 from rewardrouter.rewards.boxes import final_answer
 from rewardrouter.rewards.equivalence import answers_match, decided_match
 from rewardrouter.rewards.labels import THINK_END, label_texts

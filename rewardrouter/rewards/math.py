@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from rewardrouter.execute.outcome import UNDECIDED, Undecided
+from rewardrouter.outcome import UNDECIDED, Undecided
 from rewardrouter.rewards.boxes import final_run, joined
 from rewardrouter.rewards.equivalence import answers_match, decided_match, free_form_match
 from rewardrouter.rewards.labels import label_texts

@@ -34,7 +34,7 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_checkable
 
-from rewardrouter.execute.outcome import UNDECIDED
+from rewardrouter.outcome import UNDECIDED
 
 if TYPE_CHECKING:
     from pydantic import BaseModel

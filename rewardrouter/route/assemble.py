@@ -18,8 +18,7 @@ from typing import Any
 
 from rewardrouter.compile.routes import BoundTerm, CompiledRoute
 from rewardrouter.errors import RewardError
-from rewardrouter.execute.outcome import FloatReturns, Outcome
-from rewardrouter.execute.values import InvalidReturn, to_value
+from rewardrouter.outcome import FloatReturns, InvalidReturn, Outcome, to_value
 from rewardrouter.results import RewardResult, ScoreBatch, Status
 from rewardrouter.rewards.registry import lookup
 from rewardrouter.route.groups import RouteGroup

@@ -4,7 +4,8 @@ routes, is checked at compile time and is closed with its router."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
 
 import pytest
 
@@ -12,7 +13,10 @@ from rewardrouter import ConfigError, compile_router
 from rewardrouter.errors import Problem
 from rewardrouter.execute import EXECUTORS, Call, Executor, Outcome, Setup, register_executor
 from rewardrouter.execute.executor import Callee
-from rewardrouter.execute.outcome import failed
+from rewardrouter.execute.registry import decide_here
+from rewardrouter.outcome import UNDECIDED, QuickPath, failed
+from rewardrouter.rewards import lookup
+from rewardrouter.sample import Sample
 
 
 class Journal(Executor):
@@ -116,3 +120,53 @@ def test_names_are_checked_when_registered() -> None:
         register_executor("thread", Journal)
     with pytest.raises(ValueError, match="identifier other than 'auto'"):
         register_executor("auto", Journal)
+
+
+class EvenIsZero:
+    """A reward callable with a quick path (:class:`QuickPath`): an even-length response is 0.0
+    at once; an odd one is left to the full call, which scores the length."""
+
+    def __init__(self, has_quick: bool = True) -> None:
+        self.has_quick = has_quick
+
+    def __call__(self, args: Any, sample: Any) -> float:
+        return float(len(sample.response))
+
+    def quick(self, args: Any, sample: Any) -> Any:
+        return 0.0 if len(sample.response) % 2 == 0 else UNDECIDED
+
+
+@dataclass(frozen=True)
+class _Callee:
+    fn: Any
+    mode: Literal["single", "group"] = "single"
+    name: str = "fn"
+    is_async: bool = False
+
+
+SAMPLES = [Sample(response=r) for r in ["ab", "abc", "abcd"]]
+
+
+@pytest.mark.parametrize(
+    ("fn", "mode", "values", "rest"),
+    [
+        pytest.param(EvenIsZero(), "single", [0.0, UNDECIDED, 0.0], [1], id="decides_the_even"),
+        pytest.param(EvenIsZero(has_quick=False), "single", [], [0, 1, 2], id="quick_path_off"),
+        pytest.param(EvenIsZero(), "group", [], [0, 1, 2], id="group_mode_never"),
+        pytest.param(lambda args, sample: 1.0, "single", [], [0, 1, 2], id="plain_function"),
+    ],
+)
+def test_the_quick_path_runs_here_on_what_it_decides(
+    fn: Any, mode: Literal["single", "group"], values: list[Any], rest: list[int]
+) -> None:
+    decided, left = decide_here(Call(_Callee(fn, mode), None), SAMPLES)
+    assert [outcome.value for outcome in decided] == values
+    assert left == rest
+
+
+def test_built_in_graders_offer_their_quick_path_through_the_protocol() -> None:
+    math, f1 = lookup("math"), lookup("f1")
+    assert math is not None and f1 is not None
+    assert isinstance(math, QuickPath) and math.has_quick
+    assert not f1.has_quick
+    assert not isinstance(len, QuickPath)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from rewardrouter.execute.outcome import UNDECIDED
+from rewardrouter.outcome import UNDECIDED
 from rewardrouter.rewards import BoxedAnswer
 from rewardrouter.rewards.labels import LabelError
 from rewardrouter.rewards.math import math_answer, math_quick

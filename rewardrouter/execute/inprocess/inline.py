@@ -20,7 +20,7 @@ from typing import Any
 
 from rewardrouter.execute.calls import Collector, call_each
 from rewardrouter.execute.executor import Call, Executor, in_process
-from rewardrouter.execute.outcome import CONTROL_FLOW, Outcome, failed, timed_out
+from rewardrouter.outcome import CONTROL_FLOW, Outcome, failed, timed_out
 from rewardrouter.sample import SampleLike
 
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from rewardrouter.execute.calls import call_each
 from rewardrouter.execute.executor import Call, Executor, Setup, closed, in_process
-from rewardrouter.execute.outcome import Outcome, timed_out
+from rewardrouter.outcome import Outcome, timed_out
 from rewardrouter.sample import SampleLike
 
 _ABANDONED = "; its thread was abandoned (threads cannot be stopped) and runs on in the background"

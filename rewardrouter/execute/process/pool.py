@@ -45,7 +45,6 @@ from multiprocessing.connection import Pipe, wait
 from typing import Any, cast
 
 from rewardrouter.execute.executor import Setup, closed
-from rewardrouter.execute.outcome import Outcome, describe_exception
 from rewardrouter.execute.process.launch import Launched, StartMethod, exit_text, launcher_for
 from rewardrouter.execute.process.worker import LIMIT, READY, read_progress
 from rewardrouter.execute.tasks import (
@@ -58,6 +57,7 @@ from rewardrouter.execute.tasks import (
     Task,
     TaskPool,
 )
+from rewardrouter.outcome import Outcome, describe_exception
 
 #: Seconds a new worker may take to import its modules and report ready.
 BOOT_SECONDS = 120.0

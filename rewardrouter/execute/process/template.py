@@ -38,7 +38,6 @@ from multiprocessing import reduction
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from rewardrouter.execute.outcome import CONTROL_FLOW
 from rewardrouter.execute.process.boot import (
     ChildExits,
     SharedDoubles,
@@ -50,6 +49,7 @@ from rewardrouter.execute.process.boot import (
 from rewardrouter.execute.process.worker import serve
 from rewardrouter.execute.wire import load_job
 from rewardrouter.introspect import import_quietly
+from rewardrouter.outcome import CONTROL_FLOW
 
 
 def thread_count() -> int:

@@ -29,10 +29,10 @@ from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
 from rewardrouter.execute.calls import call_each
-from rewardrouter.execute.outcome import Outcome
 from rewardrouter.execute.process.boot import SharedDoubles, die_with_parent
 from rewardrouter.execute.wire import JobCache, OutcomeBatch, unloadable
 from rewardrouter.introspect import import_quietly
+from rewardrouter.outcome import Outcome
 
 READY = "ready"
 

@@ -74,7 +74,6 @@ from typing import Any
 from rewardrouter.config.models import RayConfig
 from rewardrouter.errors import Problem, RewardRouterError
 from rewardrouter.execute.executor import Callee, Setup, closed
-from rewardrouter.execute.outcome import Outcome, describe_exception
 from rewardrouter.execute.ray.actor import RewardActor
 from rewardrouter.execute.ray.connect import INSTALL, Lease, connect
 from rewardrouter.execute.ray.runtime_env import shipped
@@ -88,6 +87,7 @@ from rewardrouter.execute.tasks import (
     TaskPool,
 )
 from rewardrouter.execute.wire import Message
+from rewardrouter.outcome import Outcome, describe_exception
 
 log = logging.getLogger("rewardrouter.ray")
 
