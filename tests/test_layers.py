@@ -36,6 +36,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("serve",),  # the router behind HTTP (it speaks the trainers' reward protocols)
     ("cli",),  # the command line
     ("__init__",),
+    ("__main__",),  # python -m rewardrouter: the command line
 )
 
 #: ``(importing module, imported module)`` pairs allowed under ``if TYPE_CHECKING:`` only.
@@ -218,12 +219,12 @@ def test_the_readme_draws_these_layers() -> None:
     section = _architecture()
     diagram = section.split("```text\n")[1].split("```")[0]
     drawn = [tuple(line.split("  ")[0].split(" · ")) for line in diagram.splitlines()]
-    assert drawn == [layer for layer in reversed(LAYERS) if layer != ("__init__",)]
+    assert drawn == [layer for layer in reversed(LAYERS[:-2])]  # not the two entry points
 
 
 def test_the_readme_has_a_paragraph_per_package_naming_real_files() -> None:
     section = _architecture()
-    for layer in LAYERS[:-1]:
+    for layer in LAYERS[:-2]:
         for package in layer:
             path = PACKAGE / package if (PACKAGE / package).is_dir() else PACKAGE / f"{package}.py"
             head = f"**`{package}/`**" if path.is_dir() else f"**`{package}.py`**"

@@ -10,13 +10,13 @@ Exit status: 0 when every example matches, 1 on any mismatch or when no route ha
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from rewardrouter.cli.command import command_parser
 from rewardrouter.cli.compose import add_config_arguments, named, router_config, source_name
 from rewardrouter.config.models import RouteExample, RouterConfig
 from rewardrouter.errors import RewardError
@@ -89,7 +89,7 @@ def report(checked: list[CheckedExample], console: Console) -> None:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="rewardrouter check", description=__doc__.splitlines()[0])
+    parser = command_parser("check", __doc__.splitlines()[0])
     add_config_arguments(parser)
     opts = parser.parse_intermixed_args(argv)
     console = Console()

@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from rewardrouter.cli.command import command_parser
 from rewardrouter.cli.compose import (
     add_config_arguments,
     chooses_datasets,
@@ -180,9 +181,7 @@ def _explain_post_process(
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="rewardrouter explain", description=__doc__.splitlines()[0]
-    )
+    parser = command_parser("explain", __doc__.splitlines()[0])
     add_config_arguments(parser)
     parser.add_argument("--data", type=Path, help="a JSONL file holding the sample")
     parser.add_argument("--line", type=int, default=None, help="1-based row of --data (default 1)")

@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import NoReturn
 
@@ -26,6 +25,7 @@ from omegaconf.errors import OmegaConfBaseException
 from rich.console import Console
 from rich.markup import escape
 
+from rewardrouter.cli.command import installed_version
 from rewardrouter.cli.compose import (
     config_file_problems,
     created_problems,
@@ -62,7 +62,7 @@ Config groups: router, datasets, shaping, sweep (rewardrouter --hydra-help lists
 Job settings: data.path, data.limit, data.batch_size, data.columns.<field>, output.path,
 output.progress, output.evaluation, output.heartbeat, objective.name.
 
-  rewardrouter COMMAND --help   a subcommand's options
+  rewardrouter COMMAND --help   a subcommand's options (or: rewardrouter help COMMAND)
   rewardrouter --hydra-help     Hydra's own flags (-m for sweeps, --cfg job, ...)
   rewardrouter --version        the installed version
 
@@ -111,13 +111,6 @@ def fail(error: RewardRouterError) -> NoReturn:
     status: int = getattr(error, "exit_status", USAGE_ERROR)
     _failed.append(status)
     sys.exit(status)
-
-
-def installed_version() -> str:
-    try:
-        return version("rewardrouter")
-    except PackageNotFoundError:  # a source tree that was never installed
-        return "(not installed: run `pip install -e .`)"
 
 
 def _created_in_job() -> None:
@@ -217,8 +210,41 @@ def word_problems(argv: list[str]) -> list[Problem]:
     return problems
 
 
+def help_target(words: list[str]) -> str:
+    """The subcommand that ``rewardrouter help WORDS`` asks about; :class:`ConfigError` for a
+    name that is not one (or more than one name)."""
+    name = words[0]
+    known = ", ".join(SUBCOMMANDS)
+    if name not in SUBCOMMANDS:
+        close = did_you_mean(name, SUBCOMMANDS)
+        raise ConfigError(
+            [
+                Problem(
+                    "<command>",
+                    f"`rewardrouter help {name}`: {name!r} is not a command",
+                    f"{close + ' ' if close else ''}commands: {known}; rewardrouter help "
+                    f"COMMAND shows one's options, rewardrouter help the main job's",
+                )
+            ],
+            "the command line",
+        )
+    if len(words) > 1:
+        raise ConfigError(
+            [
+                Problem(
+                    "<command>",
+                    f"`rewardrouter help {' '.join(words)}`: help takes one command, found "
+                    f"{len(words)} words",
+                    f"name one: rewardrouter help {name}",
+                )
+            ],
+            "the command line",
+        )
+    return name
+
+
 def main() -> None:
-    """Entry point of the console script."""
+    """Entry point of the console script (and of ``python -m rewardrouter``)."""
     # Reward modules next to the user's config import as they do under `python -m`: the
     # current folder comes first on the import path (worker processes inherit it).
     if os.getcwd() not in sys.path:
@@ -228,10 +254,15 @@ def main() -> None:
     _config_file.clear()
     _failed.clear()
     job = not argv or argv[0] not in SUBCOMMANDS
+    if argv[:1] == ["help"] and argv[1:2] not in ([], ["--help"], ["-h"]):
+        try:
+            sys.exit(run_subcommand(help_target(argv[1:]), ["--help"]))
+        except RewardRouterError as exc:
+            fail(exc)
     if argv[:1] == ["help"] or (job and {"--help", "-h"} & set(argv)):
         print(USAGE, end="")  # --help anywhere among the job's arguments, as when first
         sys.exit(0)
-    if job and {"--version", "-V"} & set(argv):
+    if job and {"--version", "-V"} & set(argv):  # a subcommand's parser has its own
         print(f"rewardrouter {installed_version()}")
         sys.exit(0)
     if "--hydra-help" in argv:

@@ -9,8 +9,7 @@ Endpoints and replies: :mod:`rewardrouter.serve.app`.
 
 from __future__ import annotations
 
-import argparse
-
+from rewardrouter.cli.command import command_parser
 from rewardrouter.cli.compose import add_config_arguments, named, router_config, source_name
 from rewardrouter.serve import add_serve_arguments, run_server, token_from
 
@@ -21,9 +20,9 @@ def main(argv: list[str]) -> int:
     Raises :class:`~rewardrouter.ConfigError` for a config that does not load or compile (the
     command line prints it without a traceback).
     """
-    parser = argparse.ArgumentParser(
-        prog="rewardrouter serve",
-        description="Serve a reward router over HTTP: POST /reward (slime's remote_rm body), "
+    parser = command_parser(
+        "serve",
+        "Serve a reward router over HTTP: POST /reward (slime's remote_rm body), "
         "POST /batch (a list of samples), GET /health.",
     )
     add_config_arguments(parser)

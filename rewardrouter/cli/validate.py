@@ -13,7 +13,6 @@ Exit status: 0 when everything is valid, 1 otherwise; 2 for files given with ove
 
 from __future__ import annotations
 
-import argparse
 import re
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ import yaml
 from rich.console import Console
 from rich.markup import escape
 
+from rewardrouter.cli.command import command_parser
 from rewardrouter.cli.compose import ROUTER_CHOICE, add_config_option, compose_job
 from rewardrouter.config.job import JobConfig
 from rewardrouter.config.load import load_config
@@ -93,9 +93,7 @@ def _report(console: Console, target: str, problems: list[str]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="rewardrouter validate", description=__doc__.splitlines()[0]
-    )
+    parser = command_parser("validate", __doc__.splitlines()[0])
     add_config_option(parser, "a router YAML of your own")
     parser.add_argument(
         "targets", nargs="*", help="YAML files, or overrides for the composed config"
