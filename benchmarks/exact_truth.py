@@ -8,7 +8,7 @@ comparison gets wrong: integers past double precision, values that overflow a fl
 irrational values a tolerance away from each other, decimals against irrationals, and
 structured answers (ordered pairs, sets, intervals) built from them.
 
-The grader's fast path (:func:`~rewardrouter.rewards.equivalence.quick_verdict`) may decline a
+The grader's fast path (:func:`~rewardrouter.rewards.math.equivalence.quick_verdict`) may decline a
 pair (it then goes to math-verify); every verdict it does give must equal the truth.
 
     python benchmarks/exact_truth.py                      # 200,000 pairs, a few minutes
@@ -440,7 +440,7 @@ class Tally:
 
 def check(pairs: list[Pair]) -> Tally:
     """Run the fast path on every pair and count where it decides, declines, or is wrong."""
-    from rewardrouter.rewards.equivalence import quick_verdict
+    from rewardrouter.rewards.math.equivalence import quick_verdict
 
     tally = Tally(Counter(), Counter(), [], Counter(), Counter())
     for pair in pairs:

@@ -35,7 +35,7 @@ import answer_mix
 
 from rewardrouter.rewards import BUILTINS, known_kinds
 from rewardrouter.rewards.boxes import final_answer
-from rewardrouter.rewards.equivalence import clear_caches, quick_verdict
+from rewardrouter.rewards.math.equivalence import clear_caches, quick_verdict
 from rewardrouter.rewards.registry import BoxedAnswer, last_boxed
 
 RESPONSES_PER_PROBLEM = 8  # one GRPO group per problem

@@ -158,7 +158,7 @@ def _graders_alone(batch: list[answer_mix.Sample]) -> float:
     """Seconds the built-in graders take on ``batch`` called directly, caches cleared first:
     the grading part of a cold step, without the router and the hooks."""
     from rewardrouter.rewards import BUILTINS
-    from rewardrouter.rewards.equivalence import clear_caches
+    from rewardrouter.rewards.math.equivalence import clear_caches
 
     kinds = {"math": "math", "gpqa": "gpqa", "squad": "f1"}
     clear_caches()

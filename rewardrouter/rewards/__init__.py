@@ -1,8 +1,8 @@
 """Built-in reward kinds. Importing this package registers every grader.
 
-One module per family: ``math`` (math-verify, cheap checks first, see ``equivalence``),
-``dapo``, ``deepscaler``, ``f1`` and ``exact`` (SQuAD), ``choice`` (``gpqa``,
-``multiple_choice``), ``formats`` (``think_format``, ``boxed_format``) and ``random``
+One module per family, or one folder: ``math`` (math-verify, exact checks first, see
+``math/equivalence``), ``dapo``, ``deepscaler``, ``f1`` and ``exact`` (SQuAD), ``choice``
+(``gpqa``, ``multiple_choice``), ``formats`` (``think_format``, ``boxed_format``) and ``random``
 (``random``, ``deterministic_random``). Each grader states its contract in its docstring.
 ``remote``, ``code``, ``judge`` and ``ifeval`` are resource kinds (see :mod:`.registry`): their
 term's kwargs are settings, and what they build is shared per router.

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from rewardrouter.outcome import UNDECIDED, Undecided
-from rewardrouter.rewards.equivalence import answers_match, decided_match
 from rewardrouter.rewards.labels import label_texts
+from rewardrouter.rewards.math.equivalence import answers_match, decided_match
 from rewardrouter.rewards.registry import BoxedAnswer, builtin, last_boxed
 
 # DAPO reads only the end of a response: a final answer line is short.
@@ -104,7 +104,7 @@ def dapo(response: str, label: Any, metadata: Mapping[str, Any]) -> dict[str, An
     :func:`normalize_final_answer`); ``pred`` is that normalized text, ``""`` when there is no
     ``Answer:`` line. It is correct when it equals the normalized label, or else when the answer
     as written is mathematically equal to the label
-    (:func:`~rewardrouter.rewards.equivalence.answers_match`, as ``math`` compares), so
+    (:func:`~rewardrouter.rewards.math.equivalence.answers_match`, as ``math`` compares), so
     ``2.5``, ``\\frac{1}{2}`` or ``x+1`` labels compare as themselves: never truncated to an integer
     and never a crash. ``score`` is 1.0 when correct, -1.0 otherwise (empty, cut-off or unmarked
     responses included). ``None`` when the label is missing or blank.

@@ -7,8 +7,8 @@ from typing import Any
 
 from rewardrouter.outcome import UNDECIDED, Undecided
 from rewardrouter.rewards.boxes import final_answer
-from rewardrouter.rewards.equivalence import answers_match, decided_match
 from rewardrouter.rewards.labels import THINK_END, label_texts
+from rewardrouter.rewards.math.equivalence import answers_match, decided_match
 from rewardrouter.rewards.registry import BoxedAnswer, builtin
 
 RESPONSE_MARKER = "###Response"
@@ -54,7 +54,7 @@ def deepscaler(response: str, label: Any, metadata: Mapping[str, Any]) -> float 
     ``###Response``); a response with neither marker — the model never finished thinking — scores
     0.0, as does a solution without a complete ``\\boxed{}``. The box's content is compared with
     each label entry (a label holding ``\\boxed{}`` is unboxed) by
-    :func:`~rewardrouter.rewards.equivalence.answers_match`, as ``math`` compares. Under ``boxed_deepscaler`` the router hands over the last box's content and it is graded
+    :func:`~rewardrouter.rewards.math.equivalence.answers_match`, as ``math`` compares. Under ``boxed_deepscaler`` the router hands over the last box's content and it is graded
     as the answer, with no marker required. ``None`` when the label is missing or blank.
     """
     reward = _deepscaler(response, label, exact=False)

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rewardrouter.rewards.closed_form import Ratio
-from rewardrouter.rewards.equivalence import answers_match, math_verify_match, quick_verdict
-from rewardrouter.rewards.latex_value import Huge, parse_value
+from rewardrouter.rewards.math.closed_form import Ratio
+from rewardrouter.rewards.math.equivalence import answers_match, math_verify_match, quick_verdict
+from rewardrouter.rewards.math.latex_value import Huge, parse_value
 
 logging.getLogger("math_verify").setLevel(logging.ERROR)
 

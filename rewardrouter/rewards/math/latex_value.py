@@ -10,7 +10,7 @@ single lowercase letters other than ``e`` and ``i`` as variables. :func:`parse_v
 on which LaTeX parsers or people disagree (``x(y)``, ``1/2x``, ``2^10``, ``xy``, the mixed number
 ``2\\frac{1}{2}``), so that whatever it does accept means one thing.
 
-Values are exact (:mod:`~rewardrouter.rewards.closed_form`): rationals, radicals, powers of pi and
+Values are exact (:mod:`~rewardrouter.rewards.math.closed_form`): rationals, radicals, powers of pi and
 polynomials or rational functions of the variables. What exact arithmetic cannot express (a root
 of a sum or of a variable, an irrational exponent) or what exceeds its size limits makes
 :func:`parse_value` return ``None`` as well, with one exception: a lone power too large to
@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from rewardrouter.rewards.closed_form import (
+from rewardrouter.rewards.math.closed_form import (
     ClosedForm,
     Inexpressible,
     Ratio,

@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 from rewardrouter.outcome import UNDECIDED, Undecided
 from rewardrouter.rewards.boxes import final_run, joined
-from rewardrouter.rewards.equivalence import answers_match, decided_match, free_form_match
 from rewardrouter.rewards.labels import label_texts
+from rewardrouter.rewards.math.equivalence import answers_match, decided_match, free_form_match
 from rewardrouter.rewards.registry import BoxedAnswer, builtin
 from rewardrouter.rewards.statements import stated_answer
 
@@ -85,7 +85,7 @@ def math_answer(
     acceptable answers (also as JSON text), or verl's ``reward_model`` dict
     (:func:`~rewardrouter.rewards.labels.label_texts`); a label of another shape, or a statement
     without its answer, raises :class:`~rewardrouter.rewards.labels.LabelError` (that sample's
-    error, never a 0.0). Comparison: exact where the rules of :mod:`~rewardrouter.rewards.equivalence` decide (numbers, radicals, sets, tuples,
+    error, never a 0.0). Comparison: exact where the rules of :mod:`~rewardrouter.rewards.math.equivalence` decide (numbers, radicals, sets, tuples,
     intervals, inequalities, matrices, percentages, units), math-verify's verdict elsewhere.
     An answer over 1,000 characters scores 0.0 unless it is the label's very text (no final
     answer is that long, and reading one could take minutes). ``None`` when the label is missing

@@ -1,11 +1,11 @@
 """Is an extracted answer mathematically equal to a reference answer? Exact checks, then math-verify.
 
 :func:`answers_match` is the comparison behind ``math``, ``deepscaler`` and ``dapo``. Both answers
-are read into forms (:mod:`~rewardrouter.rewards.answer_forms`: numbers, sets, tuples, intervals,
+are read into forms (:mod:`~rewardrouter.rewards.math.answer_forms`: numbers, sets, tuples, intervals,
 inequalities, matrices, assignments, text) and compared by :func:`compare_forms`, which says
 "equal" or "not equal" only when the verdict is exact:
 
-- numbers are compared in exact arithmetic (:mod:`~rewardrouter.rewards.closed_form`: rationals,
+- numbers are compared in exact arithmetic (:mod:`~rewardrouter.rewards.math.closed_form`: rationals,
   radicals, powers of pi, polynomials and rational functions of variables); two values are equal
   exactly when they are the same number (``\\sqrt{2}+10^{-13}`` is not ``\\sqrt{2}``,
   ``\\sqrt{10^{600}}`` is ``10^{300}``, ``(x+1)^2`` is ``x^2+2x+1``);
@@ -49,7 +49,8 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any, TypeGuard
 
-from rewardrouter.rewards.answer_forms import (
+from rewardrouter.rewards.labels import clear_label_cache
+from rewardrouter.rewards.math.answer_forms import (
     Collection,
     Form,
     Infinity,
@@ -62,11 +63,10 @@ from rewardrouter.rewards.answer_forms import (
     as_decimal_comma,
     read_answer,
 )
-from rewardrouter.rewards.answer_forms import clear_cache as clear_forms
-from rewardrouter.rewards.answer_text import normalize
-from rewardrouter.rewards.closed_form import Inexpressible, Ratio, TooLarge, Undefined
-from rewardrouter.rewards.labels import clear_label_cache
-from rewardrouter.rewards.latex_value import Huge, ParsedValue
+from rewardrouter.rewards.math.answer_forms import clear_cache as clear_forms
+from rewardrouter.rewards.math.answer_text import normalize
+from rewardrouter.rewards.math.closed_form import Inexpressible, Ratio, TooLarge, Undefined
+from rewardrouter.rewards.math.latex_value import Huge, ParsedValue
 
 #: An answer longer than this is not a final answer: it matches only a reference identical to
 #: it (math-verify on such an answer could run for minutes).

@@ -29,7 +29,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import TypeAlias
 
-from rewardrouter.rewards.primes import Unfactored, factorize, integer_root
+from rewardrouter.rewards.math.primes import Unfactored, factorize, integer_root
 
 #: A product of prime powers with exponents in (0, 1): ((2, 1/2), (3, 1/3)) is 2^(1/2) * 3^(1/3).
 Radical: TypeAlias = tuple[tuple[int, Fraction], ...]

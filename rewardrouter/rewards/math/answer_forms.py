@@ -2,13 +2,13 @@
 
 :func:`read_answer` turns the text of a final answer (a box's content, a label) into a
 :class:`Form`, after normalizing how it is written
-(:func:`~rewardrouter.rewards.answer_text.normalize`: delimiters, Unicode, units, percentages,
+(:func:`~rewardrouter.rewards.math.answer_text.normalize`: delimiters, Unicode, units, percentages,
 digit grouping). Forms nest: the elements of a set may be tuples. Everything the reader cannot
 make out with certainty becomes :class:`Unknown`, which the comparison leaves to math-verify.
 
 The forms and what they mean:
 
-- :class:`Number`: an exact value (:mod:`~rewardrouter.rewards.latex_value`), possibly written
+- :class:`Number`: an exact value (:mod:`~rewardrouter.rewards.math.latex_value`), possibly written
   as a percentage;
 - :class:`Infinity`: ``\\infty``, ``-\\infty``;
 - :class:`Collection`: ``\\{1, 2\\}`` (``set``; the empty set as ``\\{\\}``, ``\\emptyset``,
@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TypeAlias
 
-from rewardrouter.rewards.answer_text import normalize
-from rewardrouter.rewards.latex_value import ParsedValue, parse_value
+from rewardrouter.rewards.math.answer_text import normalize
+from rewardrouter.rewards.math.latex_value import ParsedValue, parse_value
 
 __all__ = [
     "EMPTY_SET",
