@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import weakref
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from math import inf
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
@@ -32,6 +32,7 @@ from rewardrouter.sample import (
     group_index_problem,
     status_of,
 )
+from rewardrouter.trajectory import run_reading
 
 if TYPE_CHECKING:  # torch is imported only when post-processing is configured or asked for
     from rewardrouter.shape.batch import Field
@@ -220,9 +221,13 @@ class Router:
     ) -> Sequence[Outcome]:
         """The outcomes of ``group``'s calls on its executor, one per member."""
         members = [views[i] for i in group.indices]
-        term = group.term  # every member shares the call key: executor and timeout
+        term = group.term  # every member shares the call key: executor, timeout and reads
         call = Call(term.fn, args, term.kwargs, term.timeout, term.call_key)
-        return await self.executors.run(term.executor, call, members)
+
+        def run(seen: list[SampleLike]) -> Awaitable[Sequence[Outcome]]:
+            return self.executors.run(term.executor, call, seen)
+
+        return await run_reading(members, term.reads, self.config.trajectory, run)
 
     @property
     def post_processor(self) -> PostProcessor:

@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("sample", "results"),  # the public data types: what comes in, what comes out
     ("outcome",),  # what a reward call gave: its outcome, its value, the quick path's answer
     ("config",),  # pydantic models of a YAML, loading
+    ("trajectory",),  # conversations as responses: validated, read per term
     ("execute",),  # the executor interface, its registry and backends
     ("remote",),  # the HTTP client of the remote kind
     ("rewards",),  # graders and resource kinds, one registry

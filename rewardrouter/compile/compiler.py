@@ -17,10 +17,11 @@ from rewardrouter.compile.resolve import (
     resolve_resource,
 )
 from rewardrouter.compile.routes import BoundTerm, CompiledRoute, match_key
-from rewardrouter.config.models import RewardTerm, RouterConfig
+from rewardrouter.config.models import Reads, RewardTerm, RouterConfig
 from rewardrouter.errors import Problem, did_you_mean
 from rewardrouter.introspect import ResolveError, data_refusal, import_path
 from rewardrouter.rewards import RESOURCE_KINDS, Resources
+from rewardrouter.trajectory import DEFAULT_READS, reads_conversation
 
 
 def _check_key(fn: RewardFn, term: RewardTerm, where: str) -> list[Problem]:
@@ -78,6 +79,22 @@ def _zero_weights(name: str, rewards: dict[str, RewardTerm]) -> list[Problem]:
     ]
 
 
+def _reads(fn: RewardFn, term: RewardTerm, where: str) -> tuple[Reads, list[Problem]]:
+    """What the term's function reads of a conversation: the term's ``reads``, else the
+    function's own (the whole conversation for the trajectory kinds, else the final answer)."""
+    whole = reads_conversation(fn.fn)
+    if term.reads is None:
+        return ("conversation" if whole else DEFAULT_READS), []
+    if whole and term.reads != "conversation":
+        problem = Problem(
+            f"{where}.reads",
+            f"{fn.name!r} reads the whole conversation, not `reads: {term.reads}`",
+            "remove `reads` from this term",
+        )
+        return "conversation", [problem]
+    return term.reads, []
+
+
 def _resolve(term: RewardTerm, resources: Resources) -> RewardFn:
     if term.kind in RESOURCE_KINDS:
         return resolve_resource(term.kind, term.kwargs, term.mode, resources)
@@ -123,6 +140,8 @@ def compile_routes(
                 problems += _located(exc, where, field)
                 continue
             problems += _check_key(fn, term, where)
+            reads, reads_problems = _reads(fn, term, where)
+            problems += reads_problems
             executor = choose_executor(fn, term.executor)
             problems += executor_problems(fn, executor, where)
             terms.append(
@@ -138,6 +157,7 @@ def compile_routes(
                     where=where,
                     executor=executor,
                     timeout=config.timeout if term.timeout is None else term.timeout,
+                    reads=reads,
                 )
             )
         for j, dataset in enumerate((name, *route.match)):

@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rewardrouter.compile.resolve import RewardFn
-from rewardrouter.config.models import DEFAULT_TIMEOUT, OnError
+from rewardrouter.config.models import DEFAULT_TIMEOUT, OnError, Reads
 from rewardrouter.config.stages import ShapingStage
 
-#: What makes two term calls one route group: function, mode, kwargs, executor and timeout.
-CallKey = tuple[str, str, str, str, float]
+#: What makes two term calls one route group: function, mode, kwargs, executor, timeout and
+#: what the function reads of a conversation.
+CallKey = tuple[str, str, str, str, float, str]
 
 
 def match_key(dataset: str) -> str:
@@ -36,7 +37,8 @@ class BoundTerm:
 
     ``call_key`` identifies the call: samples whose terms share it form one route group, even
     across routes, because they would be scored by the same function with the same kwargs, on
-    the same executor under the same deadline. ``executor`` is resolved (never ``auto``: a name
+    the same executor under the same deadline, reading the same part of a conversation
+    (``reads``). ``executor`` is resolved (never ``auto``: a name
     in :data:`~rewardrouter.execute.registry.EXECUTORS`) and ``timeout`` is in seconds, per call
     (per whole call in group mode).
     """
@@ -52,11 +54,12 @@ class BoundTerm:
     where: str = ""
     executor: str = "thread"
     timeout: float = DEFAULT_TIMEOUT
+    reads: Reads = "final_answer"
     call_key: CallKey = field(init=False)
 
     def __post_init__(self) -> None:
         bound = self.fn.binding if self.fn.binding is not None else _canonical(self.kwargs)
-        key = (self.fn.name, self.fn.mode, bound, self.executor, self.timeout)
+        key = (self.fn.name, self.fn.mode, bound, self.executor, self.timeout, self.reads)
         object.__setattr__(self, "call_key", key)
 
     def key_for(self, evaluation: bool) -> str | None:

@@ -45,6 +45,9 @@ class FallbackValue(_Model):
 
 OnError = Literal["raise", "skip"] | FallbackValue
 
+#: What a term reads of a sample whose response is a conversation (see TrajectoryConfig).
+Reads = Literal["final_answer", "assistant_text", "transcript", "tool_calls", "conversation"]
+
 #: Seconds one reward call may take when neither the term nor the router says otherwise: long
 #: enough for any grader and a remote call's retries (a remote term's default `deadline` is
 #: 50 s), short enough that a hung call does not idle a trainer's GPUs for minutes.
@@ -91,6 +94,15 @@ class RewardTerm(_Model):
         gt=0,
         description="Seconds one call may take (a group-mode call: the whole call); null: the "
         "router's `timeout`. An overrun is status `timeout`, handled by `on_error`.",
+    )
+    reads: Reads | None = Field(
+        default=None,
+        description="What the function reads as `response` when a sample's response is a "
+        "conversation (chat messages): final_answer (the last assistant message's text), "
+        "assistant_text (every assistant message's text), transcript (every message as text), "
+        "tool_calls (one JSON object per call, per line) or conversation (the validated "
+        "messages). null: final_answer, or conversation for the trajectory kinds "
+        "(tool_call_format, tool_success, turns). A plain-text response reads as itself.",
     )
 
     def __repr_args__(self) -> Any:
@@ -253,6 +265,38 @@ class MissingReward(_Model):
     )
 
 
+class TrajectoryConfig(_Model):
+    """How the router reads samples whose response is a conversation (OpenAI chat messages).
+
+    Each conversation is validated before a term reads it; one that breaks a bound or the message
+    format gives its sample an ``error`` status naming the message and the bound, and the rest
+    of the batch is scored. Example: ``trajectory: {max_messages: 256, messages_field:
+    messages}``.
+    """
+
+    max_messages: int = Field(
+        default=1024, ge=1, description="Most messages one conversation may have."
+    )
+    max_parts: int = Field(
+        default=4096,
+        ge=1,
+        description="Most content parts and tool calls one conversation may have, all messages "
+        "together.",
+    )
+    max_chars: int = Field(
+        default=1_000_000,
+        ge=1,
+        description="Most characters of text and tool-call arguments one conversation may "
+        "have, all messages together.",
+    )
+    messages_field: str | None = Field(
+        default=None,
+        description="A metadata field that holds the conversation of a sample whose response "
+        "is text (slime's Sample.metadata, verl's extra_info from an agent loop's "
+        "extra_fields); null: only a response given as a list of messages is a conversation.",
+    )
+
+
 class RouterConfig(_Model):
     """A whole reward router: the reward map, how samples find routes, and post-processing."""
 
@@ -296,6 +340,11 @@ class RouterConfig(_Model):
         default_factory=MissingReward,
         description="What trainer hooks hand their trainer for a sample that got no reward "
         "(slime, vime, miles and OpenRLHF need a number); see MissingReward.",
+    )
+    trajectory: TrajectoryConfig = Field(
+        default_factory=TrajectoryConfig,
+        description="How samples whose response is a conversation are validated and read; "
+        "see TrajectoryConfig.",
     )
     routes: dict[str, Route] = Field(default_factory=dict)
     post_process: list[PostProcessStage] = Field(default_factory=list)

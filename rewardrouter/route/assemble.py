@@ -23,6 +23,7 @@ from rewardrouter.results import RewardResult, ScoreBatch, Status
 from rewardrouter.rewards.registry import lookup
 from rewardrouter.route.groups import RouteGroup
 from rewardrouter.route.precedence import Decision
+from rewardrouter.trajectory import MALFORMED
 
 Calls = list[tuple[BoundTerm, Outcome]]
 
@@ -143,6 +144,7 @@ def combine(
         terms=terms,
         raw=raw,
         error_message="; ".join(errors) or None,
+        misplaced=decision.misplaced,
     )
 
 
@@ -205,6 +207,7 @@ _INFRASTRUCTURE = {
     "a worker": "the worker processes failed, not the function",
     "worker processes": "the worker processes failed, not the function",
     "the Ray actor pool": "the Ray actors failed, not the function",
+    MALFORMED: "the sample's conversation is malformed, not the function",
     "RemoteUnavailable": "the reward server is unreachable or failing",
     "RemoteRejected": "the reward server refused the request",
     "RemoteTimeout": "the reward server did not answer in time",

@@ -1,0 +1,261 @@
+"""A conversation read from OpenAI chat messages, validated within bounds.
+
+:func:`parse_conversation` turns what a trainer hands over as a sample's response (a list of
+message dicts: ``role``, ``content`` as a string or a list of content parts, an assistant's
+``tool_calls``, a ``tool`` message's ``tool_call_id``) into a frozen :class:`Conversation`, or
+raises :class:`TrajectoryError` saying which message is wrong and why. Every pass is linear in the
+input and stops at the configured bounds (:class:`~rewardrouter.config.models.TrajectoryConfig`):
+a policy's trajectory is hostile input, and one sample's malformed conversation must cost that
+sample its status, never the batch its time.
+
+>>> from rewardrouter.config.models import TrajectoryConfig
+>>> convo = parse_conversation(
+...     [{"role": "user", "content": "2+2?"},
+...      {"role": "assistant", "content": None,
+...       "tool_calls": [{"id": "c1", "type": "function",
+...                       "function": {"name": "add", "arguments": '{"a": 2, "b": 2}'}}]},
+...      {"role": "tool", "tool_call_id": "c1", "content": "4"},
+...      {"role": "assistant", "content": [{"type": "text", "text": "The answer is 4."}]}],
+...     TrajectoryConfig())
+>>> [m.role for m in convo.messages], convo.tool_calls[0].name, convo.messages[-1].text
+(['user', 'assistant', 'tool', 'assistant'], 'add', 'The answer is 4.')
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rewardrouter.errors import RewardRouterError, short_repr
+
+if TYPE_CHECKING:
+    from rewardrouter.config.models import TrajectoryConfig
+
+#: The roles of OpenAI chat messages (``developer`` is the newer name of ``system``).
+ROLES = ("system", "developer", "user", "assistant", "tool")
+
+#: Content part types whose ``text`` is read as text (chat completions write ``text``; the
+#: Responses API ``input_text`` / ``output_text``). Other parts (``image_url``, ``image``,
+#: ``input_audio``, ``video``, ``file``) carry no text and are skipped.
+TEXT_PARTS = ("text", "input_text", "output_text")
+
+#: How the start of the message of every conversation error reads; the router's failure hints
+#: know it (the fix is in the sample's data, not in the reward function).
+MALFORMED = "the sample's conversation is malformed"
+
+_SHOWN = 24
+
+
+class TrajectoryError(RewardRouterError):
+    """A sample's conversation that cannot be read: the message says which message or bound,
+    what was found and what was expected; it never quotes the conversation's text."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One function call of an assistant message.
+
+    ``arguments`` is the JSON text of the arguments as the message carried them (a dict of
+    already-parsed arguments, as TRL writes them, is serialized once here); ``message`` is the
+    position of the assistant message in the conversation, ``position`` the call's place in it.
+    """
+
+    name: str
+    arguments: str
+    id: str | None
+    message: int
+    position: int
+
+    def describe(self) -> str:
+        """How errors name the call: ``call 0 'search' (message 1)``."""
+        return f"call {self.position} {short_repr(self.name, _SHOWN)} (message {self.message})"
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One chat message: its role, its text (text parts joined; other parts skipped), its tool
+    calls (assistant messages) and the call it answers (``tool`` messages)."""
+
+    role: str
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """A validated conversation: what a term reading ``conversation`` receives as ``response``."""
+
+    messages: tuple[Message, ...]
+
+    @property
+    def assistant_messages(self) -> tuple[Message, ...]:
+        return tuple(m for m in self.messages if m.role == "assistant")
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """Every tool call, in order."""
+        return tuple(call for m in self.messages for call in m.tool_calls)
+
+    @property
+    def tool_results(self) -> tuple[Message, ...]:
+        """Every ``tool`` message, in order."""
+        return tuple(m for m in self.messages if m.role == "tool")
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+
+def is_conversation(value: Any) -> bool:
+    """Whether a response is given as messages (a list or tuple), not as text."""
+    return isinstance(value, list | tuple)
+
+
+def parse_conversation(value: Any, limits: TrajectoryConfig) -> Conversation:
+    """``value`` (a list of OpenAI chat messages) as a :class:`Conversation`.
+
+    Raises :class:`TrajectoryError` for: not a list, no message, more than ``max_messages``
+    messages or ``max_parts`` content parts and tool calls together, more than ``max_chars``
+    characters of text and arguments together, a message that is not an object, a role outside
+    :data:`ROLES`, content that is neither a string, null nor a list of part objects with a
+    string ``type``, ``tool_calls`` on a message that is not the assistant's, a call without a
+    function name, arguments that are neither a string nor an object, or an object that cannot
+    be written as JSON within the nesting JSON allows.
+    """
+    if not is_conversation(value):
+        raise _error(f"expected a list of chat messages, found {type(value).__name__}")
+    if not value:
+        raise _error("it has no message", "a trajectory needs at least the assistant's message")
+    if len(value) > limits.max_messages:
+        raise _error(
+            f"it has {len(value)} messages, more than trajectory.max_messages="
+            f"{limits.max_messages}",
+            "raise trajectory.max_messages if such trajectories are expected",
+        )
+    budget = _Budget(limits)
+    return Conversation(tuple(_message(i, m, budget) for i, m in enumerate(value)))
+
+
+class _Budget:
+    """What the conversation has used of its bounds so far."""
+
+    __slots__ = ("chars", "limits", "parts")
+
+    def __init__(self, limits: TrajectoryConfig) -> None:
+        self.limits = limits
+        self.chars = 0
+        self.parts = 0
+
+    def text(self, text: str) -> str:
+        self.chars += len(text)
+        if self.chars > self.limits.max_chars:
+            raise _error(
+                f"its text and arguments exceed trajectory.max_chars={self.limits.max_chars} "
+                f"characters",
+                "raise trajectory.max_chars if such trajectories are expected",
+            )
+        return text
+
+    def part(self, where: str) -> None:
+        self.parts += 1
+        if self.parts > self.limits.max_parts:
+            raise _error(
+                f"{where}: more than trajectory.max_parts={self.limits.max_parts} content parts "
+                f"and tool calls in all",
+                "raise trajectory.max_parts if such trajectories are expected",
+            )
+
+
+def _message(index: int, message: Any, budget: _Budget) -> Message:
+    where = f"message {index}"
+    if not isinstance(message, Mapping):
+        raise _error(f"{where} is a {type(message).__name__}, expected an object with a `role`")
+    role = message.get("role")
+    if not isinstance(role, str) or role not in ROLES:
+        found = "has no `role`" if role is None else f"has role {short_repr(role, _SHOWN)}"
+        raise _error(f"{where} {found}", f"expected one of: {', '.join(ROLES)}")
+    text = _content(where, message.get("content"), budget)
+    calls: tuple[ToolCall, ...] = ()
+    raw_calls = message.get("tool_calls")
+    if raw_calls:
+        if role != "assistant":
+            raise _error(f"{where} ({role}) has `tool_calls`; only assistant messages call tools")
+        if not isinstance(raw_calls, list | tuple):
+            raise _error(f"{where}: `tool_calls` is a {type(raw_calls).__name__}, expected a list")
+        calls = tuple(_tool_call(index, k, call, budget) for k, call in enumerate(raw_calls))
+    call_id = message.get("tool_call_id")
+    name = message.get("name")
+    return Message(
+        role,
+        text,
+        calls,
+        call_id if isinstance(call_id, str) else None,
+        name if isinstance(name, str) else None,
+    )
+
+
+def _content(where: str, content: Any, budget: _Budget) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return budget.text(content)
+    if not isinstance(content, list | tuple):
+        raise _error(
+            f"{where}: `content` is a {type(content).__name__}",
+            "expected a string, null or a list of content parts",
+        )
+    texts: list[str] = []
+    for k, part in enumerate(content):
+        budget.part(where)
+        if not isinstance(part, Mapping) or not isinstance(part.get("type"), str):
+            raise _error(
+                f"{where}: content part {k} is not an object with a string `type`",
+                'write parts as {"type": "text", "text": "..."} (or image_url, ...)',
+            )
+        if part["type"] in TEXT_PARTS:
+            text = part.get("text")
+            if not isinstance(text, str):
+                raise _error(f"{where}: content part {k} ({part['type']}) has no string `text`")
+            texts.append(budget.text(text))
+    return "".join(texts)
+
+
+def _tool_call(message: int, position: int, call: Any, budget: _Budget) -> ToolCall:
+    where = f"message {message}, tool call {position}"
+    budget.part(f"message {message}")
+    function = call.get("function") if isinstance(call, Mapping) else None
+    if not isinstance(function, Mapping):
+        raise _error(f"{where} has no `function` object", 'expected {"function": {"name", ...}}')
+    name = function.get("name")
+    if not isinstance(name, str) or not name:
+        raise _error(f"{where} has no function `name`")
+    budget.text(name)
+    arguments = function.get("arguments")
+    if arguments is None:
+        text = ""
+    elif isinstance(arguments, str):
+        text = arguments
+    elif isinstance(arguments, Mapping):
+        try:
+            text = json.dumps(arguments, ensure_ascii=False)
+        except RecursionError:
+            raise _error(f"{where}: its arguments are nested too deeply to write as JSON") from None
+        except (TypeError, ValueError) as exc:
+            kind = type(exc).__name__
+            raise _error(f"{where}: its arguments cannot be written as JSON ({kind})") from None
+    else:
+        raise _error(
+            f"{where}: `arguments` is a {type(arguments).__name__}",
+            "expected a JSON string or an object",
+        )
+    call_id = call.get("id")
+    return ToolCall(
+        name, budget.text(text), call_id if isinstance(call_id, str) else None, message, position
+    )
+
+
+def _error(what: str, hint: str | None = None) -> TrajectoryError:
+    return TrajectoryError(f"{MALFORMED}: {what}" + (f"; {hint}" if hint else ""))
