@@ -1,0 +1,294 @@
+"""``tool_call_format`` and ``tool_success``: trajectory kinds that grade a conversation's tool
+use. Both read the whole conversation (a term's ``reads`` defaults to ``conversation``).
+
+``tool_call_format`` checks each call the assistant made: its arguments must parse as JSON, be
+an object nested at most ``max_depth`` deep, and validate against the JSON Schema (``parameters``)
+of the tool it names, declared in the term's ``tools`` or in the sample's metadata
+(``tools_field``, e.g. the ``tools`` column a TRL or verl dataset carries). Example::
+
+    format:
+      kind: tool_call_format
+      key: score
+      kwargs:
+        tools:
+          - type: function
+            function:
+              name: get_weather
+              parameters:
+                type: object
+                properties: {city: {type: string}}
+                required: [city]
+
+``tool_success`` is the fraction of tool results (``tool`` messages) whose text does not start
+with an error marker (``error_prefixes``; by default what tools write on failure: ``Error:``,
+``Traceback (most recent call last)``, and TRL's ``{'error': ...}``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Literal
+
+from jsonschema import SchemaError
+from jsonschema.protocols import Validator
+from jsonschema.validators import validator_for
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from rewardrouter.errors import short_repr
+from rewardrouter.rewards.registry import Bound, Resources, resource_kind
+from rewardrouter.sample import metadata_of
+from rewardrouter.trajectory import Conversation, ToolCall, TrajectoryError
+
+#: What ``tool_success`` counts as a failed tool result by default: a result whose text starts
+#: with one of these (after leading whitespace). TRL writes a tool's exception as
+#: ``str({"error": message})``.
+ERROR_PREFIXES = (
+    "Error:",
+    "ERROR:",
+    "Traceback (most recent call last)",
+    "{'error':",
+    '{"error":',
+)
+
+#: How many sample-declared schemas one ``tool_call_format`` term keeps compiled.
+_CACHED_SCHEMAS = 256
+
+
+class ToolFormatSettings(BaseModel):
+    """How a ``tool_call_format`` term checks tool calls."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    tools: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="The tools the policy may call, as OpenAI tool objects ({type: function, "
+        "function: {name, parameters}}) or {name, parameters}; `parameters` is the JSON Schema "
+        "of the arguments.",
+    )
+    tools_field: str | None = Field(
+        default="tools",
+        description="A metadata field holding the tools declared for each sample (same form); "
+        "they are added to `tools`, a sample's declaration winning for a name both declare. "
+        "null: only `tools`.",
+    )
+    score: Literal["all", "fraction"] = Field(
+        default="all",
+        description="all: 1.0 when every call is well formed, else 0.0; fraction: the share "
+        "of well-formed calls.",
+    )
+    max_depth: int = Field(
+        default=32, ge=1, description="Deepest nesting of arrays and objects in the arguments."
+    )
+
+    @field_validator("tools")
+    @classmethod
+    def _schemas(cls, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for i, tool in enumerate(tools):
+            try:
+                tool_schema(tool)
+            except TrajectoryError as exc:
+                raise ValueError(f"tools[{i}]: {exc}") from None
+        return tools
+
+
+def tool_schema(tool: Any) -> tuple[str, Validator]:
+    """The name of a declared tool and a validator of its arguments; :class:`TrajectoryError`
+    when the declaration has no name or its ``parameters`` is not a JSON Schema."""
+    spec = tool.get("function", tool) if isinstance(tool, Mapping) else None
+    name = spec.get("name") if isinstance(spec, Mapping) else None
+    if not isinstance(spec, Mapping) or not isinstance(name, str) or not name:
+        raise TrajectoryError(
+            "a tool declaration needs a `name` (as {type: function, function: {name, "
+            "parameters}} or {name, parameters})"
+        )
+    schema = spec.get("parameters", {})
+    if not isinstance(schema, dict | bool):
+        raise TrajectoryError(f"tool {name!r}: `parameters` must be a JSON Schema object")
+    kind = validator_for(schema)
+    try:
+        kind.check_schema(schema)  # type: ignore[arg-type]  # a boolean is a JSON Schema too
+    except SchemaError as exc:
+        where = "/".join(map(str, exc.path)) or "the root"
+        raise TrajectoryError(
+            f"tool {name!r}: `parameters` is not a valid JSON Schema at {where} "
+            f"({short_repr(exc.message, 120)})"
+        ) from None
+    return name, kind(schema)
+
+
+class ToolCallFormat:
+    """A ``tool_call_format`` term's callable: ``{score, calls, valid, failed}`` per sample.
+
+    ``score`` is None (not applicable) when the assistant made no call; ``failed`` names the
+    first malformed call and why ("" when none). Picklable: it holds its settings only.
+    """
+
+    reads_conversation: ClassVar[bool] = True
+    name = "tool_call_format"
+
+    def __init__(self, settings: ToolFormatSettings) -> None:
+        self.settings = settings
+        self._declared = dict(tool_schema(tool) for tool in settings.tools)
+        self._cache: dict[str, tuple[str, Validator]] = {}
+
+    def __getstate__(self) -> ToolFormatSettings:
+        return self.settings
+
+    def __setstate__(self, settings: ToolFormatSettings) -> None:
+        self.__init__(settings)  # type: ignore[misc]
+
+    def __call__(self, args: Any, sample: Any) -> dict[str, Any]:
+        conversation: Conversation = sample.response
+        calls = conversation.tool_calls
+        if not calls:
+            return {"score": None, "calls": 0, "valid": 0, "failed": ""}
+        tools = self._tools(metadata_of(sample))
+        failures = [why for call in calls if (why := self._problem(call, tools)) is not None]
+        valid = len(calls) - len(failures)
+        score = float(not failures) if self.settings.score == "all" else valid / len(calls)
+        return {
+            "score": score,
+            "calls": len(calls),
+            "valid": valid,
+            "failed": failures[0] if failures else "",
+        }
+
+    def _tools(self, metadata: Mapping[str, Any]) -> Mapping[str, Validator]:
+        field = self.settings.tools_field
+        given = metadata.get(field) if field is not None else None
+        if given is None:
+            tools = self._declared
+        else:
+            if not isinstance(given, Sequence) or isinstance(given, str | bytes):
+                raise TrajectoryError(
+                    f"metadata field {field!r} must be a list of tool declarations, found "
+                    f"{type(given).__name__}"
+                )
+            tools = dict(self._declared)
+            for i, tool in enumerate(given):
+                try:
+                    name, validator = self._compiled(tool)
+                except TrajectoryError as exc:
+                    raise TrajectoryError(f"metadata field {field!r}[{i}]: {exc}") from None
+                tools[name] = validator
+        if not tools:
+            raise TrajectoryError(
+                "no tool is declared for this sample: list the tools under the term's "
+                f"kwargs.tools, or in each sample's metadata field {field!r}"
+            )
+        return tools
+
+    def _compiled(self, tool: Any) -> tuple[str, Validator]:
+        try:
+            key = json.dumps(tool, sort_keys=True)
+        except (TypeError, ValueError, RecursionError):
+            raise TrajectoryError("a tool declaration that is not JSON") from None
+        found = self._cache.get(key)
+        if found is None:
+            if len(self._cache) >= _CACHED_SCHEMAS:
+                self._cache.clear()
+            found = self._cache[key] = tool_schema(tool)
+        return found
+
+    def _problem(self, call: ToolCall, tools: Mapping[str, Validator]) -> str | None:
+        """Why ``call`` is malformed, naming it; None when it is well formed."""
+        validator = tools.get(call.name)
+        if validator is None:
+            return f"{call.describe()}: not a declared tool (declared: {', '.join(sorted(tools))})"
+        try:
+            arguments = json.loads(call.arguments)
+        except RecursionError:
+            return f"{call.describe()}: arguments nested deeper than JSON parsing allows"
+        except ValueError as exc:
+            where = f" at character {exc.pos}" if isinstance(exc, json.JSONDecodeError) else ""
+            return f"{call.describe()}: arguments are not JSON{where}"
+        if not isinstance(arguments, dict):
+            return (
+                f"{call.describe()}: arguments are a JSON {type(arguments).__name__}, not an object"
+            )
+        if _depth_beyond(arguments, self.settings.max_depth):
+            return f"{call.describe()}: arguments nested deeper than max_depth={self.settings.max_depth}"
+        error = next(iter(validator.iter_errors(arguments)), None)
+        if error is not None:
+            return (
+                f"{call.describe()}: arguments at {error.json_path} fail the schema's "
+                f"`{error.validator}`"
+            )
+        return None
+
+
+def _depth_beyond(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests arrays and objects more than ``limit`` deep (no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+@resource_kind("tool_call_format", ToolFormatSettings)
+def build_format(settings: ToolFormatSettings, resources: Resources) -> Bound:
+    """Each tool call's arguments parse as JSON and fit its declared tool's JSON Schema."""
+    reward = resources.get(
+        (ToolCallFormat, settings.model_dump_json()), lambda: ToolCallFormat(settings)
+    )
+    return Bound(reward, "single", reward.name, keys=("score", "calls", "valid"))
+
+
+class ToolSuccessSettings(BaseModel):
+    """What a ``tool_success`` term counts as a failed tool result."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    error_prefixes: list[str] = Field(
+        default_factory=lambda: list(ERROR_PREFIXES),
+        min_length=1,
+        description="A tool result whose text starts with one of these (after leading "
+        "whitespace) is a failure.",
+    )
+    ignore_case: bool = Field(default=False, description="Compare the prefixes ignoring case.")
+
+
+class ToolSuccess:
+    """A ``tool_success`` term's callable: the fraction of tool results without an error
+    marker; None (not applicable) when the conversation has no tool result."""
+
+    reads_conversation: ClassVar[bool] = True
+    name = "tool_success"
+
+    def __init__(self, settings: ToolSuccessSettings) -> None:
+        self.settings = settings
+        fold = settings.ignore_case
+        self._prefixes = tuple(p.casefold() if fold else p for p in settings.error_prefixes)
+
+    def __getstate__(self) -> ToolSuccessSettings:
+        return self.settings
+
+    def __setstate__(self, settings: ToolSuccessSettings) -> None:
+        self.__init__(settings)  # type: ignore[misc]
+
+    def __call__(self, args: Any, sample: Any) -> float | None:
+        conversation: Conversation = sample.response
+        results = conversation.tool_results
+        if not results:
+            return None
+        longest = max(map(len, self._prefixes))
+        failed = 0
+        for message in results:
+            head = message.text.lstrip()[:longest]
+            if self.settings.ignore_case:
+                head = head.casefold()
+            failed += head.startswith(self._prefixes)
+        return (len(results) - failed) / len(results)
+
+
+@resource_kind("tool_success", ToolSuccessSettings)
+def build_success(settings: ToolSuccessSettings, resources: Resources) -> Bound:
+    """The fraction of tool results without an error marker."""
+    reward = resources.get((ToolSuccess, settings.model_dump_json()), lambda: ToolSuccess(settings))
+    return Bound(reward, "single", reward.name)
