@@ -205,6 +205,8 @@ def resolve_resource(
         mode=bound.mode,
         is_async=is_async(bound.fn),
         cpu_heavy=bound.cpu_heavy,
+        returns_dict=True if bound.keys else None,
+        dict_keys=bound.keys,
         binding=hashlib.sha256(settings.model_dump_json().encode()).hexdigest()[:16],
     )
 

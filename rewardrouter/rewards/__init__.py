@@ -4,8 +4,8 @@ One module per family, or one folder: ``math`` (math-verify, exact checks first,
 ``math/equivalence``), ``dapo``, ``deepscaler``, ``f1`` and ``exact`` (SQuAD), ``choice``
 (``gpqa``, ``multiple_choice``), ``formats`` (``think_format``, ``boxed_format``) and ``random``
 (``random``, ``deterministic_random``). Each grader states its contract in its docstring.
-``remote``, ``code``, ``judge`` and ``ifeval`` are resource kinds (see :mod:`.registry`): their
-term's kwargs are settings, and what they build is shared per router.
+``remote``, ``code``, ``judge``, ``reward_model`` and ``ifeval`` are resource kinds (see
+:mod:`.registry`): their term's kwargs are settings, and what they build is shared per router.
 """
 
 from rewardrouter.rewards import choice as _choice  # noqa: F401  (each import registers kinds)
@@ -34,6 +34,7 @@ from rewardrouter.rewards.registry import (
     lookup,
     resource_kind,
 )
+from rewardrouter.rewards.reward_model import kind as _reward_model  # noqa: F401
 
 __all__ = [
     "BUILTINS",

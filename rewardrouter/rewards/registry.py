@@ -268,12 +268,15 @@ class Bound:
     messages (it must not contain credentials). ``cpu_heavy``: ``fn`` is a plain ``def`` that
     pickles by reference (a top-level callable class), and ``executor: auto`` runs it in worker
     processes, where a deadline can stop it (``ifeval``: regexes that a response can stall).
+    ``keys``: the entries of the dict ``fn`` returns (then a term must name one with ``key:``,
+    checked when the router compiles); empty when it returns a number.
     """
 
     fn: Callable[..., Any]
     mode: Literal["single", "group"]
     name: str
     cpu_heavy: bool = False
+    keys: tuple[str, ...] = ()
 
 
 Build = Callable[[Any, Resources], Bound]

@@ -1,0 +1,228 @@
+"""A reward model served over HTTP: vLLM's pooling APIs and SGLang's reward endpoint.
+
+Requests and replies, per ``api`` (inputs batched ``batch_size`` to a request)::
+
+    vllm_classify  POST /classify  {"model", "input": [text, ...], "use_activation": false}
+                                   or {"model", "messages": [...], "use_activation": false}
+                   reply           {"data": [{"index", "label", "probs": [logit, ...],
+                                              "num_classes"}, ...]}
+    vllm_score     POST /score     {"model", "text_1": [prompt, ...], "text_2": [response, ...],
+                                    "use_activation": false}
+                   reply           {"data": [{"index", "object": "score", "score"}, ...]}
+    vllm_pooling   POST /pooling   {"model", "input": [text, ...]} or {"model", "messages"}
+                   reply           {"data": [{"index", "object": "pooling",
+                                              "data": [x, ...] or [[x, ...], ...]}, ...]}
+    sglang         POST /classify  {"text": [text, ...]}
+                   reply           [{"embedding": [score, ...], "meta_info": {...}}, ...]
+
+``use_activation: false`` asks vLLM for the head's raw output (a reward model's logit), which
+``normalize`` then maps. The score is output ``label_index`` (for per-token pooling output, of
+the last token's row). Without a local ``tokenizer``, a chat conversation is sent alone as
+``messages`` and the server applies the model's chat template (vLLM only).
+
+Every request goes through :class:`~rewardrouter.remote.client.JsonEndpoint`: the router's
+connection pool, retries with jittered backoff (never after a 4xx), the deadline, the
+concurrency cap, the reply size cap, and the credential scrubbed from every message. A reply
+that cannot be read as one score per input (a wrong count, another shape, an oversized body) or
+a 4xx (vLLM refuses a whole batch for one input over its context length) fails the request's
+inputs only after the request is split in halves and each half sent again, down to one input:
+so one hostile input fails alone and its neighbours are scored. A score that is not a finite
+number fails its input alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from rewardrouter.remote.errors import RemoteError, RemoteInvalid, RemoteRejected
+from rewardrouter.rewards.reward_model.conversation import (
+    Unusable,
+    conversation,
+    pair,
+    plain_text,
+    refuse_markers,
+    written,
+)
+from rewardrouter.rewards.reward_model.scores import ScoreCache, Scored, read_number, reward
+from rewardrouter.rewards.reward_model.settings import RewardModelSettings
+
+if TYPE_CHECKING:  # the client (and aiohttp) loads when a reward model is built
+    from rewardrouter.remote.client import JsonEndpoint
+
+
+class ServedRewardModel:
+    """``await model(args, samples)``: one ``{"score", "raw"}`` (or failure) per sample.
+
+    ``renderer``: a tokenizer's chat template (:class:`~.tokenized.ChatRenderer`) that turns
+    conversations into text here, or ``None``.
+    """
+
+    __slots__ = ("_cache", "endpoint", "name", "renderer", "settings")
+
+    def __init__(
+        self, settings: RewardModelSettings, endpoint: JsonEndpoint, renderer: Any = None
+    ) -> None:
+        self.settings = settings
+        self.endpoint = endpoint
+        self.renderer = renderer
+        self.name = endpoint.name
+        self._cache = ScoreCache(settings.cache_size)
+
+    def __repr__(self) -> str:
+        return f"ServedRewardModel({self.name!r})"
+
+    @property
+    def sends_messages(self) -> bool:
+        """Whether each conversation goes alone as ``messages`` (the server renders it)."""
+        s = self.settings
+        return (
+            s.api in ("vllm_classify", "vllm_pooling")
+            and self.renderer is None
+            and s.template != "plain"
+        )
+
+    def model_input(self, sample: Any) -> Any:
+        """What is sent for ``sample``: a text, a pair, or ``{"messages": [...]}``."""
+        s = self.settings
+        if s.api == "vllm_score":
+            if s.refuse_special_tokens:
+                refuse_markers(written(sample), None)
+            return pair(sample)
+        if self.renderer is not None:
+            return self.renderer.render(sample)
+        if s.refuse_special_tokens:
+            refuse_markers(written(sample), None)
+        if self.sends_messages:
+            return {"messages": conversation(sample)}
+        return plain_text(sample, s.separator)
+
+    async def __call__(self, args: Any, samples: Sequence[Any]) -> list[Any]:
+        inputs: list[Any] = []
+        out: list[Any] = []
+        for sample in samples:
+            try:
+                inputs.append(self.model_input(sample))
+                out.append(None)
+            except Unusable as exc:
+                out.append(exc)
+        raws = iter(await self._cache.scores(inputs, self._score))
+        normalize = self.settings.normalize
+        for i, entry in enumerate(out):
+            if entry is not None:
+                continue
+            raw = next(raws)
+            try:
+                out[i] = raw if isinstance(raw, Exception) else reward(raw, normalize)
+            except Unusable as exc:
+                out[i] = exc
+        return out
+
+    # -- requests --------------------------------------------------------------------------
+
+    async def _score(self, inputs: list[Any]) -> list[Scored]:
+        size = 1 if self.sends_messages else self.settings.batch_size
+        chunks = [inputs[i : i + size] for i in range(0, len(inputs), size)]
+        replies = await asyncio.gather(*(self._chunk(c) for c in chunks))
+        return [score for reply in replies for score in reply]
+
+    async def _chunk(self, chunk: list[Any]) -> list[Scored]:
+        try:
+            reply = await self.endpoint.post_json(self._body(chunk))
+            return self._read(reply, len(chunk))
+        except (RemoteInvalid, RemoteRejected) as exc:
+            if len(chunk) == 1:
+                return [exc]
+            half = len(chunk) // 2  # which input spoiled the request? send halves to find out
+            first, second = await asyncio.gather(
+                self._chunk(chunk[:half]), self._chunk(chunk[half:])
+            )
+            return first + second
+        except RemoteError as exc:  # timeouts, unavailable: retried already, fail the request
+            return [exc] * len(chunk)
+
+    def _body(self, chunk: list[Any]) -> dict[str, Any]:
+        s = self.settings
+        body: dict[str, Any]
+        if s.api == "sglang":
+            return {**s.extra_body, "text": chunk}
+        body = {"model": s.model}
+        if s.api in ("vllm_classify", "vllm_score"):
+            body["use_activation"] = False
+        body.update(s.extra_body)
+        if s.api == "vllm_score":
+            body["text_1"] = [p for p, _ in chunk]
+            body["text_2"] = [r for _, r in chunk]
+        elif self.sends_messages:
+            body["messages"] = chunk[0]["messages"]
+        else:
+            body["input"] = chunk
+        return body
+
+    # -- replies ---------------------------------------------------------------------------
+
+    def _read(self, reply: Any, count: int) -> list[Scored]:
+        """One raw score or :class:`Unusable` per input; :class:`RemoteInvalid` when the reply
+        is not one entry per input."""
+        if self.settings.api == "sglang":
+            entries = [reply] if isinstance(reply, dict) and count == 1 else reply
+            if not isinstance(entries, list):
+                raise self._shape(reply, f"a JSON list of {count} results")
+        else:
+            data = reply.get("data") if isinstance(reply, dict) else None
+            if not isinstance(data, list):
+                raise self._shape(reply, f'an object whose "data" lists {count} results')
+            entries = self._in_order(data, count)
+        if len(entries) != count:
+            raise RemoteInvalid(f"the reply has {len(entries)} results for {count} inputs")
+        out: list[Scored] = []
+        for entry in entries:
+            try:
+                out.append(self._score_of(entry))
+            except Unusable as exc:
+                out.append(exc)
+        return out
+
+    @staticmethod
+    def _in_order(data: list[Any], count: int) -> list[Any]:
+        """vLLM's ``data`` sorted by each entry's ``index`` (which must be 0..count-1)."""
+        indices = [e.get("index") if isinstance(e, dict) else None for e in data]
+        if len(data) != count or sorted(map(str, indices)) != sorted(map(str, range(count))):
+            raise RemoteInvalid(
+                f"the reply's data has {len(data)} results, indexed "
+                f"{json.dumps(indices[:8])[:80]}; expected {count}, indexed 0 to {count - 1}"
+            )
+        ordered: list[Any] = [None] * count
+        for index, entry in zip(indices, data, strict=True):
+            ordered[int(index)] = entry  # type: ignore[arg-type]
+        return ordered
+
+    def _score_of(self, entry: Any) -> float:
+        api, k = self.settings.api, self.settings.label_index
+        field = {"vllm_classify": "probs", "vllm_score": "score", "vllm_pooling": "data"}.get(
+            api, "embedding"
+        )
+        if not isinstance(entry, dict) or field not in entry:
+            raise Unusable(f"a result has no {field!r}: {self._quote(entry)}")
+        value = entry[field]
+        if api == "vllm_score":
+            return read_number(value, "the score")
+        if isinstance(value, list) and value and isinstance(value[-1], list):
+            value = value[-1]  # per-token output: the last token's row scores the sequence
+        if not isinstance(value, list) or len(value) <= k:
+            raise Unusable(
+                f"{field!r} is {self._quote(value)}; expected a list with output {k} "
+                "(`label_index`)"
+            )
+        return read_number(value[k], f"{field}[{k}]")
+
+    def _quote(self, value: Any) -> str:
+        return repr(self.endpoint.scrub(json.dumps(value, default=str))[:80])
+
+    def _shape(self, reply: Any, expected: str) -> RemoteInvalid:
+        return RemoteInvalid(
+            f"the reply is {type(reply).__name__} {self._quote(reply)}; expected {expected} "
+            f"(is `api: {self.settings.api}` the server's API?)"
+        )

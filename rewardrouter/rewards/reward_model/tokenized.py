@@ -1,0 +1,72 @@
+"""A Hugging Face tokenizer's chat template, applied here: the text a reward model reads.
+
+Used by ``api: local`` (the model's own tokenizer) and by served APIs given ``tokenizer:``
+(the text is then sent in batches, and the server tokenizes it as it is). Needs the
+``reward-model`` extra (transformers).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from rewardrouter.rewards.reward_model.conversation import (
+    conversation,
+    plain_text,
+    refuse_markers,
+    written,
+)
+
+#: The install line the messages give when transformers is missing.
+INSTALL = "pip install 'rewardrouter[reward-model]'  (transformers)"
+
+
+def load_tokenizer(path: str) -> Any:
+    """The tokenizer in directory ``path``, read from local files only (never downloaded)."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(path, local_files_only=True)
+
+
+class ChatRenderer:
+    """Renders a sample as its reward model expects (see the module doc).
+
+    ``template``: chat (the tokenizer's chat template, which it must have), plain
+    (``prompt + separator + response``) or auto (chat when the tokenizer has a template).
+    ``chat`` tells how the text was made: a rendered template holds its special tokens
+    already, so the text is tokenized without adding more.
+    """
+
+    __slots__ = ("chat", "markers", "refuse", "separator", "tokenizer")
+
+    def __init__(
+        self,
+        tokenizer: Any,
+        template: Literal["auto", "chat", "plain"],
+        separator: str,
+        refuse: bool,
+    ) -> None:
+        has_template = bool(getattr(tokenizer, "chat_template", None))
+        if template == "chat" and not has_template:
+            raise ValueError(
+                "the tokenizer has no chat template; set `template: plain` (prompt + separator "
+                "+ response) or give a tokenizer that has one"
+            )
+        self.tokenizer = tokenizer
+        self.chat = template == "chat" or (template == "auto" and has_template)
+        self.separator = separator
+        self.refuse = refuse
+        special = set(getattr(tokenizer, "all_special_tokens", []))
+        for token in getattr(tokenizer, "added_tokens_decoder", {}).values():
+            if getattr(token, "special", False):
+                special.add(str(token.content))
+        # Longest first, so that the message names the whole marker.
+        self.markers = sorted((m for m in special if m), key=len, reverse=True)
+
+    def render(self, sample: Any) -> str:
+        """The text of ``sample``; :class:`~.conversation.Unusable` when it cannot be."""
+        if self.refuse:
+            refuse_markers(written(sample), self.markers)
+        if not self.chat:
+            return plain_text(sample, self.separator)
+        text = self.tokenizer.apply_chat_template(conversation(sample), tokenize=False)
+        return str(text)

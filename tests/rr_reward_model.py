@@ -1,0 +1,132 @@
+"""Reward models for the ``reward_model`` tests: a tiny Hugging Face model saved to a folder, and
+servers that answer in vLLM's and SGLang's reply shapes.
+
+The tiny model is a one-layer Llama with a one-output classification head and random weights,
+and a byte-level BPE tokenizer trained in memory with a ChatML chat template: nothing is
+downloaded. The servers' shapes are the field names of vLLM's pooling protocol
+(``ClassificationResponse.data[i].probs``, ``ScoreResponse.data[i].score``,
+``PoolingResponse.data[i].data``, each entry with its ``index``) and of SGLang's ``/classify``
+(a list of ``{"embedding": [...], "meta_info": {...}}``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rr_remote import Reply, Seen
+
+#: ChatML, as Qwen's reward models write it.
+CHATML = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+)
+
+WORDS = [
+    "The capital of France is Paris.",
+    "What is the capital of France?",
+    "Two plus two is four, and the answer is 4.",
+    "I am not sure; maybe Rome or Berlin.",
+]
+
+
+def tiny_reward_model(folder: Path, *, zero_head: bool = False, chat: bool = True) -> Path:
+    """Save a tiny sequence-classification model and its tokenizer to ``folder``.
+
+    ``zero_head``: the score head's weights are zero, so every input scores exactly 0.
+    ``chat``: the tokenizer has the ChatML template (and its two special tokens).
+    """
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import (
+        AutoModelForSequenceClassification,
+        LlamaConfig,
+        PreTrainedTokenizerFast,
+    )
+
+    torch.manual_seed(0)
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    specials = ["<pad>", "<eos>", "<|im_start|>", "<|im_end|>"]
+    bpe.train_from_iterator(
+        WORDS * 4,
+        trainers.BpeTrainer(
+            vocab_size=320,
+            special_tokens=specials,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        ),
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=bpe,
+        pad_token="<pad>",
+        eos_token="<eos>",
+        additional_special_tokens=["<|im_start|>", "<|im_end|>"],
+    )
+    if chat:
+        tokenizer.chat_template = CHATML
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None,
+        num_labels=1,
+    )
+    model = AutoModelForSequenceClassification.from_config(config)
+    if zero_head:
+        with torch.no_grad():
+            model.score.weight.zero_()
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+# -- served APIs -----------------------------------------------------------------------------
+
+ScoreOf = Callable[[str], Any]
+
+
+def texts_of(api: str, body: Any) -> list[str]:
+    """The texts a request asks scores for (a pair is ``prompt|response``, a conversation its
+    contents joined by ``|``)."""
+    if api == "vllm_score":
+        return [f"{a}|{b}" for a, b in zip(body["text_1"], body["text_2"], strict=True)]
+    if api == "sglang":
+        return list(body["text"])
+    if "messages" in body:
+        return ["|".join(m["content"] for m in body["messages"])]
+    return list(body["input"])
+
+
+def reply(api: str, scores: list[Any]) -> Any:
+    """The server's reply holding ``scores``, in ``api``'s shape."""
+    if api == "sglang":
+        return [{"embedding": [s], "meta_info": {"id": f"r{i}"}} for i, s in enumerate(scores)]
+    if api == "vllm_score":
+        data: list[Any] = [
+            {"index": i, "object": "score", "score": s} for i, s in enumerate(scores)
+        ]
+    elif api == "vllm_pooling":
+        data = [{"index": i, "object": "pooling", "data": [s]} for i, s in enumerate(scores)]
+    else:
+        data = [
+            {"index": i, "label": "LABEL_0", "probs": [s], "num_classes": 1}
+            for i, s in enumerate(scores)
+        ]
+    return {"id": "x-1", "object": "list", "created": 0, "model": "rm", "data": data}
+
+
+def model_server(api: str, score_of: ScoreOf) -> Callable[[Seen, int], Reply]:
+    """A script for :class:`rr_remote.ScriptedServer`: ``score_of(text)`` per input."""
+
+    def script(seen: Seen, attempt: int) -> Reply:
+        return Reply(reply(api, [score_of(t) for t in texts_of(api, seen.body)]))
+
+    return script
