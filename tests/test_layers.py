@@ -1,13 +1,19 @@
 """The package graph is acyclic: every import between rewardrouter's packages goes down the
-declared layer order — imports inside functions and ``importlib.import_module("rewardrouter...")``
-calls included. Imports under ``if TYPE_CHECKING:`` count too, unless listed below.
+declared layer order — imports inside functions and the strings handed to
+``importlib.import_module("rewardrouter...")`` or the project's own
+``import_path("rewardrouter...")`` included. Imports under ``if TYPE_CHECKING:`` count too,
+unless listed below. Inside one package, no module imports itself through others (a cycle that
+only a deferred import keeps from failing counts too, since that import is its one fix).
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -98,12 +104,13 @@ def edges(root: Path) -> list[Edge]:
                 targets = [f"{target}.{alias.name}" for alias in node.names] or [target]
             elif (
                 isinstance(node, ast.Call)
-                and ast.unparse(node.func).endswith("import_module")
+                and ast.unparse(node.func).endswith(("import_module", "import_path"))
                 and node.args
                 and isinstance(node.args[0], ast.Constant)
                 and isinstance(node.args[0].value, str)
             ):
-                targets, how = [node.args[0].value], "by string"
+                # import_path takes `pkg.module.fn` or `pkg.module:fn`: the module is imported.
+                targets, how = [node.args[0].value.replace(":", ".")], "by string"
             else:
                 continue
             if node.lineno in type_only:
@@ -114,6 +121,82 @@ def edges(root: Path) -> list[Edge]:
                 if target == name or target.startswith(name + ".")
             ]
     return found
+
+
+def modules(root: Path) -> set[str]:
+    """Every dotted module of ``root``'s package, package ``__init__`` s included."""
+    return {_module_name(path, root) for path in root.rglob("*.py")}
+
+
+def module_graph(found: Iterable[Edge], known: set[str]) -> dict[str, dict[str, Edge]]:
+    """Module → the modules of its own package whose code importing it runs, with the edge.
+
+    ``from pkg.a import fn`` runs ``pkg.a``; importing ``pkg.a.b`` from outside ``pkg.a`` also
+    runs ``pkg/a/__init__.py`` first, so that counts as importing ``pkg.a`` too (a package whose
+    ``__init__`` imports what imports the importer is a cycle at import time). Imports under
+    ``if TYPE_CHECKING:`` run nothing.
+    """
+    graph: dict[str, dict[str, Edge]] = {}
+    for edge in found:
+        target = edge.target
+        while target not in known and "." in target:
+            target = target.rsplit(".", 1)[0]  # `pkg.a.fn` → `pkg.a`
+        if edge.how == "type-only" or _package(edge.source) != _package(target):
+            continue
+        parts = target.split(".")
+        for depth in range(2, len(parts) + 1):
+            ran = ".".join(parts[:depth])
+            if ran != edge.source and not edge.source.startswith(ran + "."):
+                graph.setdefault(edge.source, {}).setdefault(ran, edge)
+    return graph
+
+
+def cycles(graph: dict[str, dict[str, Edge]]) -> list[str]:
+    """One cycle per strongly connected set of modules, shortest from its first module, each
+    step with the line and kind of the import that takes it."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    components: list[set[str]] = []
+
+    def visit(module: str) -> None:  # Tarjan's algorithm
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        for target in graph.get(module, {}):
+            if target not in order:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], order[target])
+        if low[module] == order[module]:
+            component = {stack.pop()}
+            while module not in component:
+                component.add(stack.pop())
+            components.append(component)
+
+    for module in sorted(graph):
+        if module not in order:
+            visit(module)
+    out = []
+    for component in components:
+        if len(component) < 2:
+            continue
+        start = min(component)
+        came_from: dict[str, str] = {}
+        queue = deque([start])
+        while start not in came_from:  # breadth first: the shortest way back to `start`
+            module = queue.popleft()
+            for target in sorted(graph[module]):
+                if target in component and target not in came_from:
+                    came_from[target] = module
+                    queue.append(target)
+        path = [start]
+        while len(path) == 1 or path[-1] != start:
+            path.append(came_from[path[-1]])
+        path.reverse()
+        steps = [f"{a} ({graph[a][b].line}, {graph[a][b].how})" for a, b in pairwise(path)]
+        out.append(" → ".join([*steps, start]))
+    return sorted(out)
 
 
 def _package(module: str) -> str:
@@ -189,6 +272,14 @@ def test_every_package_and_top_level_module_has_a_layer() -> None:
             id="relative_downward",
         ),
         pytest.param(
+            {"low.py": "import_path('pkg.high.sub:fn')\n"},
+            [
+                "pkg.low:1 (by string) imports pkg.high.sub.fn: low (layer 0) may not import "
+                "high (layer 1)"
+            ],
+            id="import_path_string",
+        ),
+        pytest.param(
             {"low.py": "from . import other\n", "other.py": ""},
             ["pkg.low: package 'other' has no place in LAYERS"],
             id="unplaced_package",
@@ -204,6 +295,80 @@ def test_the_check_finds_what_it_must(
         (root / name).write_text(text)
     (root / "low.py").touch()
     assert violations(edges(root), (("low",), ("high",))) == expected
+
+
+def test_no_module_of_a_package_imports_itself_through_others() -> None:
+    graph = module_graph(edges(PACKAGE), modules(PACKAGE))
+    assert len(graph) > 50  # the graph sees the modules that import their own package's
+    assert cycles(graph) == []
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        pytest.param(
+            {"low/a.py": "from pkg.low import b\n", "low/b.py": "from pkg.low.a import f\n"},
+            ["pkg.low.a (1, top) → pkg.low.b (1, top) → pkg.low.a"],
+            id="two_modules",
+        ),
+        pytest.param(
+            {"low/a.py": "from . import b\n", "low/b.py": "def f():\n    from . import a\n"},
+            ["pkg.low.a (1, top) → pkg.low.b (2, deferred) → pkg.low.a"],
+            id="closed_by_a_deferred_import",
+        ),
+        pytest.param(
+            {
+                "low/a.py": "import importlib\nimportlib.import_module('pkg.low.b')\n",
+                "low/b.py": "import_path('pkg.low.a:f')\n",
+            },
+            ["pkg.low.a (2, by string) → pkg.low.b (1, by string) → pkg.low.a"],
+            id="by_strings",
+        ),
+        pytest.param(
+            {
+                "low/a.py": "from . import b\n",
+                "low/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import a\n",
+            },
+            [],
+            id="type_only_runs_nothing",
+        ),
+        pytest.param(
+            {
+                "low/labels.py": "from pkg.low.math.boxes import f\n",
+                "low/math/__init__.py": "from pkg.low.math.kind import g\n",
+                "low/math/kind.py": "from pkg.low.labels import h\n",
+                "low/math/boxes.py": "",
+            },
+            [
+                "pkg.low.labels (1, top) → pkg.low.math (1, top) → pkg.low.math.kind (1, top) "
+                "→ pkg.low.labels"
+            ],
+            id="through_a_package_init",
+        ),
+        pytest.param(
+            {
+                "low/math/__init__.py": "from pkg.low.math.kind import g\n",
+                "low/math/kind.py": "from pkg.low.math.boxes import f\n",
+                "low/math/boxes.py": "",
+            },
+            [],
+            id="a_package_init_and_its_own_modules",
+        ),
+        pytest.param(
+            {"low/a.py": "from pkg.high import b\n", "high/b.py": "from pkg.low import a\n"},
+            [],
+            id="across_packages_is_the_layers_business",
+        ),
+    ],
+)
+def test_the_cycle_check_finds_what_it_must(
+    tmp_path: Path, files: dict[str, str], expected: list[str]
+) -> None:
+    root = tmp_path / "pkg"
+    for name, text in {"__init__.py": "", "low/__init__.py": "", **files}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    assert cycles(module_graph(edges(root), modules(root))) == expected
 
 
 README = PACKAGE.parent / "README.md"
