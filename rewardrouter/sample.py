@@ -43,7 +43,7 @@ class SampleLike(Protocol):
     """
 
     @property
-    def response(self) -> str | None: ...
+    def response(self) -> str | list[Any] | None: ...
 
     @property
     def label(self) -> Any: ...
@@ -64,7 +64,7 @@ class Sample:
     """
 
     prompt: Any = ""
-    response: str | None = ""
+    response: str | list[Any] | None = ""
     label: Any = None
     metadata: dict[str, Any] = field(default_factory=dict)
     status: str = "completed"
@@ -153,10 +153,11 @@ def group_index_problem(value: Any) -> str | None:
 
 
 def response_problem(row: Mapping[str, Any]) -> Problem | None:
-    """A row whose ``response`` is missing, null or not a string (rows that are aborted or
-    carry their reward already need none)."""
+    """A row whose ``response`` is missing, null, or neither a string nor a list of chat messages
+    (rows that are aborted or carry their reward already need none). The messages themselves
+    are checked when a term reads them: a malformed conversation is its sample's own status."""
     response = row.get("response")
-    if isinstance(response, str) or _is_aborted(row.get("status")):
+    if isinstance(response, str | list) or _is_aborted(row.get("status")):
         return None
     if response is None and row.get("reward") is not None:
         return None
@@ -172,8 +173,10 @@ def response_problem(row: Mapping[str, Any]) -> Problem | None:
         return Problem("response", f"{found} (keys: {', '.join(map(str, row)) or 'none'})", hint)
     return Problem(
         "response",
-        f"must be a string, found {type(response).__name__} {short_repr(response, _SHOWN)}",
-        "write the model's answer as one JSON string",
+        f"must be a string or a list of chat messages, found {type(response).__name__} "
+        f"{short_repr(response, _SHOWN)}",
+        "write the model's answer as one JSON string, or its conversation as a list of "
+        '{"role", "content"} messages',
     )
 
 
