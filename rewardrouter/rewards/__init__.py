@@ -6,6 +6,8 @@ One module per family, or one folder: ``math`` (math-verify, exact checks first,
 (``random``, ``deterministic_random``). Each grader states its contract in its docstring.
 ``remote``, ``code``, ``judge``, ``reward_model`` and ``ifeval`` are resource kinds (see
 :mod:`.registry`): their term's kwargs are settings, and what they build is shared per router.
+The trajectory kinds ``tool_call_format``, ``tool_success`` (``tools``) and ``turns`` are
+resource kinds too; they read a sample's whole conversation (:mod:`rewardrouter.trajectory`).
 """
 
 from rewardrouter.rewards import choice as _choice  # noqa: F401  (each import registers kinds)
@@ -18,6 +20,8 @@ from rewardrouter.rewards import ifeval as _ifeval  # noqa: F401
 from rewardrouter.rewards import math as _math  # noqa: F401
 from rewardrouter.rewards import random as _random  # noqa: F401
 from rewardrouter.rewards import remote as _remote  # noqa: F401
+from rewardrouter.rewards import tools as _tools  # noqa: F401
+from rewardrouter.rewards import turns as _turns  # noqa: F401
 from rewardrouter.rewards.code import kind as _code  # noqa: F401
 from rewardrouter.rewards.judge import kind as _judge  # noqa: F401
 from rewardrouter.rewards.registry import (

@@ -32,7 +32,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, runtime_checkable
 
 from rewardrouter.outcome import UNDECIDED
 
@@ -156,7 +156,8 @@ class BuiltinReward:
         return f"{BOXED_PREFIX}{self.name}" if self.boxed else self.name
 
     def _inputs(self, sample: SampleLike) -> tuple[str, Mapping[str, Any]]:
-        response: str = sample.response or ""
+        # A conversation reaches a grader as the text its term reads (rewardrouter.trajectory).
+        response = cast("str", sample.response or "")
         if self.boxed:
             response = BoxedAnswer(last_boxed(response) or "")
         return response, sample.metadata or {}
