@@ -199,17 +199,20 @@ class NoAdvantageStage(_AdvantageStage):
     kind: Literal["none"] = "none"
 
 
-ShapingStage = Annotated[
+#: The stage models, each listed once: a shaping stage may stand in a route's ``shaping`` and in
+#: ``post_process``; an advantage stage only last in ``post_process``, whose union is these two.
+ShapingStageModel = (
     ClipStage
     | ScaleStage
     | OverlongPenaltyStage
     | TruncationPenaltyStage
     | QuantizeStage
-    | CustomStage,
-    Field(discriminator="kind"),
-]
-
+    | CustomStage
+)
 AdvantageStage = GRPOStage | RLOOStage | ReinforcePPBaselineStage | NoAdvantageStage
+
+ShapingStage = Annotated[ShapingStageModel, Field(discriminator="kind")]
+PostProcessStage = Annotated[ShapingStageModel | AdvantageStage, Field(discriminator="kind")]
 
 
 def _kinds(union: Any) -> frozenset[str]:
@@ -237,18 +240,3 @@ def require_functions(kinds: Collection[str], table: Collection[str], what: str)
     missing = sorted(set(kinds) - set(table))
     if missing:
         raise RuntimeError(f"stage kind(s) {', '.join(missing)} have no function in {what}")
-
-
-PostProcessStage = Annotated[
-    ClipStage
-    | ScaleStage
-    | OverlongPenaltyStage
-    | TruncationPenaltyStage
-    | QuantizeStage
-    | CustomStage
-    | GRPOStage
-    | RLOOStage
-    | ReinforcePPBaselineStage
-    | NoAdvantageStage,
-    Field(discriminator="kind"),
-]
