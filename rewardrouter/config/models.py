@@ -270,7 +270,8 @@ class TrajectoryConfig(_Model):
 
     Each conversation is validated before a term reads it; one that breaks a bound or the message
     format gives its sample an ``error`` status naming the message and the bound, and the rest
-    of the batch is scored. Example: ``trajectory: {max_messages: 256, messages_field:
+    of the batch is scored: under ``on_error: raise`` it is recorded (reward None), not raised,
+    since the policy wrote it; ``on_error: {value: x}`` scores it ``x``. Example: ``trajectory: {max_messages: 256, messages_field:
     messages}``.
     """
 

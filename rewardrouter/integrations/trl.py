@@ -14,7 +14,8 @@ TRL calls a reward function as ``fn(prompts=..., completions=..., completion_ids
 trainer_state=..., log_extra=..., log_metric=..., **columns)``, with every other dataset column
 as a list repeated per completion, and expects one reward per completion, ``None`` meaning "not
 applicable". Each completion becomes a sample: ``prompt`` as given, ``response`` = the completion
-(for conversational data, the text of the last assistant message), ``label`` = the
+(for conversational data, its messages, tool calls and tool results included: each term reads the
+last assistant message's text unless its ``reads:`` names another part), ``label`` = the
 ``label_column`` value, ``metadata`` = every dataset column of the row (so ``route_column`` must
 be one of the config's ``route_by`` fields).
 
@@ -58,6 +59,7 @@ from rewardrouter.integrations._source import ConfigSource
 from rewardrouter.results import RewardResult
 from rewardrouter.router import Router
 from rewardrouter.sample import Sample
+from rewardrouter.trajectory import is_conversation
 
 __all__ = ["AsyncRouterReward", "RouterReward", "completion_text", "reward_function"]
 
@@ -90,6 +92,13 @@ def completion_text(completion: Any) -> str:
         answers = [m for m in messages if m.get("role") == "assistant"] or messages
         return _content_text(answers[-1].get("content")) if answers else ""
     return _content_text(completion)
+
+
+def _response(completion: Any) -> Any:
+    """A completion as the router's response: a conversational completion stays the list of
+    messages (TRL's tool-calling loop appends its ``tool`` results to it), which each term reads
+    as its ``reads:`` says (the last assistant message's text by default)."""
+    return completion if is_conversation(completion) else completion_text(completion)
 
 
 class _RouterRewardBase:
@@ -154,7 +163,7 @@ class _RouterRewardBase:
         return [
             Sample(
                 prompt=prompts[i] if i < len(prompts) else "",
-                response=completion_text(completions[i]),
+                response=_response(completions[i]),
                 label=None if labels is None else labels[i],
                 metadata={name: values[i] for name, values in rows.items()},
                 response_length=len(ids[i]) if ids is not None and i < len(ids) else None,

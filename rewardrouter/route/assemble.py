@@ -118,8 +118,17 @@ def combine(
             call_status, value = "invalid", None
         if call_status != "ok":
             fix = hint or failure_fix(term, call_status, message or "")
+            # A malformed conversation is the sample's data, written by the policy: recorded as
+            # its status, never raised, so that one sample cannot stop the batch.
+            malformed = message is not None and message.startswith(MALFORMED)
             value, skipped = _on_error(
-                index, route.name, term, call_status, message, fix, recorded is not None
+                index,
+                route.name,
+                term,
+                call_status,
+                message,
+                fix,
+                recorded is not None or malformed,
             )
             skip |= skipped
             status = call_status if status == "ok" else status
