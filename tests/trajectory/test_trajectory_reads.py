@@ -218,6 +218,15 @@ def test_a_malformed_conversation_fails_its_sample_alone() -> None:
     assert "the sample's conversation is malformed, not the function" in batch[1].error_message
 
 
+def test_a_malformed_conversation_is_recorded_even_under_on_error_raise() -> None:
+    with qa_router() as router:  # on_error: raise, failures: raise (the defaults)
+        batch = router.score_sync(
+            [{"response": [{"role": "robot"}]}, {"response": "Paris", "label": "Paris"}]
+        )
+    assert [(r.reward, r.status) for r in batch] == [(None, "error"), (1.0, "ok")]
+    assert batch.failures == ()
+
+
 def test_on_error_value_scores_a_malformed_conversation() -> None:
     with qa_router(on_error={"value": -1.0}) as router:
         batch = router.score_sync([{"response": [{"role": "robot"}], "label": "Paris"}])
