@@ -128,7 +128,9 @@ class RouteExample(_Model):
     """A hand-scored case: ``check`` scores it and compares with ``reward``."""
 
     prompt: str = ""
-    response: str
+    response: str | list[dict[str, Any]] = Field(
+        description="The model's answer, or its conversation as chat messages (see trajectory)."
+    )
     label: Any = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     reward: float | None

@@ -134,7 +134,7 @@ def combine(
             status = call_status if status == "ok" else status
             if term.on_error == "raise":  # recorded instead of raised
                 errors.append(f"{term.name}: {message} ({fix})")
-                if recorded is not None and index not in recorded[-1:]:
+                if recorded is not None and not malformed and index not in recorded[-1:]:
                     recorded.append(index)
             else:
                 errors.append(f"{term.name}: {message}")
