@@ -213,6 +213,7 @@ def test_a_malformed_conversation_fails_its_sample_alone() -> None:
         )
     assert (batch[0].reward, batch[0].status) == (1.0, "ok")
     assert (batch[1].reward, batch[1].status) == (None, "error")
+    assert batch.failures == ()  # the sample's own status, not a failed call to report
     assert batch[1].error_message is not None
     assert "message 0 has role 'robot'" in batch[1].error_message
     assert "the sample's conversation is malformed, not the function" in batch[1].error_message
