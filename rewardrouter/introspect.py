@@ -334,3 +334,29 @@ def import_quietly(modules: Iterable[str]) -> None:
     for module in modules:
         with contextlib.suppress(Exception, SystemExit):  # SystemExit: sys.exit() at import
             importlib.import_module(module)
+
+
+def lazy_exports(namespace: dict[str, Any], homes: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module-level ``__getattr__`` (PEP 562) for the package whose globals are ``namespace``:
+    it imports each public name from its home module on first access (``homes``: name → dotted
+    module) and keeps it in ``namespace``. Importing the package then costs nothing, and a name
+    costs its own module only: ``import rewardrouter`` imports neither torch nor pydantic nor
+    the graders. The package lists the same imports under ``if TYPE_CHECKING:`` for type
+    checkers.
+
+    >>> import types
+    >>> shelf = types.ModuleType("shelf")
+    >>> shelf.__getattr__ = lazy_exports(vars(shelf), {"dumps": "json"})
+    >>> shelf.dumps.__module__, "dumps" in vars(shelf)
+    ('json', True)
+    """
+    package = namespace["__name__"]
+
+    def __getattr__(name: str) -> Any:
+        home = homes.get(name)
+        if home is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = namespace[name] = getattr(importlib.import_module(home), name)
+        return value
+
+    return __getattr__

@@ -9,7 +9,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from math import inf
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 from rewardrouter.compile.compiler import compile_routes, data_route_factory
 from rewardrouter.compile.executors import worker_modules
@@ -32,11 +32,9 @@ from rewardrouter.sample import (
     group_index_problem,
     status_of,
 )
+from rewardrouter.shape.batch import Field, MissingInputError
+from rewardrouter.shape.processor import PostProcessor, PostProcessResult, compile_post_process
 from rewardrouter.trajectory import run_reading
-
-if TYPE_CHECKING:  # torch is imported only when post-processing is configured or asked for
-    from rewardrouter.shape.batch import Field
-    from rewardrouter.shape.processor import PostProcessor, PostProcessResult
 
 T = TypeVar("T")
 
@@ -59,8 +57,6 @@ def compile_router(config: RouterConfig | Mapping[str, Any]) -> Router:
     routes, problems = compile_routes(config, resources)
     post_processor = None
     if config.post_process or any(route.shaping for route in config.routes.values()):
-        from rewardrouter.shape.processor import compile_post_process  # imports torch
-
         post_processor, post_problems = compile_post_process(
             {name: route.shaping for name, route in config.routes.items()}, config.post_process
         )
@@ -233,8 +229,6 @@ class Router:
     def post_processor(self) -> PostProcessor:
         """The compiled shaping and advantage chain (compiled on first use if not given)."""
         if self._post_processor is None:
-            from rewardrouter.shape.processor import PostProcessor
-
             self._post_processor = PostProcessor.compile(
                 {name: route.shaping for name, route in self.routes.items()},
                 self.config.post_process,
@@ -255,9 +249,9 @@ class Router:
         from ``group_index``, and ``response_length`` / ``truncated`` from the sample. Samples
         without a reward stay out of group statistics and get advantage 0. ``processor`` runs
         another chain on the same inputs (``explain`` uses it to show each stage's output).
+        torch is imported here, by the advantage stage, and only when it needs it (see
+        :mod:`rewardrouter.advantage.host`).
         """
-        from rewardrouter.shape.batch import MissingInputError
-
         views = [as_sample(s, i) for i, s in enumerate(samples)]
         if results is not None and len(results) != len(views):
             raise ValueError(f"{len(results)} results for {len(views)} samples")

@@ -12,12 +12,10 @@ Example::
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import torch
-from torch import Tensor
-
-from rewardrouter.advantage.segments import segments_by_index
+if TYPE_CHECKING:
+    from torch import Tensor
 
 
 class ConstantGroups(NamedTuple):
@@ -42,6 +40,10 @@ def constant_groups(
     One pass of segment minima and maxima on the device of ``rewards``; ``group_ids`` follow
     the rules of :func:`~rewardrouter.advantage.group_advantages` (any ids, any order).
     """
+    import torch  # here: ConstantGroups is also the answer of the torch-free host path
+
+    from rewardrouter.advantage.segments import segments_by_index
+
     seg = segments_by_index(group_ids.to(rewards.device), valid)
     x = rewards.to(torch.float64)
     lo = torch.full((seg.slots,), torch.inf, dtype=torch.float64, device=x.device)

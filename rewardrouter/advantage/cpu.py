@@ -42,7 +42,11 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
+from rewardrouter.advantage.kernels import MIN_CHUNK, rounded_product
+
 T = TypeVar("T")
+
+_MIN_CHUNK = MIN_CHUNK  # a module global: tests shrink it to split small batches
 
 _NUMPY_DTYPES: dict[torch.dtype, type[np.generic]] = {
     torch.float64: np.float64,
@@ -55,9 +59,6 @@ _NUMPY_DTYPES: dict[torch.dtype, type[np.generic]] = {
     torch.uint8: np.uint8,
     torch.bool: np.bool_,
 }
-
-# Below this many samples per chunk, handing work to another thread costs more than it saves.
-_MIN_CHUNK = 1 << 18
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -143,10 +144,7 @@ def multiply(a: Tensor, b: Tensor, dtype: torch.dtype) -> Tensor:
     out = np.empty(x.shape, dtype=_NUMPY_DTYPES[dtype])
 
     def run(lo: int, hi: int) -> None:
-        with np.errstate(over="ignore"):  # as torch does: the caller checks for infinities
-            np.multiply(
-                x[lo:hi], y if y.ndim == 0 else y[lo:hi], out=out[lo:hi], casting="same_kind"
-            )
+        rounded_product(x[lo:hi], y if y.ndim == 0 else y[lo:hi], out[lo:hi])
 
     _over_chunks(run, x.shape[0])
     return torch.from_numpy(out)

@@ -10,8 +10,13 @@ Example::
 
 from __future__ import annotations
 
-import torch
-from torch import Tensor
+import sys
+from importlib import metadata
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
+    from torch import Tensor
 
 
 def resolve_device(spec: str, tensor: Tensor | None = None) -> torch.device:
@@ -22,6 +27,8 @@ def resolve_device(spec: str, tensor: Tensor | None = None) -> torch.device:
     taken literally. Raises :class:`ValueError` for a CUDA device this process cannot use (see
     :func:`device_problem` for the same check as a message, at compile time).
     """
+    import torch
+
     if spec == "auto":
         if tensor is not None and tensor.device.type == "cuda":
             return tensor.device
@@ -42,6 +49,8 @@ def device_problem(spec: str) -> str | None:
         return None
     if not spec.startswith("cuda"):
         return f"unknown device {spec!r}; expected auto, cpu, cuda or cuda:N"
+    import torch  # only a CUDA device needs torch to be checked
+
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if count == 0:
         return f"device {spec} was asked for, but torch sees no CUDA device; use `auto` or `cpu`"
@@ -51,3 +60,23 @@ def device_problem(spec: str) -> str | None:
             f"device {spec} was asked for, but only {count} CUDA device(s) exist (0..{count - 1})"
         )
     return None
+
+
+def runs_on_cpu(spec: str) -> bool:
+    """Whether a computation under ``spec`` on data that lives on no device (Python lists) runs
+    on the CPU, asked without importing torch where the answer is known without it: ``cpu``,
+    or ``auto`` with a CPU-only build of torch (its version's ``+cpu`` label: such a build has
+    no CUDA); when torch is already imported, or is a build that may see CUDA, torch says.
+
+    >>> runs_on_cpu("cpu"), runs_on_cpu("cuda:0")
+    (True, False)
+    """
+    if spec != "auto":
+        return spec == "cpu"
+    if "torch" not in sys.modules:
+        try:
+            if metadata.version("torch").endswith("+cpu"):
+                return True
+        except metadata.PackageNotFoundError:
+            pass  # not installed as a distribution: torch itself will say
+    return resolve_device(spec).type == "cpu"

@@ -12,9 +12,10 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from torch import Tensor
+if TYPE_CHECKING:
+    from torch import Tensor
 
 Field = Literal["response_length", "truncated", "group_index"]
 

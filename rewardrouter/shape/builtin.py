@@ -20,10 +20,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
-
-import torch
-from torch import Tensor
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from rewardrouter.config.stages import (
     SHAPING_KINDS,
@@ -35,6 +32,11 @@ from rewardrouter.config.stages import (
     require_functions,
 )
 from rewardrouter.shape.batch import Field, ShapeBatch
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+# Each stage imports torch when it runs: compiling a router does not need it.
 
 
 def clip(stage: ClipStage, rewards: Tensor, batch: ShapeBatch, where: str) -> Tensor:
@@ -56,6 +58,8 @@ def overlong_penalty(
     stage: OverlongPenaltyStage, rewards: Tensor, batch: ShapeBatch, where: str
 ) -> Tensor:
     """Add DAPO's soft penalty: 0 up to ``max_len - buffer``, linear to ``-factor`` at ``max_len``."""
+    import torch
+
     length = batch.require("response_length", stage=where).to(rewards)
     if stage.buffer == 0:
         return rewards - torch.where(length > stage.max_len, stage.factor, 0.0)
@@ -67,6 +71,8 @@ def truncation_penalty(
     stage: TruncationPenaltyStage, rewards: Tensor, batch: ShapeBatch, where: str
 ) -> Tensor:
     """Truncated samples: reward times ``factor``, or ``value``; others unchanged."""
+    import torch
+
     truncated = batch.require("truncated", stage=where).to(device=rewards.device, dtype=torch.bool)
     if stage.factor is not None:
         return torch.where(truncated, rewards * stage.factor, rewards)
@@ -76,10 +82,10 @@ def truncation_penalty(
 
 def quantize(stage: QuantizeStage, rewards: Tensor, batch: ShapeBatch, where: str) -> Tensor:
     """Nearest multiple of ``step`` (ties to even), e.g. step 0.5: 0.74 → 0.5, 0.75 → 1.0."""
-    return torch.round(rewards / stage.step) * stage.step
+    return (rewards / stage.step).round() * stage.step
 
 
-BuiltinStage = Callable[[Any, Tensor, ShapeBatch, str], Tensor]
+BuiltinStage: TypeAlias = "Callable[[Any, Tensor, ShapeBatch, str], Tensor]"
 
 #: Per-sample fields a built-in stage reads besides the rewards, which every sample must then
 #: carry (``truncated`` is always known: it comes from the status).

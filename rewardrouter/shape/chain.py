@@ -14,16 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
-
-import torch
-from torch import Tensor
+from typing import TYPE_CHECKING, Any
 
 from rewardrouter.config.stages import ADVANTAGE_KINDS, CustomStage, PostProcessStage
 from rewardrouter.errors import Problem, RewardError
 from rewardrouter.shape.batch import ShapeBatch
 from rewardrouter.shape.builtin import BUILTIN_STAGES
 from rewardrouter.shape.custom import resolve_custom
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,8 @@ class CompiledStage:
         return self._call_custom(self.custom, rewards, batch)
 
     def _call_custom(self, fn: Callable[..., Any], rewards: Tensor, batch: ShapeBatch) -> Tensor:
+        import torch
+
         assert isinstance(self.config, CustomStage)
         name = f"{self.where} ({self.config.path})"
         try:

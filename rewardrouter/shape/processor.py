@@ -6,6 +6,10 @@ For every batch, in this order:
 2. the global ``post_process`` shaping stages, in declared order, on every sample;
 3. the advantage stage, when ``post_process`` ends in one (else advantages = shaped rewards).
 
+torch is imported when a batch first needs it: a batch of lists without shaping stages whose
+estimator runs on the CPU is served by NumPy alone, with the same bits
+(:mod:`rewardrouter.advantage.host`).
+
 Samples whose reward is ``None`` (skipped, failed, not applicable) skip every stage, stay out of
 the group statistics and get advantage 0.
 
@@ -28,17 +32,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import torch
-from torch import Tensor
-
-from rewardrouter.advantage import (
-    ConstantGroups,
-    constant_groups,
-    device_problem,
-    group_advantages,
-    resolve_device,
-)
+from rewardrouter.advantage.checks import ConstantGroups
+from rewardrouter.advantage.device import device_problem, runs_on_cpu
 from rewardrouter.config.stages import (
     AdvantageStage,
     PostProcessStage,
@@ -48,6 +45,10 @@ from rewardrouter.errors import ConfigError, Problem
 from rewardrouter.shape.batch import Field, ShapeBatch
 from rewardrouter.shape.builtin import STAGE_INPUTS
 from rewardrouter.shape.chain import CompiledStage, compile_stage, run_stages
+
+if TYPE_CHECKING:
+    import torch
+    from torch import Tensor
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,8 @@ class PostProcessor:
 
         ``routes`` names each sample's route (``None`` or a route without shaping: no route
         stages). Tensors are built on the estimator's device (``device: auto`` picks CUDA when
-        present), so the whole chain runs there.
+        present), so the whole chain runs there; a chain of the advantage stage alone on the CPU
+        runs without torch when :func:`~rewardrouter.advantage.host.host_advantages` can.
         """
         n = len(rewards)
         for name, values in (
@@ -155,6 +157,13 @@ class PostProcessor:
         ):
             if values is not None and len(values) != n:
                 raise ValueError(f"{name} has {len(values)} entries for {n} rewards")
+        hosted = self._on_host(rewards, group_index)
+        if hosted is not None:
+            return hosted
+        import torch
+
+        from rewardrouter.advantage.device import resolve_device
+
         device = resolve_device(self.estimator.device if self.estimator else "cpu")
         valid = [r is not None for r in rewards]
         codes = {name: i for i, name in enumerate(self.route_names)}
@@ -181,6 +190,22 @@ class PostProcessor:
             constant_groups=out.constant_groups,
         )
 
+    def _on_host(
+        self, rewards: Sequence[float | None], group_index: Sequence[int] | None
+    ) -> PostProcessResult | None:
+        """The result computed without torch, or ``None`` when torch's path must run."""
+        from rewardrouter.advantage import host  # NumPy: loaded by the first batch
+
+        if self.route_stages or self.stages or not host.handles(self.estimator, len(rewards)):
+            return None
+        if self.estimator is not None and not runs_on_cpu(self.estimator.device):
+            return None
+        done = host.host_advantages(rewards, group_index, self.estimator)
+        if done is None:
+            return None
+        raw = [None if r is None else float(r) for r in rewards]
+        return PostProcessResult(raw, list(raw), *done)
+
     def process(
         self,
         rewards: Tensor,
@@ -198,6 +223,10 @@ class PostProcessor:
         :attr:`route_names` (any other value: no route stages). ``check`` also runs
         :func:`~rewardrouter.advantage.constant_groups` on the estimator's input.
         """
+        import torch
+
+        from rewardrouter.advantage import constant_groups, group_advantages
+
         device = rewards.device
         shaped = rewards.to(torch.float64, copy=True)
         mask = None if valid is None else valid.to(device=device, dtype=torch.bool)
@@ -236,6 +265,8 @@ class PostProcessor:
         return ProcessedTensors(shaped, advantages, found)
 
     def _positions(self, n: int, device: torch.device) -> Tensor:
+        import torch
+
         assert self.estimator is not None and self.estimator.n_samples_per_prompt is not None
         return torch.arange(n, device=device) // self.estimator.n_samples_per_prompt
 
@@ -291,4 +322,6 @@ def _tensor(
     dtype: torch.dtype,
     device: torch.device,
 ) -> Tensor | None:
+    import torch
+
     return None if values is None else torch.tensor(list(values), dtype=dtype, device=device)
