@@ -11,21 +11,29 @@ report every problem; :func:`compile_router`) → ``route`` (per-sample preceden
 ...     results = router.score_sync([{"response": "Paris", "label": "paris"}])
 >>> results.rewards
 [1.0]
+
+``import rewardrouter`` itself is light: each name below is imported on first use, and torch
+only by the advantage stage that needs it.
 """
 
-from rewardrouter.config import RouterConfig, load_config
-from rewardrouter.errors import (
-    ConfigError,
-    Problem,
-    RewardError,
-    RewardRouterError,
-    RewardRouterWarning,
-    RoutingError,
-    SampleError,
-)
-from rewardrouter.results import RewardResult, ScoreBatch, ScoreWarning
-from rewardrouter.router import Router, compile_router
-from rewardrouter.sample import Sample, SampleLike
+from typing import TYPE_CHECKING
+
+from rewardrouter.introspect import lazy_exports
+
+if TYPE_CHECKING:
+    from rewardrouter.config import RouterConfig, load_config
+    from rewardrouter.errors import (
+        ConfigError,
+        Problem,
+        RewardError,
+        RewardRouterError,
+        RewardRouterWarning,
+        RoutingError,
+        SampleError,
+    )
+    from rewardrouter.results import RewardResult, ScoreBatch, ScoreWarning
+    from rewardrouter.router import Router, compile_router
+    from rewardrouter.sample import Sample, SampleLike
 
 __version__ = "0.1.0"
 
@@ -48,3 +56,25 @@ __all__ = [
     "compile_router",
     "load_config",
 ]
+
+__getattr__ = lazy_exports(
+    globals(),
+    {
+        "ConfigError": "rewardrouter.errors",
+        "Problem": "rewardrouter.errors",
+        "RewardError": "rewardrouter.errors",
+        "RewardRouterError": "rewardrouter.errors",
+        "RewardRouterWarning": "rewardrouter.errors",
+        "RoutingError": "rewardrouter.errors",
+        "SampleError": "rewardrouter.errors",
+        "RewardResult": "rewardrouter.results",
+        "ScoreBatch": "rewardrouter.results",
+        "ScoreWarning": "rewardrouter.results",
+        "Router": "rewardrouter.router",
+        "compile_router": "rewardrouter.router",
+        "RouterConfig": "rewardrouter.config",
+        "load_config": "rewardrouter.config",
+        "Sample": "rewardrouter.sample",
+        "SampleLike": "rewardrouter.sample",
+    },
+)
