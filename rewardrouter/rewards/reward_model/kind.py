@@ -7,7 +7,6 @@ on the normalized reward, and the result's ``raw`` keeps both.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 from rewardrouter.introspect import ResolveError
@@ -56,12 +55,14 @@ def build(settings: RewardModelSettings, resources: Resources) -> Bound:
 
 def _renderer(settings: RewardModelSettings, folder: str, field: str) -> object:
     """The chat renderer of the tokenizer in ``folder`` (kwargs ``field``)."""
-    if importlib.util.find_spec("transformers") is None:
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
         raise ResolveError(
             f"kwargs.{field}: a reward model's tokenizer is read with transformers, which is "
             "not installed",
             INSTALL,
-        )
+        ) from None
     if not (Path(folder) / "tokenizer_config.json").is_file():
         raise ResolveError(
             f"kwargs.{field}: {folder!r} is not a directory holding a tokenizer "
