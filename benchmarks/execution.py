@@ -80,7 +80,7 @@ def router(executor: str, workers: int, timeout: float) -> Router:
             "default_route": "math",
             "timeout": timeout,
             "max_concurrency": workers,
-            "process_pool": {"workers": workers},
+            "executors": {"process": {"workers": workers}},
             "routes": {
                 "math": {
                     "rewards": {

@@ -152,7 +152,7 @@ def router_config(url: str, timeout: float, workers: int) -> dict[str, Any]:
         "default_route": None,
         "timeout": timeout,
         "max_concurrency": 32,
-        "process_pool": {"workers": workers},
+        "executors": {"process": {"workers": workers}},
         "routes": {
             "cpu": {
                 "rewards": {

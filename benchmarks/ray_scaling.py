@@ -53,8 +53,10 @@ def scaling_router(
         {
             "default_route": "math",
             "timeout": timeout,
-            "process_pool": {"workers": workers},
-            "ray": {"address": address, "actors": workers},
+            "executors": {
+                "process": {"workers": workers},
+                "ray": {"address": address, "actors": workers},
+            },
             "routes": {"math": {"rewards": {"correct": term}}},
         }
     )

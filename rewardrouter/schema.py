@@ -5,7 +5,8 @@ the committed files are stale. Discriminated unions become ``if kind == X then <
 branches instead of pydantic's ``oneOf``, so a validator or an editor reports a typo'd key as
 that key ("'mn' was unexpected") rather than "matches none of the stage kinds". A reward term of
 a resource kind (``kind: remote``) gets its ``kwargs`` described by that kind's settings model
-the same way, and a term's ``executor`` lists the registered executors.
+the same way, a term's ``executor`` lists the registered executors, and ``executors`` describes
+each registered executor's settings by its settings model.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from rewardrouter.config.job import JobConfig
-from rewardrouter.config.models import RouterConfig
+from rewardrouter.config.models import OLDER_EXECUTOR_KEYS, RouterConfig
 from rewardrouter.execute.registry import EXECUTORS
 from rewardrouter.rewards import RESOURCE_KINDS
 
@@ -54,6 +55,41 @@ def _tagged_to_conditionals(node: Any) -> Any:
     return node
 
 
+def _add_model(defs: dict[str, Any], model: type[BaseModel]) -> str:
+    """Put ``model``'s schema (and the models it uses) into ``defs``; its ``$ref``."""
+    model_schema = model.model_json_schema(mode="validation")
+    added = {**model_schema.pop("$defs", {}), model.__name__: model_schema}
+    for key, definition in added.items():
+        if defs.get(key, definition) != definition:
+            raise ValueError(f"two different models are both named {key!r} in the schema")
+        defs[key] = definition
+    return f"#/$defs/{model.__name__}"
+
+
+def _describe_executor_settings(schema: dict[str, Any]) -> None:
+    """``executors.<name>``: the settings model of each registered executor that has one; the
+    older top-level spellings (``process_pool``, ``ray``) point at the same models."""
+    properties = schema.get("properties", {})
+    if "executors" not in properties:
+        return
+    defs = schema.setdefault("$defs", {})
+    refs = {
+        name: _add_model(defs, executor.settings_model)
+        for name, executor in sorted(EXECUTORS.items())
+        if executor.settings_model is not None
+    }
+    executors = properties["executors"]
+    executors["properties"] = {name: {"$ref": ref} for name, ref in refs.items()}
+    executors["additionalProperties"] = False
+    properties["executors"] = dict(sorted(executors.items()))
+    for key, name in OLDER_EXECUTOR_KEYS.items():
+        properties[key] = {
+            "$ref": refs[name],
+            "deprecated": True,
+            "description": f"Older spelling of `executors.{name}`.",
+        }
+
+
 def _describe_resource_kwargs(schema: dict[str, Any]) -> None:
     """``if kind == <resource kind> then kwargs: <its Settings>`` on the reward term."""
     defs: dict[str, Any] = schema.get("$defs", {})
@@ -61,17 +97,11 @@ def _describe_resource_kwargs(schema: dict[str, Any]) -> None:
     if term is None:
         return
     for name, kind in sorted(RESOURCE_KINDS.items()):
-        settings = kind.settings
-        settings_schema = settings.model_json_schema(mode="validation")
-        added = {**settings_schema.pop("$defs", {}), settings.__name__: settings_schema}
-        for key, definition in added.items():
-            if defs.get(key, definition) != definition:
-                raise ValueError(f"two different models are both named {key!r} in the schema")
-            defs[key] = definition
+        ref = _add_model(defs, kind.settings)
         term.setdefault("allOf", []).append(
             {
                 "if": {"properties": {"kind": {"const": name}}, "required": ["kind"]},
-                "then": {"properties": {"kwargs": {"$ref": f"#/$defs/{settings.__name__}"}}},
+                "then": {"properties": {"kwargs": {"$ref": ref}}},
             }
         )
 
@@ -89,6 +119,7 @@ def schema_for(model: type[BaseModel], hydra_keys: bool = False) -> dict[str, An
     """The JSON Schema of ``model``; ``hydra_keys`` also admits a ``defaults`` list and ``hydra``."""
     schema = _tagged_to_conditionals(model.model_json_schema(mode="validation"))
     _describe_resource_kwargs(schema)
+    _describe_executor_settings(schema)
     _name_executors(schema)
     if hydra_keys:
         schema["properties"]["defaults"] = {

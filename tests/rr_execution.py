@@ -168,7 +168,7 @@ def router_config(
     return {
         "default_route": "r",
         "timeout": timeout,
-        "process_pool": {"workers": workers},
+        "executors": {"process": {"workers": workers}},
         "routes": {
             "r": {
                 "rewards": {"t": {"path": path, "executor": executor, "on_error": on_error, **term}}

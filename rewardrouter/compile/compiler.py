@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from rewardrouter.compile.executors import choose_executor, executor_problems
+from rewardrouter.compile.executors import choose_executor, executor_problems, settings_problems
 from rewardrouter.compile.resolve import (
     RewardFn,
     inspect_function,
@@ -191,6 +191,7 @@ def compile_routes(
                     f"allowed_modules[{i}]", f"{module!r} is not a module name", "e.g. my_rewards"
                 )
             )
+    problems += settings_problems(config)
     return routes, problems
 
 

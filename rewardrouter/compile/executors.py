@@ -18,10 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from pydantic import ValidationError
+
 from rewardrouter.compile.resolve import RewardFn
 from rewardrouter.compile.routes import CompiledRoute
+from rewardrouter.config.models import RouterConfig
+from rewardrouter.config.problems import problems_from_validation
 from rewardrouter.errors import Problem, did_you_mean
-from rewardrouter.execute.registry import EXECUTORS
+from rewardrouter.execute.registry import EXECUTORS, settings_of
 from rewardrouter.rewards import BuiltinReward
 
 
@@ -48,6 +52,34 @@ def executor_problems(fn: RewardFn, executor: str, where: str) -> list[Problem]:
             )
         ]
     return kind.check(executor, fn, path)
+
+
+def settings_problems(config: RouterConfig) -> list[Problem]:
+    """What is wrong with ``executors:``: an executor name that is not registered, settings for
+    an executor that takes none, settings that its ``settings_model`` refuses (each at its YAML
+    path, ``executors.<name>.<field>``)."""
+    problems: list[Problem] = []
+    for name, given in config.executors.items():
+        path = f"executors.{name}"
+        executor = EXECUTORS.get(name)
+        if executor is None:
+            names = [n for n, e in EXECUTORS.items() if e.settings_model is not None]
+            hint = did_you_mean(name, list(EXECUTORS)) or (
+                f"executors with settings: {', '.join(names)}" if names else None
+            )
+            problems.append(Problem(path, f"unknown executor {name!r}", hint))
+        elif executor.settings_model is None:
+            problems.append(
+                Problem(path, f"executor {name!r} takes no settings", f"remove `{path}`")
+            )
+        else:
+            try:
+                settings_of(name, config)
+            except ValidationError as exc:
+                problems += problems_from_validation(
+                    exc, given, executor.settings_model, ["executors", name]
+                )
+    return problems
 
 
 def worker_modules(routes: Iterable[CompiledRoute]) -> list[str]:

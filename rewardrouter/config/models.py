@@ -149,94 +149,8 @@ class Route(_Model):
     examples: list[RouteExample] = Field(default_factory=list)
 
 
-class ProcessPoolConfig(_Model):
-    """The router's worker processes, used by terms with ``executor: process``.
-
-    Started on first use, reused for every batch, stopped by ``Router.close()``. A worker that
-    overruns a deadline is killed and replaced by a fork of a warm template process.
-    """
-
-    workers: int | None = Field(
-        default=None, ge=1, description="Worker processes; null: one per CPU this process may use."
-    )
-    chunk_seconds: float = Field(
-        default=0.05,
-        gt=0,
-        description="Work sent to a worker at once: cheap calls travel in chunks of about this "
-        "many seconds, so the hand-off does not cost more than the calls.",
-    )
-    start_method: Literal["auto", "forkserver", "spawn"] = Field(
-        default="auto",
-        description="How the template that workers are forked from starts (on Linux; "
-        "elsewhere each worker is a fresh interpreter): forked by a fork server started once "
-        "per process (forkserver; auto), or as a fresh interpreter (spawn). Neither runs the "
-        "caller's script again, so scripts need no `if __name__ == '__main__':` guard.",
-    )
-
-
-class RayConfig(_Model):
-    """The router's Ray actors, used by terms with ``executor: ray``.
-
-    Started on first use (Ray is imported only then), reused for every batch, killed by
-    ``Router.close()``. Deadlines, statuses and ``on_error`` work as with ``executor: process``:
-    an actor that overruns a deadline is killed and replaced, one that dies is replaced. Actors
-    that the cluster cannot place yet (no free CPUs, a lost node) wait for CPUs while the
-    others serve; the pool logs how many wait and why. Example: ``ray: {address: auto,
-    actors: 32}``.
-    """
-
-    address: str | None = Field(
-        default="auto",
-        description="Where the Ray cluster is: `auto` (the cluster this process runs in, e.g. "
-        "under a trainer on Ray, or the one `ray start` runs here), `host:port` of its head, or "
-        "`ray://host:10001` (Ray Client); null: start a local Ray instance. A process already "
-        "connected to Ray (a trainer's driver, any Ray actor) always uses its own cluster.",
-    )
-    actors: int | None = Field(
-        default=None,
-        ge=1,
-        description="Actors in the pool; those the cluster cannot place yet wait for CPUs while "
-        "the others serve. null: as many as the cluster's free CPUs allow, growing as CPUs free "
-        "up while the router has work (set it on a cluster that other work shares).",
-    )
-    cpus_per_actor: float = Field(
-        default=1.0, gt=0, description="CPUs Ray reserves for each actor (`num_cpus`)."
-    )
-    num_cpus: int | None = Field(
-        default=None,
-        ge=1,
-        description="CPUs of the local Ray instance started when `address` is null; null: all "
-        "of this machine's.",
-    )
-    chunk_seconds: float = Field(
-        default=0.2,
-        gt=0,
-        description="Work sent to an actor at once, as for `process_pool.chunk_seconds`; larger "
-        "than there, since a Ray round trip costs more than a pipe's.",
-    )
-    runtime_env: dict[str, Any] | None = Field(
-        default=None,
-        description="Ray runtime environment of the actors, e.g. `{py_modules: [./my_rewards]}` "
-        "or `{env_vars: {...}}`, to ship reward modules the cluster's nodes cannot import; local "
-        "`py_modules` and `working_dir` paths are uploaded to the cluster when the pool starts.",
-    )
-    placement_timeout: float = Field(
-        default=300.0,
-        gt=0,
-        description="Seconds calls wait when no actor of the pool is placed at all (a cluster "
-        "without free CPUs, every node lost) before they end as `error` saying why; the pool "
-        "goes on, and later calls run once an actor is placed.",
-    )
-
-    @field_validator("address")
-    @classmethod
-    def _address(cls, address: str | None) -> str | None:
-        if address is None or address == "auto" or re.match(r"^(ray://)?[^\s:/]+:\d+$", address):
-            return address
-        raise ValueError(
-            f"address {address!r} is not a Ray address; expected `auto`, `host:port` of the head "
-            f"node, `ray://host:port` (Ray Client), or null to start a local Ray instance"
-        )
+#: Older top-level spellings of an executor's settings → the executor they set.
+OLDER_EXECUTOR_KEYS: dict[str, str] = {"process_pool": "process", "ray": "ray"}
 
 
 class MissingReward(_Model):
@@ -334,8 +248,13 @@ class RouterConfig(_Model):
         gt=0,
         description="Seconds one reward call may take unless its term sets `timeout`.",
     )
-    process_pool: ProcessPoolConfig = Field(default_factory=ProcessPoolConfig)
-    ray: RayConfig = Field(default_factory=RayConfig)
+    executors: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Settings of the executors by name, e.g. `process: {workers: 8}` or "
+        "`ray: {address: auto, actors: 32}`; each executor's own settings model checks them "
+        "when the router compiles. `process_pool` and `ray` at the top level are older "
+        "spellings of `executors.process` and `executors.ray`.",
+    )
     rescore: bool = Field(
         default=False, description="Re-score samples that already carry a reward."
     )
@@ -351,6 +270,28 @@ class RouterConfig(_Model):
     )
     routes: dict[str, Route] = Field(default_factory=dict)
     post_process: list[PostProcessStage] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_executor_keys(cls, data: Any) -> Any:
+        """``process_pool:`` and ``ray:`` at the top level still read, as ``executors.process``
+        and ``executors.ray``."""
+        if not isinstance(data, dict) or not OLDER_EXECUTOR_KEYS.keys() & data.keys():
+            return data
+        data = dict(data)
+        executors = data.get("executors")
+        executors = dict(executors) if isinstance(executors, dict) else {}
+        for key, name in OLDER_EXECUTOR_KEYS.items():
+            if key not in data:
+                continue
+            if name in executors:
+                raise ValueError(
+                    f"`{key}` and `executors.{name}` both set the {name} executor; keep "
+                    f"`executors.{name}` (`{key}` is its older spelling) and remove `{key}`"
+                )
+            executors[name] = data.pop(key)
+        data["executors"] = executors
+        return data
 
     @field_validator("routes")
     @classmethod

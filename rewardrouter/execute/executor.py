@@ -11,6 +11,11 @@ and one line in :data:`~rewardrouter.execute.registry.EXECUTORS` (or
 setting of a reward term. A router makes each executor it needs once, on first use, with a
 :class:`Setup`, and closes it when the router closes.
 
+An executor with settings of its own names their pydantic model as ``settings_model``; a router
+config then sets them under ``executors.<name>`` (``executors: {echo: {prefix: ">"}}``), the
+compiler checks them against the model with every other problem, and the executor reads them
+validated, defaults filled in, as ``self.setup.settings_as(EchoSettings)``.
+
 The contract of :meth:`Executor.run`:
 
 - single mode (``call.group`` false): one :class:`Outcome` per sample, in order;
@@ -27,7 +32,9 @@ import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol, TypeVar
+
+from pydantic import BaseModel
 
 from rewardrouter.config.models import DEFAULT_TIMEOUT, RouterConfig
 from rewardrouter.errors import Problem, RewardRouterError
@@ -72,14 +79,27 @@ class Call:
         return self.callee.mode == "group"
 
 
+S = TypeVar("S", bound=BaseModel)
+
+
 @dataclass(frozen=True)
 class Setup:
-    """What a router makes its executors with: its config (``max_concurrency``,
-    ``process_pool``, ``ray``, ...) and the modules that workers import when they start (those of
-    every function an executor with ``ships_functions`` runs)."""
+    """What a router makes an executor with: its config (``max_concurrency``, ``timeout``, ...),
+    the modules that workers import when they start (those of every function an executor with
+    ``ships_functions`` runs) and the executor's own ``settings``, validated from
+    ``executors.<name>`` (None for an executor without a ``settings_model``)."""
 
     config: RouterConfig
     modules: tuple[str, ...] = ()
+    settings: BaseModel | None = None
+
+    def settings_as(self, model: type[S]) -> S:
+        """The executor's settings as ``model``: those given, or the model's defaults."""
+        if self.settings is None:
+            return model()
+        if not isinstance(self.settings, model):
+            raise TypeError(f"expected settings of type {model.__name__}, got {self.settings!r}")
+        return self.settings
 
 
 #: What every executor raises once its router has been closed.
@@ -101,6 +121,9 @@ class Executor:
 
     ships_functions: ClassVar[bool] = False
     runs_async: ClassVar[bool] = False
+    #: The model of the executor's settings (``executors.<name>`` of a router config); None
+    #: when it takes none.
+    settings_model: ClassVar[type[BaseModel] | None] = None
     #: Where a function runs, for compile-time messages ("a worker process").
     where: ClassVar[str] = "this executor"
 

@@ -1,8 +1,10 @@
 """Every executor by name, and the executors of one router.
 
 :data:`EXECUTORS` is the one list of executors: a reward term's ``executor:`` names one of them
-(or ``auto``), the compiler runs the named executor's :meth:`~Executor.check` on the term's
-function, and a router makes each executor it uses on first use (:class:`Executors`).
+(or ``auto``), ``executors.<name>`` of a router config holds the settings of those that have a
+``settings_model``, the compiler runs the named executor's :meth:`~Executor.check` on the term's
+function and checks those settings (:func:`settings_of`), and a router makes each executor it
+uses on first use (:class:`Executors`).
 
 >>> sorted(EXECUTORS)
 ['inline', 'process', 'ray', 'thread']
@@ -12,8 +14,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
+from pydantic import BaseModel
+
+from rewardrouter.config.models import RouterConfig
 from rewardrouter.execute.executor import Call, Executor, Setup, closed
 from rewardrouter.execute.inprocess.inline import InlineExecutor
 from rewardrouter.execute.inprocess.threads import ThreadExecutor
@@ -37,6 +43,19 @@ def register_executor(name: str, executor: type[Executor]) -> None:
     if EXECUTORS.get(name, executor) is not executor:
         raise ValueError(f"executor {name!r} is already registered ({EXECUTORS[name].__name__})")
     EXECUTORS[name] = executor
+
+
+def settings_of(name: str, config: RouterConfig) -> BaseModel | None:
+    """Executor ``name``'s settings from ``config.executors``, validated by its
+    ``settings_model`` (defaults where the config says nothing; None when it has no model).
+
+    Raises pydantic's ``ValidationError`` for settings the model refuses; the compiler reports
+    those with their YAML paths before any executor is made.
+    """
+    model = EXECUTORS[name].settings_model
+    if model is None:
+        return None
+    return model.model_validate(config.executors.get(name, {}))
 
 
 def decide_here(call: Call, samples: Sequence[SampleLike]) -> tuple[Sequence[Outcome], list[int]]:
@@ -83,7 +102,8 @@ class Executors:
             self.check_open()
             made = self._made.get(name)
             if made is None:
-                made = self._made[name] = EXECUTORS[name](self._setup)
+                setup = replace(self._setup, settings=settings_of(name, self._setup.config))
+                made = self._made[name] = EXECUTORS[name](setup)
             return made
 
     def started(self, name: str) -> Executor | None:

@@ -66,7 +66,7 @@ def test_trl_reward_functions_score_as_in_trl(make_router: Any) -> None:
 def test_trl_functions_run_in_worker_processes(make_router: Any) -> None:
     router = make_router(
         {
-            "process_pool": {"workers": 1},
+            "executors": {"process": {"workers": 1}},
             "routes": {
                 "math": {
                     "rewards": {

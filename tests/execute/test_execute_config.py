@@ -13,6 +13,8 @@ from rewardrouter import ConfigError, compile_router
 from rewardrouter.compile.executors import choose_executor
 from rewardrouter.compile.resolve import RewardFn, resolve_builtin
 from rewardrouter.config.models import DEFAULT_TIMEOUT, RouterConfig
+from rewardrouter.execute.process.settings import ProcessSettings
+from rewardrouter.execute.registry import settings_of
 from rewardrouter.execute.tasks import ChunkSizer
 from rewardrouter.execute.wire import FIELDS, restore, snapshot
 from rewardrouter.rewards import BuiltinReward
@@ -82,7 +84,18 @@ def test_every_executor_problem_is_reported_at_once() -> None:
         pytest.param({}, {"timeout": 0}, "routes.r.rewards.t.timeout", id="zero_timeout"),
         pytest.param({}, {"timeout": -1.0}, "routes.r.rewards.t.timeout", id="negative"),
         pytest.param({"timeout": 0}, {}, "timeout", id="zero_router_timeout"),
-        pytest.param({"process_pool": {"workers": 0}}, {}, "process_pool.workers", id="no_workers"),
+        pytest.param(
+            {"executors": {"process": {"workers": 0}}},
+            {},
+            "executors.process.workers",
+            id="no_workers",
+        ),
+        pytest.param(
+            {"process_pool": {"workers": 0}},
+            {},
+            "executors.process.workers",
+            id="no_workers_in_the_older_spelling",
+        ),
     ],
 )
 def test_bad_settings_are_config_errors_at_their_path(
@@ -155,7 +168,8 @@ def test_executor_and_timeout_are_part_of_the_call_key() -> None:
 
 
 def test_process_pool_defaults() -> None:
-    pool = RouterConfig().process_pool
+    pool = settings_of("process", RouterConfig())
+    assert isinstance(pool, ProcessSettings)
     assert (pool.workers, pool.chunk_seconds, pool.start_method) == (None, 0.05, "auto")
 
 
@@ -216,3 +230,31 @@ def test_snapshots_are_plain_and_picklable(sample: Any, expected: Sample) -> Non
     values = snapshot(sample)
     assert len(values) == len(FIELDS)
     assert restore(pickle.loads(pickle.dumps(values))) == expected
+
+
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [
+        pytest.param(
+            {"process_pool": {"workers": 2}}, {"process": {"workers": 2}}, id="process_pool"
+        ),
+        pytest.param({"ray": {"actors": 4}}, {"ray": {"actors": 4}}, id="ray"),
+        pytest.param(
+            {"process_pool": {"workers": 2}, "executors": {"ray": {"actors": 4}}},
+            {"ray": {"actors": 4}, "process": {"workers": 2}},
+            id="beside_the_new_spelling",
+        ),
+    ],
+)
+def test_the_older_top_level_spellings_still_read(
+    written: dict[str, Any], read: dict[str, Any]
+) -> None:
+    assert RouterConfig.model_validate(written).executors == read
+
+
+def test_both_spellings_of_one_executor_s_settings_are_refused() -> None:
+    config = {"process_pool": {"workers": 2}, "executors": {"process": {"workers": 4}}}
+    assert _problems(config) == [
+        "<root>: `process_pool` and `executors.process` both set the process executor; keep "
+        "`executors.process` (`process_pool` is its older spelling) and remove `process_pool`"
+    ]

@@ -243,7 +243,7 @@ from rewardrouter import compile_router
 
 print("script started", flush=True)
 config = {{"default_route": "m", "routes": {{"m": {{"rewards": {{"c": {{"kind": "math"}}}}}}}}}}
-config["process_pool"] = {{"start_method": {method!r}}}
+config["executors"] = {{"process": {{"start_method": {method!r}}}}}
 with compile_router(config) as router:
     results = router.score_sync([{{"response": "so \\\\boxed{{2}}", "label": "2"}}] * 4)
 print([r.reward for r in results], [r.status for r in results], flush=True)

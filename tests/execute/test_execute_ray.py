@@ -31,9 +31,9 @@ from rewardrouter import (
     compile_router,
 )
 from rewardrouter.compile.resolve import resolve_path
-from rewardrouter.config.models import RayConfig
 from rewardrouter.execute.executor import Call
 from rewardrouter.execute.ray.pool import RayPool
+from rewardrouter.execute.ray.settings import RaySettings
 
 TESTS = Path(__file__).resolve().parents[1]
 TIMEOUT = 1.0
@@ -60,11 +60,11 @@ POOL = {"actors": 2, "cpus_per_actor": 0.5}
     ],
 )
 def test_ray_addresses(address: str | None, valid: bool) -> None:
-    config = {"ray": {"address": address}}
+    config = {"executors": {"ray": {"address": address}}}
     if valid:
         compile_router(config).close()
     else:
-        with pytest.raises(ConfigError, match=r"ray\.address.*is not a Ray address"):
+        with pytest.raises(ConfigError, match=r"executors\.ray\.address: .*is not a Ray address"):
             compile_router(config)
 
 
@@ -215,7 +215,7 @@ def test_a_router_that_starts_ray_imports_it_late_and_shuts_it_down() -> None:
         from rewardrouter import compile_router
         router = compile_router({
             "default_route": "r",
-            "ray": {"address": None, "num_cpus": 1, "actors": 1},
+            "executors": {"ray": {"address": None, "num_cpus": 1, "actors": 1}},
             "routes": {"r": {"rewards": {"t": {"kind": "exact_match", "executor": "ray"}}}},
         })
         print("imported before use:", "ray" in sys.modules)
@@ -263,8 +263,7 @@ def _mixed(executor: str) -> dict[str, Any]:
 
     return {
         "timeout": TIMEOUT,
-        "process_pool": {"workers": 2},
-        "ray": POOL,
+        "executors": {"process": {"workers": 2}, "ray": POOL},
         "routes": {
             "math": {"rewards": term(kind="math")},
             "misbehave": {"rewards": term(path="rr_execution.misbehave")},
@@ -430,7 +429,7 @@ def test_a_router_inside_a_ray_actor_uses_that_cluster(ray: Any) -> None:
 
 
 def test_whole_replies_for_ray_client_run_one_call_per_task(ray: Any) -> None:
-    pool = RayPool(RayConfig.model_validate(POOL), ["rr_execution"], streaming=False)
+    pool = RayPool(RaySettings.model_validate(POOL), ["rr_execution"], streaming=False)
     try:
         samples = [Sample(response="ab"), Sample(response="x", metadata={"bad": "sleep"}),
                    Sample(response="abc")]  # fmt: skip

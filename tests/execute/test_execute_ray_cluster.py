@@ -268,7 +268,7 @@ JOIN = textwrap.dedent(
     from rewardrouter import RewardRouterError, compile_router
     router = compile_router({
         "default_route": "r",
-        "ray": {"address": sys.argv[1], "actors": 1, "cpus_per_actor": 0.5},
+        "executors": {"ray": {"address": sys.argv[1], "actors": 1, "cpus_per_actor": 0.5}},
         "routes": {"r": {"rewards": {"t": {"kind": "exact_match", "executor": "ray"}}}},
     })
     start = time.monotonic()

@@ -3,11 +3,13 @@ routes, is checked at compile time and is closed with its router."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import pytest
+from pydantic import BaseModel, ConfigDict, Field
 
 from rewardrouter import ConfigError, compile_router
 from rewardrouter.errors import Problem
@@ -104,6 +106,90 @@ def test_its_compile_time_check_and_the_base_checks_apply(journal: type[Journal]
         "routes.r.rewards.aio.executor: rr_testfns.async_length is an async function; executor "
         "'journal' runs plain functions",
     ]
+
+
+class JournalSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    label: str = "journal"
+    max_calls: int = Field(default=100, ge=1)
+
+
+class LabelledJournal(Journal):
+    """A journal whose settings come from ``executors.<its name>``."""
+
+    settings_model = JournalSettings
+
+    async def run(self, call: Call, samples: Sequence[Any]) -> Sequence[Outcome]:
+        label = self.setup.settings_as(JournalSettings).label
+        outcomes = await super().run(call, samples)
+        return [Outcome(f"{label}:{outcome.value}") for outcome in outcomes]
+
+
+@pytest.fixture
+def labelled() -> Iterator[None]:
+    register_executor("journal", LabelledJournal)
+    Journal.made.clear()
+    yield
+    del EXECUTORS["journal"]
+
+
+@pytest.mark.parametrize(
+    ("executors", "expected"),
+    [
+        pytest.param({"journal": {"label": "mine"}}, "mine", id="its_settings"),
+        pytest.param({}, "journal", id="the_model_s_defaults"),
+        pytest.param({"journal": {}}, "journal", id="empty_settings"),
+    ],
+)
+def test_a_registered_executor_reads_its_own_settings(
+    labelled: None, executors: dict[str, Any], expected: str
+) -> None:
+    config = {**_config("rr_testfns.length"), "executors": executors}
+    with compile_router(config) as router:
+        [outcome] = asyncio.run(
+            router.executors.run("journal", _call(router), [Sample(response="abc")])
+        )
+    assert outcome.value == f"{expected}:3.0"
+
+
+def _call(router: Any) -> Call:
+    [term] = router.routes["r"].terms
+    return Call(term.fn, None)
+
+
+@pytest.mark.parametrize(
+    ("executors", "expected"),
+    [
+        pytest.param(
+            {"journal": {"lable": "x"}},
+            "executors.journal.lable: unknown key 'lable'\n    did you mean 'label'? expected one of: "
+            "label, max_calls",
+            id="typo_in_its_settings",
+        ),
+        pytest.param(
+            {"journal": {"max_calls": 0}},
+            "executors.journal.max_calls: Input should be greater than or equal to 1 (found 0)",
+            id="a_setting_its_model_refuses",
+        ),
+        pytest.param(
+            {"jurnal": {"label": "x"}},
+            "executors.jurnal: unknown executor 'jurnal'\n    did you mean 'journal'?",
+            id="typo_in_its_name",
+        ),
+        pytest.param(
+            {"thread": {"workers": 2}},
+            "executors.thread: executor 'thread' takes no settings\n    remove `executors.thread`",
+            id="an_executor_without_settings",
+        ),
+    ],
+)
+def test_executor_settings_are_checked_when_the_router_compiles(
+    labelled: None, executors: dict[str, Any], expected: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        compile_router({**_config("rr_testfns.length"), "executors": executors})
+    assert [str(p) for p in info.value.problems] == [expected]
 
 
 def test_an_unknown_executor_is_a_compile_problem_with_the_known_names() -> None:

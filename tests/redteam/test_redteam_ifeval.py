@@ -186,7 +186,7 @@ def router() -> Iterator[Router]:
         return {"rewards": {"follows": {"kind": "ifeval", "kwargs": settings, "timeout": timeout}}}
 
     config = {
-        "process_pool": {"workers": 2},
+        "executors": {"process": {"workers": 2}},
         "routes": {
             "strict": route(TIMEOUTS["strict"]),
             "loose": route(TIMEOUTS["loose"], mode="loose"),

@@ -115,7 +115,7 @@ def router() -> Iterator[Router]:
         return {"rewards": {"correct": term}}
 
     config = {
-        "process_pool": {"workers": 2},
+        "executors": {"process": {"workers": 2}},
         "routes": {"boxed": route(), "any": route(extract="any")},
     }
     with compile_router(config) as built:

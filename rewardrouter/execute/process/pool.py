@@ -46,6 +46,7 @@ from typing import Any, cast
 
 from rewardrouter.execute.executor import Setup, closed
 from rewardrouter.execute.process.launch import Launched, StartMethod, exit_text, launcher_for
+from rewardrouter.execute.process.settings import ProcessSettings
 from rewardrouter.execute.process.worker import LIMIT, READY, read_progress
 from rewardrouter.execute.tasks import (
     LOAD_GRACE,
@@ -418,13 +419,14 @@ class ProcessPool(TaskPool):
 
 
 class ProcessExecutor(PoolExecutor):
-    """``executor: process``: a :class:`ProcessPool` sized by ``process_pool``."""
+    """``executor: process``: a :class:`ProcessPool` sized by ``executors.process``."""
 
     where = "a worker process"
+    settings_model = ProcessSettings
 
     def __init__(self, setup: Setup) -> None:
         super().__init__(setup)
-        settings = setup.config.process_pool
+        settings = setup.settings_as(ProcessSettings)
         self.pool: ProcessPool = ProcessPool(
             settings.workers or available_cpus(),
             chunk_seconds=settings.chunk_seconds,

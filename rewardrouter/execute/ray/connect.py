@@ -2,11 +2,11 @@
 
 - A process that is already connected (a trainer's driver, any Ray actor — where slime and miles
   call their reward functions — or a script that called ``ray.init``) keeps its connection,
-  whatever ``ray.address`` says: a router never starts a second cluster.
-- Otherwise ``ray.address`` goes to ``ray.init``: ``auto`` (the cluster this machine belongs to,
-  found through ``RAY_ADDRESS`` or a local ``ray start``), ``host:port`` of a head node, or
-  ``ray://host:port`` (Ray Client).
-- ``ray.address: null`` starts a local Ray instance with ``ray.num_cpus`` CPUs.
+  whatever ``executors.ray.address`` says: a router never starts a second cluster.
+- Otherwise ``executors.ray.address`` goes to ``ray.init``: ``auto`` (the cluster this machine
+  belongs to, found through ``RAY_ADDRESS`` or a local ``ray start``), ``host:port`` of a head
+  node, or ``ray://host:port`` (Ray Client).
+- ``executors.ray.address: null`` starts a local Ray instance with ``num_cpus`` CPUs.
 
 A cluster with Ray's token authentication (``RAY_AUTH_MODE=token``, or a token in
 ``~/.ray/auth_token``) gets a token from ``ray.init`` only when this process sets
@@ -22,7 +22,7 @@ when the last lease on it is released, and one that the host program started is 
 
 Starting Ray takes seconds, so this example is not run (the tests start a real local instance)::
 
-    >>> lease = connect(RayConfig(address=None, num_cpus=2))   # doctest: +SKIP
+    >>> lease = connect(RaySettings(address=None, num_cpus=2))   # doctest: +SKIP
     >>> lease.started, lease.client                            # doctest: +SKIP
     (True, False)
     >>> lease.release()    # shuts that instance down          # doctest: +SKIP
@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from rewardrouter.config.models import RayConfig
 from rewardrouter.errors import RewardRouterError
+from rewardrouter.execute.ray.settings import RaySettings
 
 INSTALL = "pip install 'rewardrouter[ray]'"
 
@@ -90,7 +90,7 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0] if lines else ''}"
 
 
-def connect(settings: RayConfig) -> Lease:
+def connect(settings: RaySettings) -> Lease:
     """A lease on this process's Ray connection, connecting (or starting Ray) if needed."""
     global _leases
     ray = import_ray()

@@ -2,7 +2,7 @@
 
 One :class:`RayPool` per router, started on first use, reused by every batch, stopped by
 :meth:`RayPool.close` (``Router.close()``), which kills its actors. The pool connects to Ray as
-:mod:`~rewardrouter.execute.ray.connect` says and starts ``ray.actors`` actors
+:mod:`~rewardrouter.execute.ray.connect` says and starts ``executors.ray.actors`` actors
 (:class:`~rewardrouter.execute.ray.actor.RewardActor`), placed by Ray. It shares the process
 executor's pieces: jobs, tasks and task sizes (:mod:`~rewardrouter.execute.tasks`), and the
 wire protocol (:mod:`~rewardrouter.execute.wire`: sample snapshots, job loading, outcome
@@ -29,7 +29,7 @@ the task's outcome messages as the actor streams them:
 
 Placement: an actor is asked of Ray and serves once Ray has placed and started it, however
 long that takes — the others serve meanwhile. Actors that wait for CPUs (their node was lost
-and no CPUs are free, or ``ray.actors`` asks for more than the cluster has) are reported
+and no CPUs are free, or ``executors.ray.actors`` asks for more than the cluster has) are reported
 through the ``rewardrouter.ray`` logger, with their count and the reason, once the count has
 held ``REPORT_SECONDS``, once per count, and again when all are placed
 (:attr:`RayPool.placement` has the counts too). Calls wait for an
@@ -48,7 +48,7 @@ outcome comes back whole, at most ``CLIENT_SLACK`` seconds after the call's dead
 Starting Ray takes seconds, so this example is not run here (``tests/execute`` runs the pool on
 a real local Ray instance; the process pool's docstring runs the same calls)::
 
-    >>> pool = RayPool(RayConfig(address=None, actors=1), modules=[])      # doctest: +SKIP
+    >>> pool = RayPool(RaySettings(address=None, actors=1), modules=[])      # doctest: +SKIP
     >>> future = pool.submit(call, samples)                                # doctest: +SKIP
     >>> [outcome.value for outcome in future.result()]                     # doctest: +SKIP
     [1.0, 0.0]
@@ -71,12 +71,12 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rewardrouter.config.models import RayConfig
 from rewardrouter.errors import Problem, RewardRouterError
 from rewardrouter.execute.executor import Callee, Setup, closed
 from rewardrouter.execute.ray.actor import RewardActor
 from rewardrouter.execute.ray.connect import INSTALL, Lease, connect
 from rewardrouter.execute.ray.runtime_env import shipped
+from rewardrouter.execute.ray.settings import RaySettings
 from rewardrouter.execute.tasks import (
     LOAD_GRACE,
     ChunkSizer,
@@ -157,7 +157,7 @@ class RayPool(TaskPool):
     """
 
     def __init__(
-        self, settings: RayConfig, modules: Sequence[str], *, streaming: bool | None = None
+        self, settings: RaySettings, modules: Sequence[str], *, streaming: bool | None = None
     ) -> None:
         super().__init__()
         self._settings = settings
@@ -691,9 +691,10 @@ def _cause(exc: BaseException) -> str:
 
 
 class RayExecutor(PoolExecutor):
-    """``executor: ray``: a :class:`RayPool` of actors as ``ray`` says."""
+    """``executor: ray``: a :class:`RayPool` of actors as ``executors.ray`` says."""
 
     where = "a Ray actor"
+    settings_model = RaySettings
 
     @classmethod
     def check(cls, name: str, callee: Callee, path: str) -> list[Problem]:
@@ -707,4 +708,4 @@ class RayExecutor(PoolExecutor):
 
     def __init__(self, setup: Setup) -> None:
         super().__init__(setup)
-        self.pool: RayPool = RayPool(setup.config.ray, setup.modules)
+        self.pool: RayPool = RayPool(setup.settings_as(RaySettings), setup.modules)
