@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rewardrouter.errors import RewardRouterError, short_repr
 
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 #: The roles of OpenAI chat messages (``developer`` is the newer name of ``system``).
 ROLES = ("system", "developer", "user", "assistant", "tool")
+_ROLES = frozenset(ROLES)
 
 #: Content part types whose ``text`` is read as text (chat completions write ``text``; the
 #: Responses API ``input_text`` / ``output_text``). Other parts (``image_url``, ``image``,
@@ -53,8 +54,7 @@ class TrajectoryError(RewardRouterError):
     what was found and what was expected; it never quotes the conversation's text."""
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCall:
+class ToolCall(NamedTuple):
     """One function call of an assistant message.
 
     ``arguments`` is the JSON text of the arguments as the message carried them (a dict of
@@ -73,8 +73,7 @@ class ToolCall:
         return f"call {self.position} {short_repr(self.name, _SHOWN)} (message {self.message})"
 
 
-@dataclass(frozen=True, slots=True)
-class Message:
+class Message(NamedTuple):
     """One chat message: its role, its text (text parts joined; other parts skipped), its tool
     calls (assistant messages) and the call it answers (``tool`` messages)."""
 
@@ -170,17 +169,23 @@ class _Budget:
 
 
 def _message(index: int, message: Any, budget: _Budget) -> Message:
-    where = f"message {index}"
-    if not isinstance(message, Mapping):
-        raise _error(f"{where} is a {type(message).__name__}, expected an object with a `role`")
+    if type(message) is not dict and not isinstance(message, Mapping):
+        raise _error(
+            f"message {index} is a {type(message).__name__}, expected an object with a `role`"
+        )
     role = message.get("role")
-    if not isinstance(role, str) or role not in ROLES:
+    if not isinstance(role, str) or role not in _ROLES:
         found = "has no `role`" if role is None else f"has role {short_repr(role, _SHOWN)}"
-        raise _error(f"{where} {found}", f"expected one of: {', '.join(ROLES)}")
-    text = _content(where, message.get("content"), budget)
+        raise _error(f"message {index} {found}", f"expected one of: {', '.join(ROLES)}")
+    content = message.get("content")
+    if type(content) is str:
+        text = budget.text(content)
+    else:
+        text = _content(f"message {index}", content, budget)
     calls: tuple[ToolCall, ...] = ()
     raw_calls = message.get("tool_calls")
     if raw_calls:
+        where = f"message {index}"
         if role != "assistant":
             raise _error(f"{where} ({role}) has `tool_calls`; only assistant messages call tools")
         if not isinstance(raw_calls, list | tuple):
@@ -227,7 +232,7 @@ def _tool_call(message: int, position: int, call: Any, budget: _Budget) -> ToolC
     where = f"message {message}, tool call {position}"
     budget.part(f"message {message}")
     function = call.get("function") if isinstance(call, Mapping) else None
-    if not isinstance(function, Mapping):
+    if type(function) is not dict and not isinstance(function, Mapping):
         raise _error(f"{where} has no `function` object", 'expected {"function": {"name", ...}}')
     name = function.get("name")
     if not isinstance(name, str) or not name:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Awaitable, Callable, Sequence
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, get_args
 
 from rewardrouter.config.models import Reads
@@ -184,6 +185,9 @@ async def run_reading(
 
 
 def _any_conversation(members: Sequence[SampleLike], limits: TrajectoryConfig) -> bool:
-    if limits.messages_field is None:
-        return not all(type(getattr(s, "response", None)) is str for s in members)
+    if limits.messages_field is None:  # routed samples all have a response: one C-level pass
+        return set(map(type, map(_RESPONSE, members))) != {str}
     return any(conversation_source(s, limits) is not None for s in members)
+
+
+_RESPONSE = attrgetter("response")
