@@ -30,6 +30,10 @@ class RewardResult:
     - ``aborted``: an aborted sample, never scored; ``kept``: it carried a reward already;
     - ``error`` / ``timeout`` / ``invalid``: a call raised, overran its deadline or returned
       something unusable; ``error_message`` says what, and ``on_error`` decided ``reward``.
+
+    ``misplaced`` is set when ``default_route`` scored a sample that carries a route_by field
+    where routing does not read it (``Dataset`` in metadata, a top-level ``data_source``): what
+    was found and the fix. The batch counts it (``misplaced_route_field``).
     """
 
     reward: float | None
@@ -39,6 +43,7 @@ class RewardResult:
     terms: dict[str, float | None] = field(default_factory=dict)
     raw: Any = None
     error_message: str | None = None
+    misplaced: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -60,14 +65,20 @@ class Origin(Protocol):
     def first_term(self) -> str:
         """The name of the route's (only) term."""
 
+    @property
+    def misplaced(self) -> str | None:
+        """A route_by field out of place, when ``default_route`` took the sample for want of it."""
 
-WarningCode = Literal["not_applicable", "skipped", "failed"]
+
+WarningCode = Literal["not_applicable", "skipped", "failed", "misplaced_route_field"]
 
 _WARNING_TEXT: dict[str, str] = {
     "not_applicable": "returned None (not applicable) while the route's other terms applied: "
     "the reward is theirs alone (a grader does this for a missing or blank label)",
     "skipped": "no term applied: reward None, left out of group statistics",
     "failed": "calls failed and the term's `on_error` decided the reward",
+    "misplaced_route_field": "scored by default_route, likely not the route meant: no route_by "
+    "field is in their metadata, yet they carry one elsewhere",
 }
 
 
@@ -78,7 +89,9 @@ class ScoreWarning:
     ``code``: ``not_applicable`` (``term`` returned None while other terms of the route
     applied, so the reward comes from those alone), ``skipped`` (no term applied) or
     ``failed`` (a call failed and ``on_error`` gave a fallback value or skipped the sample;
-    ``status`` says how it failed).
+    ``status`` says how it failed) or ``misplaced_route_field`` (``default_route`` scored samples
+    that carry a route_by field where routing does not read it; ``misplaced`` says what was
+    found and the fix).
     ``samples`` holds the first ten sample indices. Trainers log these per batch, e.g.
     ``for w in batch.warnings: log(f"reward/{w.code}/{w.route}", w.count)``.
     """
@@ -89,6 +102,7 @@ class ScoreWarning:
     samples: tuple[int, ...]
     term: str | None = None
     status: str | None = None
+    misplaced: str | None = None
 
     @property
     def where(self) -> str:
@@ -97,28 +111,33 @@ class ScoreWarning:
 
     def __str__(self) -> str:
         what = _WARNING_TEXT[self.code] + (f" (status {self.status})" if self.status else "")
+        if self.misplaced:
+            what += f": {self.misplaced}"
         return f"{self.where}: {self.count} sample(s): {what}"
 
 
 def count_warnings(results: Iterable[tuple[int, RewardResult]]) -> list[ScoreWarning]:
     """The :class:`ScoreWarning` s of ``(sample index, result)`` pairs, one per code, route,
     term and status, in order of first appearance."""
-    found: dict[tuple[str, str, str | None, str | None], list[int]] = {}
+    found: dict[tuple[str, str, str | None, str | None, str | None], list[int]] = {}
     for i, result in results:
         route = result.route
         if route is None:
             continue
+        if result.misplaced is not None:
+            key = ("misplaced_route_field", route, None, None, result.misplaced)
+            found.setdefault(key, []).append(i)
         if result.status == "skipped":
-            found.setdefault(("skipped", route, None, None), []).append(i)
+            found.setdefault(("skipped", route, None, None, None), []).append(i)
         elif result.failed:
-            found.setdefault(("failed", route, None, result.status), []).append(i)
+            found.setdefault(("failed", route, None, result.status, None), []).append(i)
         elif result.status == "ok" and len(result.terms) > 1:
             for term, value in result.terms.items():
                 if value is None:
-                    found.setdefault(("not_applicable", route, term, None), []).append(i)
+                    found.setdefault(("not_applicable", route, term, None, None), []).append(i)
     return [
-        ScoreWarning(code, route, len(idx), tuple(idx[:10]), term, status)  # type: ignore[arg-type]
-        for (code, route, term, status), idx in found.items()
+        ScoreWarning(code, route, len(idx), tuple(idx[:10]), term, status, misplaced)  # type: ignore[arg-type]
+        for (code, route, term, status, misplaced), idx in found.items()
     ]
 
 
@@ -166,7 +185,16 @@ class ScoreBatch(Sequence[RewardResult]):
         assert origin is not None  # every sample without a full result was routed
         value = self._values[i]
         terms = {origin.first_term: value}
-        return RewardResult(self._rewards[i], "ok", origin.route_name, origin.level, terms, value)
+        return RewardResult(
+            self._rewards[i],
+            "ok",
+            origin.route_name,
+            origin.level,
+            terms,
+            value,
+            None,
+            origin.misplaced,
+        )
 
     @overload
     def __getitem__(self, index: int) -> RewardResult: ...
@@ -197,10 +225,15 @@ class ScoreBatch(Sequence[RewardResult]):
     @property
     def warnings(self) -> list[ScoreWarning]:
         """What this batch counted but did not raise (see :class:`ScoreWarning`); ``[]`` for a
-        batch scored as its routes intend. Samples scored ok by a single term never warn, so
-        this reads only the results stored whole."""
+        batch scored as its routes intend. A sample scored ok by a single term warns only when
+        ``default_route`` took it with a route_by field out of place, so this reads the results
+        stored whole and the routing decisions of the others."""
         failures = set(self.failures)
-        return count_warnings(sorted(i for i in self._full.items() if i[0] not in failures))
+        found = {i: r for i, r in self._full.items() if i not in failures}
+        for i, origin in enumerate(self._origins):
+            if origin is not None and origin.misplaced is not None and i not in self._full:
+                found[i] = self._result(i)
+        return count_warnings(sorted(found.items()))
 
     def __repr__(self) -> str:
         return f"ScoreBatch({len(self)} results, {len(self._full)} stored whole)"

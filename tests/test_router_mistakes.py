@@ -6,15 +6,27 @@ not ``on_error``: each is an error naming the sample, or a warning counted on th
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rr_frameworks import SlimeSample, trainer_args
 from rr_testfns import row
 
-from rewardrouter import ConfigError, RewardError, RouterConfig, RoutingError, Sample, SampleError
+from rewardrouter import (
+    ConfigError,
+    RewardError,
+    RewardRouterWarning,
+    RouterConfig,
+    RoutingError,
+    Sample,
+    SampleError,
+)
 from rewardrouter.integrations._router_cache import close_shared
+from rewardrouter.integrations.slime import custom_rm as slime_custom_rm
+from rewardrouter.integrations.slime import rollout_metrics
 from rewardrouter.integrations.trl import reward_function
 from rewardrouter.integrations.verl import compute_score as verl_compute_score
 from rewardrouter.results import ScoreWarning
@@ -436,3 +448,120 @@ def test_a_routing_field_out_of_place_is_named_when_the_default_route_takes_it(
         "route_by fields are read by exact name — rename the field to 'dataset', or add "
         "'Dataset' to `route_by`"
     )
+
+
+#: What a counted ``misplaced_route_field`` warning says after its route and count.
+MISPLACED = (
+    "scored by default_route, likely not the route meant: no route_by field is in their "
+    "metadata, yet they carry one elsewhere: "
+)
+IN_ANOTHER_CASE = (
+    "metadata has 'Dataset', but route_by fields are read by exact name — rename the field to "
+    "'dataset', or add 'Dataset' to `route_by`"
+)
+AT_THE_TOP_LEVEL = (
+    "'data_source' is a top-level field of the sample, and routing reads route_by fields from "
+    '`metadata` — move it into the row\'s metadata ({"metadata": {"data_source": ...}})'
+)
+
+
+@pytest.mark.parametrize(
+    ("samples", "found"),
+    [
+        pytest.param(
+            [{"response": "4", "metadata": {"Dataset": "openai/gsm8k"}}] * 2,
+            IN_ANOTHER_CASE,
+            id="field_in_another_case",
+        ),
+        pytest.param(
+            [{"response": "4", "data_source": "openai/gsm8k"}] * 2,
+            AT_THE_TOP_LEVEL,
+            id="verl_top_level_data_source",
+        ),
+    ],
+)
+@pytest.mark.parametrize("terms", [1, 2], ids=["one_term", "two_terms"])
+def test_a_routing_field_out_of_place_that_the_default_route_takes_is_counted(
+    make_router: Any, samples: list[dict[str, Any]], found: str, terms: int
+) -> None:
+    other: dict[str, Any] = {"len": {"path": "rr_testfns.length"}}
+    if terms == 2:  # a result stored whole, not read from the batch's columns
+        other["bonus"] = {"kind": "exact_match", "weight": 0.5}
+    config = {**TWO_ROUTES, "default_route": "other"}
+    config["routes"] = {**TWO_ROUTES["routes"], "other": {"rewards": other}}
+    router = make_router(config)
+    well_placed = {"response": "4", "metadata": {"dataset": "openai/gsm8k"}}
+    batch = router.score_sync([samples[0], well_placed, samples[1]])
+    assert [r.route for r in batch] == ["other", "gsm8k", "other"]
+    assert [r.misplaced for r in batch] == [found, None, found]
+    misplaced = [w for w in batch.warnings if w.code == "misplaced_route_field"]
+    assert misplaced == [ScoreWarning("misplaced_route_field", "other", 2, (0, 2), misplaced=found)]
+    assert str(misplaced[0]) == f"routes.other: 2 sample(s): {MISPLACED}{found}"
+
+
+def test_a_sample_without_route_by_fields_anywhere_is_no_routing_warning(make_router: Any) -> None:
+    router = make_router({**TWO_ROUTES, "default_route": "other"})
+    batch = router.score_sync([{"response": "4", "metadata": {"source": "mine"}}])
+    assert (batch[0].route, batch[0].misplaced, batch.warnings) == ("other", None, [])
+
+
+def _misplaced_config(tmp_path: Path) -> Path:
+    path = tmp_path / "router.yaml"
+    path.write_text(
+        "default_route: other\nroutes:\n  gsm8k:\n    match: [openai/gsm8k]\n    rewards:\n"
+        "      correct: {kind: exact_match}\n  other:\n    rewards:\n"
+        "      len: {path: rr_testfns.length}\n"
+    )
+    return path
+
+
+def test_through_the_trl_hook_a_routing_column_in_another_case_is_a_counted_warning() -> None:
+    config = {**TWO_ROUTES, "default_route": "other"}
+    reward = reward_function(RouterConfig.model_validate(config))
+    logged: dict[str, float] = {}
+    try:
+        with pytest.warns(RewardRouterWarning) as caught:
+            rewards = reward(
+                prompts=["q", "q"],
+                completions=["4", "44"],
+                Dataset=["openai/gsm8k", "openai/gsm8k"],  # TRL passes the column as named
+                solution=["4", "4"],
+                log_metric=logged.__setitem__,
+            )
+    finally:
+        close_shared()
+    assert rewards == [1.0, 2.0]  # lengths, from the default route: not the gsm8k grader
+    assert logged["rewardrouter/warnings/misplaced_route_field"] == 2.0
+    assert [str(w.message) for w in caught] == [
+        f"routes.other: 2 sample(s): {MISPLACED}{IN_ANOTHER_CASE}; counted in "
+        f"rewardrouter/warnings/misplaced_route_field"
+    ]
+
+
+def test_through_the_slime_hook_a_routing_field_in_another_case_is_a_counted_warning(
+    tmp_path: Path,
+) -> None:
+    args = trainer_args(
+        "rewardrouter.integrations.slime",
+        False,
+        rewardrouter_config=str(_misplaced_config(tmp_path)),
+    )
+    samples = [
+        SlimeSample(
+            group_index=0, index=i, response=r, label="4", metadata={"Dataset": "openai/gsm8k"}
+        )
+        for i, r in enumerate(["4", "44"])
+    ]
+    try:
+        with pytest.warns(RewardRouterWarning) as caught:
+            rewards = [asyncio.run(slime_custom_rm(args, s)) for s in samples]  # one per call
+        metrics = rollout_metrics(args, samples)
+    finally:
+        close_shared()
+    assert rewards == [1.0, 2.0]
+    assert metrics["rewardrouter/warnings/misplaced_route_field"] == 2.0
+    assert metrics["rewardrouter/other/count"] == 2.0
+    assert [str(w.message) for w in caught] == [  # warned once, counted per sample
+        f"routes.other: 1 sample(s): {MISPLACED}{IN_ANOTHER_CASE}; counted in "
+        f"rewardrouter/warnings/misplaced_route_field"
+    ]

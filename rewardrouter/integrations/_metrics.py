@@ -16,7 +16,10 @@ key                                    value
                                        (no learning signal: exactly zero advantage)
 ``rewardrouter/warnings/<kind>``       warnings of that kind in this process so far (see
                                        :func:`warn`; the checks' kinds: ``label_missing``,
-                                       ``mixed_prompt_group``, ``one_prompt_group``)
+                                       ``mixed_prompt_group``, ``one_prompt_group``; and
+                                       ``misplaced_route_field``: samples ``default_route``
+                                       took with a route_by field out of place, see
+                                       :func:`warn_misrouted`)
 =====================================  ===========================================================
 
 >>> from rewardrouter import RewardResult
@@ -39,7 +42,7 @@ from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable, Sequence
 
 from rewardrouter.errors import RewardRouterWarning
-from rewardrouter.results import RewardResult
+from rewardrouter.results import RewardResult, ScoreBatch, count_warnings
 
 PREFIX = "rewardrouter"
 
@@ -84,6 +87,24 @@ def warn(
     if once not in _emitted:
         _emitted.add(once)
         warnings.warn(message, RewardRouterWarning, stacklevel=3)
+
+
+def warn_misrouted(results: Sequence[RewardResult]) -> None:
+    """Count the samples of a scored batch that ``default_route`` took while they carry a
+    route_by field where routing does not read it (``Dataset`` in metadata, a top-level
+    ``data_source``): ``misplaced_route_field``, one per sample, with a warning per route and
+    field that says the fix. Their rewards are plausible and likely from the wrong graders."""
+    found = (
+        results.warnings if isinstance(results, ScoreBatch) else count_warnings(enumerate(results))
+    )
+    for warning in found:
+        if warning.code == "misplaced_route_field":
+            warn(
+                warning.code,
+                f"{warning}; counted in {PREFIX}/warnings/{warning.code}",
+                count=warning.count,
+                key=f"{warning.code} {warning.route} {warning.misplaced}",
+            )
 
 
 def _serial(sample: object) -> int:

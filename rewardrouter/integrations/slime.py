@@ -199,6 +199,7 @@ async def _score_flat(args: Any, samples: Sequence[SampleLike], *, one: bool = F
     if one:
         _warn_group_terms(router, results)
     warn_unlabeled(views, results, LABELS_FROM, LABELS_FIX)
+    _metrics.warn_misrouted(results)
     evaluated: Sequence[RewardResult | None] = [None] * len(views)
     if keys.eval != keys.train and _eval_differs(router):
         evaluated = await router.score(views, args=args, evaluation=True)

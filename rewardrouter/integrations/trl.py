@@ -52,7 +52,12 @@ from typing import Any, Literal, cast, overload
 from rewardrouter.config.models import RouterConfig
 from rewardrouter.errors import ConfigError, Problem
 from rewardrouter.integrations._checks import absent_column, warn_unlabeled
-from rewardrouter.integrations._metrics import group_metrics, score_metrics, warning_metrics
+from rewardrouter.integrations._metrics import (
+    group_metrics,
+    score_metrics,
+    warn_misrouted,
+    warning_metrics,
+)
 from rewardrouter.integrations._route_shaping import TRL, check_route_shaping, shape_rewards
 from rewardrouter.integrations._router_cache import shared_router
 from rewardrouter.integrations._source import ConfigSource
@@ -204,6 +209,7 @@ class _RouterRewardBase:
                 "give those rows a reference answer, or pass label_column=<column> if another "
                 "column holds them",
             )
+        warn_misrouted(results)
         lengths = [s.response_length for s in samples]
         rewards = shape_rewards(
             router,

@@ -12,7 +12,9 @@ Dataset strings match ignoring case and surrounding whitespace (:func:`match_key
 reason says so. Two strings of the config that differ only so are refused when compiling (they
 would be one dataset), so normalizing never picks between routes. Field *names* in
 ``route_by`` are exact; a sample that carries one in another case (``Dataset``) or at the top
-level instead of in ``metadata`` (verl's ``data_source``) is told so when it cannot be routed.
+level instead of in ``metadata`` (verl's ``data_source``) is told so when it cannot be routed;
+when ``default_route`` takes it instead, its decision carries the fix (:attr:`Decision.misplaced`)
+and the batch counts it as a warning (``misplaced_route_field``).
 """
 
 from __future__ import annotations
@@ -36,11 +38,17 @@ FAILURES_KEPT = 256
 
 @dataclass(frozen=True)
 class Decision:
-    """The route a sample goes to, the precedence level that chose it, and why."""
+    """The route a sample goes to, the precedence level that chose it, and why.
+
+    ``misplaced`` is set when ``default_route`` took a sample that carries a route_by field
+    where routing does not read it (:class:`Misplaced`, without the value): likely not the
+    route meant, so the batch counts it (:class:`~rewardrouter.results.ScoreWarning`).
+    """
 
     route: CompiledRoute
     level: Level
     reason: str
+    misplaced: str | None = None
 
     @property
     def route_name(self) -> str:
@@ -53,6 +61,37 @@ class Decision:
 
 class Unroutable(Exception):
     """A sample that no precedence level accepts; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Misplaced:
+    """A route_by field ``name`` that a sample carries where routing does not read it: as
+    metadata key ``key`` in another case (``Dataset``), or at the top level of the row
+    (``top_level``: verl's ``data_source`` layout).
+
+    >>> print(Misplaced("dataset", "Dataset", "gsm8k").text())
+    metadata has 'Dataset' = 'gsm8k', but route_by fields are read by exact name — rename the field to 'dataset', or add 'Dataset' to `route_by`
+    """
+
+    name: str
+    key: str
+    value: Any
+    top_level: bool = False
+
+    def text(self, value: bool = True) -> str:
+        """What was found and the fix; ``value=False`` leaves the value out (the same text for
+        every sample that carries the field so, as a counted warning reads)."""
+        shown = f" = {self.value!r}" if value else ""
+        if self.top_level:
+            return (
+                f"{self.key!r}{shown} is a top-level field of the sample, and routing reads "
+                f"route_by fields from `metadata` — move it into the row's metadata "
+                f'({{"metadata": {{"{self.name}": ...}}}})'
+            )
+        return (
+            f"metadata has {self.key!r}{shown}, but route_by fields are read by exact name — "
+            f"rename the field to {self.name!r}, or add {self.key!r} to `route_by`"
+        )
 
 
 class Resolver:
@@ -152,11 +191,12 @@ class Resolver:
             # No route_by field at all: one in another case or at the top level is named in the
             # reason (`explain` shows it), since the default route is then likely not meant.
             misplaced = self._misplaced(sample, metadata)
-            if not misplaced:
+            if misplaced is None:
                 return self._default
-            reason = f"{self._default.reason}{misplaced}"
-            return Decision(self._default.route, "default_route", reason)
-        raise Unroutable(self._no_route(metadata) + self._misplaced(sample, metadata))
+            reason = f"{self._default.reason}; {misplaced.text()}"
+            return Decision(self._default.route, "default_route", reason, misplaced.text(False))
+        misplaced = self._misplaced(sample, metadata)
+        raise Unroutable(self._no_route(metadata) + (f"; {misplaced.text()}" if misplaced else ""))
 
     def _named_decision(
         self, sample: SampleLike, metadata: Mapping[str, Any], spec: Any
@@ -203,30 +243,24 @@ class Resolver:
             + " — add the value to a route's `match:`, or set `default_route`"
         )
 
-    def _misplaced(self, sample: SampleLike, metadata: Mapping[str, Any]) -> str:
+    def _misplaced(self, sample: SampleLike, metadata: Mapping[str, Any]) -> Misplaced | None:
         """A route_by field that the sample carries, but not where routing reads it: in
         ``metadata`` under another case (``Dataset``), or at the top level of the row (verl's
-        ``data_source`` layout)."""
+        ``data_source`` layout), in any case."""
         extra = getattr(sample, "extra", None)
         top = extra if isinstance(extra, Mapping) else {}
         folded = {key.casefold(): key for key in metadata if isinstance(key, str)}
+        top_folded = {key.casefold(): key for key in top if isinstance(key, str)}
         for name in self._route_by:
             if name in metadata:
                 continue
             other = folded.get(name.casefold())
             if other is not None:
-                return (
-                    f"; metadata has {other!r} = {metadata[other]!r}, but route_by fields are "
-                    f"read by exact name — rename the field to {name!r}, or add {other!r} to "
-                    f"`route_by`"
-                )
-            if top.get(name) is not None:
-                return (
-                    f"; {name!r} = {top[name]!r} is a top-level field of the sample, and routing "
-                    f"reads route_by fields from `metadata` — move it into the row's metadata "
-                    f'({{"metadata": {{"{name}": ...}}}})'
-                )
-        return ""
+                return Misplaced(name, other, metadata[other])
+            at_top = name if name in top else top_folded.get(name.casefold())
+            if at_top is not None and top[at_top] is not None:
+                return Misplaced(name, at_top, top[at_top], top_level=True)
+        return None
 
 
 def raise_unroutable(failures: list[tuple[int, str]]) -> NoReturn:
