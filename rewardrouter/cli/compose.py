@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 from hydra import compose, initialize_config_dir
@@ -25,7 +26,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override, OverrideType
 from hydra.errors import HydraException
 from hydra.types import RunMode
-from omegaconf import DictConfig
+from omegaconf import DictConfig, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from rewardrouter.cli.paths import conf_dir
@@ -234,36 +235,59 @@ def hydra_problem(exc: Exception, options: Callable[[str], list[str]] | None = N
 
 
 def _compose(overrides: Sequence[str]) -> DictConfig:
+    return _composed(overrides, maps=False)[0]
+
+
+def _composed(overrides: Sequence[str], maps: bool = True) -> tuple[DictConfig, list[DatasetMap]]:
+    """The job config of ``overrides``, composed once, and the dataset maps it merges
+    (``maps``: else none are looked for)."""
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
         try:
-            return compose("config", overrides=list(overrides))
+            cfg = compose("config", overrides=list(overrides), return_hydra_config=True)
+            found = dataset_maps_of(cfg.hydra.runtime.config_sources, overrides) if maps else []
         except (HydraException, OmegaConfBaseException) as exc:
             loader = GlobalHydra.instance().config_loader()
             problem = hydra_problem(exc, loader.get_group_options)
-        raise ConfigError([problem], "the command line") from None
+        else:
+            with open_dict(cfg):  # as compose() leaves it without return_hydra_config
+                del cfg["hydra"]
+            return cfg, found
+        raise ConfigError([problem], "the command line")
 
 
 @dataclass(frozen=True)
 class DatasetMap:
-    """A ``datasets/NAME.yaml`` reward map the job merges: the file used, and the files of the
-    same name later on the search path that it hides (Hydra takes the first one found)."""
+    """A ``datasets/NAME.yaml`` reward map the job merges: the file used, the files of the same
+    name later on the search path that it hides (Hydra takes the first one found), and how to
+    merge the first of those instead (``fix``)."""
 
     name: str
     path: str
     hidden: tuple[str, ...] = ()
+    fix: str = ""
 
     def warning(self) -> str | None:
         """The message for a map whose name more than one search-path folder holds."""
         if not self.hidden:
             return None
+        one = len(self.hidden) == 1
         return (
-            f"datasets={self.name} is {self.path}; {', '.join(self.hidden)} has the same name "
-            f"and is not used (the first folder on the search path wins) — rename your map "
-            f"(datasets/my_{self.name}.yaml, then datasets=[my_{self.name}])"
+            f"datasets={self.name} merges {self.path}; {', '.join(self.hidden)} "
+            f"{'has' if one else 'have'} the same name and {'is' if one else 'are'} not used "
+            f"(the first search-path folder holding datasets/{self.name}.yaml wins) — {self.fix}"
         )
 
+    def describe(self) -> str:
+        """``gsm8k: FILE`` (and the files it hides): how the job's output names the map."""
+        hidden = f"  (hides {', '.join(self.hidden)})" if self.hidden else ""
+        return f"{self.name}: {self.path}{hidden}"
 
-def _files(schema: str, folder: str, config_path: str) -> str | None:
+    def as_dict(self) -> dict[str, object]:
+        """The map as ``summary.json`` lists it."""
+        return {"name": self.name, "path": self.path, "hidden": list(self.hidden)}
+
+
+def _file(schema: str, folder: str, config_path: str) -> str | None:
     """The file of ``config_path`` (``datasets/gsm8k``) in one search-path folder, if it has it."""
     if schema == "file":
         file = Path(folder) / f"{config_path}.yaml"
@@ -279,35 +303,53 @@ def _files(schema: str, folder: str, config_path: str) -> str | None:
     return None  # structured configs (ConfigStore) have no file
 
 
-def chooses_datasets(overrides: Sequence[str]) -> bool:
-    """Whether ``overrides`` choose dataset maps or add search-path folders."""
-    return any(o.lstrip("+~").startswith(("datasets", "hydra.searchpath")) for o in overrides)
+#: How Hydra's provider names begin for the folders of ``hydra.searchpath`` (given on the
+#: command line, or in the primary config).
+_SEARCHPATH = "hydra.searchpath in "
 
 
-def dataset_maps(overrides: Sequence[str]) -> list[DatasetMap]:
-    """The dataset maps that ``overrides`` merge, each with the file it comes from; warns
-    (:class:`RewardRouterWarning`) for each whose name another search-path folder also holds."""
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-        try:
-            cfg = compose("config", overrides=list(overrides), return_hydra_config=True)
-            loader = GlobalHydra.instance().config_loader()
-            chosen = loader.compute_defaults_list("config", list(overrides), RunMode.RUN)
-        except (HydraException, OmegaConfBaseException):
-            return []  # composing the job reports it
-        sources = [(s.schema, s.path) for s in cfg.hydra.runtime.config_sources]
+def _fix(name: str, winner: Any, hidden: Any, sources: Sequence[Any]) -> str:
+    """How to merge the map in config source ``hidden`` rather than the one in ``winner``."""
+    if not str(winner.provider).startswith(_SEARCHPATH):  # the shipped tree comes first
+        return (
+            f"to merge yours, rename it (datasets/my_{name}.yaml) and choose "
+            f"datasets=[my_{name}]: the shipped folder always comes before hydra.searchpath"
+        )
+    folders = [s for s in sources if str(s.provider).startswith(_SEARCHPATH)]
+    order = [hidden, *(s for s in folders if s is not hidden)]
+    listed = ",".join(f"{s.schema}://{s.path}" for s in order)
+    return (
+        f"to merge {_file(hidden.schema, hidden.path, f'datasets/{name}')} instead, put its "
+        f"folder first: hydra.searchpath=[{listed}] (or rename one of them)"
+    )
+
+
+def dataset_maps_of(config_sources: Sequence[Any], overrides: Sequence[str]) -> list[DatasetMap]:
+    """The dataset maps that ``overrides`` merge, each with the file it comes from, given the
+    search path Hydra composed them with (``hydra.runtime.config_sources``). Hydra must be
+    initialized (inside ``compose``, or in the running job): its loader computes the defaults
+    list, which loads each chosen file but composes nothing."""
+    loader = GlobalHydra.instance().config_loader()
+    chosen = loader.compute_defaults_list("config", list(overrides), RunMode.RUN)
+    sources = list(config_sources)
     maps = []
     for default in chosen.defaults:
         config_path = default.config_path or ""
         if not config_path.startswith("datasets/"):
             continue
-        files = [f for schema, folder in sources if (f := _files(schema, folder, config_path))]
-        if files:
-            maps.append(DatasetMap(config_path.partition("/")[2], files[0], tuple(files[1:])))
-    for found in maps:
-        message = found.warning()
-        if message is not None:
-            warnings.warn(message, RewardRouterWarning, stacklevel=2)
+        found = [(s, f) for s in sources if (f := _file(s.schema, s.path, config_path))]
+        if not found:
+            continue
+        name = config_path.partition("/")[2]
+        (winner, path), rest = found[0], found[1:]
+        fix = _fix(name, winner, rest[0][0], sources) if rest else ""
+        maps.append(DatasetMap(name, path, tuple(f for _, f in rest), fix))
     return maps
+
+
+def dataset_maps(overrides: Sequence[str]) -> list[DatasetMap]:
+    """The dataset maps that ``overrides`` merge, each with the file it comes from."""
+    return _composed(overrides)[1]
 
 
 def precheck(argv: Sequence[str]) -> None:
@@ -321,10 +363,7 @@ def precheck(argv: Sequence[str]) -> None:
         return
     if any(o.is_sweep_override() for o in _parse(argv)):
         return
-    overrides = upsert_overrides(argv)
-    _compose(overrides)
-    if chooses_datasets(overrides):
-        dataset_maps(overrides)
+    _compose(upsert_overrides(argv))  # the job itself names the dataset maps it merges
 
 
 def created_problems(
@@ -347,6 +386,14 @@ def created_problems(
 
 def compose_job(overrides: Sequence[str] = (), config_file: Path | None = None) -> JobConfig:
     """The job config that ``rewardrouter [--config FILE] [overrides]`` would run, validated."""
+    return composed_job(overrides, config_file)[0]
+
+
+def composed_job(
+    overrides: Sequence[str] = (), config_file: Path | None = None
+) -> tuple[JobConfig, list[DatasetMap]]:
+    """:func:`compose_job`, and the dataset maps the job merges (composed once); warns
+    (:class:`RewardRouterWarning`, on stderr) for each map that hides another of its name."""
     overrides = list(overrides)
     problems = syntax_problems(overrides) + config_file_problems(config_file, overrides)
     if problems:
@@ -358,11 +405,13 @@ def compose_job(overrides: Sequence[str] = (), config_file: Path | None = None) 
     created = created_problems(overrides, plain)
     if created:
         raise ConfigError(created, "the command line")
-    cfg = _compose(overrides)
-    if chooses_datasets(overrides):
-        dataset_maps(overrides)  # warns for a map of yours hidden by a shipped one
+    cfg, maps = _composed(overrides)
+    for found in maps:
+        message = found.warning()
+        if message is not None:
+            warnings.warn(message, RewardRouterWarning, stacklevel=3)
     source = source_name(config_file)
-    return validate(to_container(cfg, source), JobConfig, source)
+    return validate(to_container(cfg, source), JobConfig, source), maps
 
 
 def source_name(config_file: Path | None) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -24,15 +23,13 @@ from rich.table import Table
 from rewardrouter.cli.command import command_parser
 from rewardrouter.cli.compose import (
     add_config_arguments,
-    chooses_datasets,
-    compose_job,
-    dataset_maps,
+    composed_job,
     named,
     source_name,
 )
 from rewardrouter.cli.jsonl import read_rows
 from rewardrouter.config.stages import PostProcessStage
-from rewardrouter.errors import RewardRouterError, RewardRouterWarning
+from rewardrouter.errors import RewardRouterError
 from rewardrouter.router import Router, compile_router
 from rewardrouter.sample import as_sample
 
@@ -190,15 +187,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--prompt", default=None)
     parser.add_argument("--metadata", default=None, help="a JSON object (default {})")
     opts = parser.parse_intermixed_args(argv)
-    job = compose_job(opts.overrides, opts.config)
+    job, maps = composed_job(opts.overrides, opts.config)  # warns for a hidden map, on stderr
     row, group = _sample_rows(opts, job.data.columns)
     console = Console()
-    with warnings.catch_warnings():  # composing the job warned already; shown here as "hides"
-        warnings.simplefilter("ignore", RewardRouterWarning)
-        maps = dataset_maps(opts.overrides) if chooses_datasets(opts.overrides) else []
     for found in maps:
-        hidden = f"  (hides {', '.join(found.hidden)})" if found.hidden else ""
-        console.print("[bold]dataset map[/]", escape(f"{found.name}: {found.path}{hidden}"))
+        console.print("[bold]dataset map[/]", escape(found.describe()))
     with named(source_name(opts.config)), compile_router(job.router()) as router:
         explain(router, row, group, console)
     return 0

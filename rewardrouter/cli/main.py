@@ -29,6 +29,7 @@ from rewardrouter.cli.command import installed_version
 from rewardrouter.cli.compose import (
     config_file_problems,
     created_problems,
+    dataset_maps_of,
     hydra_problem,
     plain_value_keys,
     precheck,
@@ -113,14 +114,18 @@ def fail(error: RewardRouterError) -> NoReturn:
     sys.exit(status)
 
 
-def _created_in_job() -> None:
-    """The plain overrides of this job (a sweep's job included) that would create a route or
-    a term, composed inside the running app."""
+def _job_overrides() -> tuple[list[str], list[str]]:
+    """This job's task overrides (a sweep's job included), and its ``hydra.searchpath`` ones."""
     overrides = HydraConfig.get().overrides
     # read as written: iterating the ListConfig would resolve a `${...}` inside an override
     hydra_overrides = [str(o) for o in OmegaConf.to_container(overrides.hydra, resolve=False)]  # type: ignore[union-attr]
     task = [str(o) for o in OmegaConf.to_container(overrides.task, resolve=False)]  # type: ignore[union-attr]
-    searchpath = [o for o in hydra_overrides if o.startswith("hydra.searchpath")]
+    return task, [o for o in hydra_overrides if o.startswith("hydra.searchpath")]
+
+
+def _created_in_job(task: list[str], searchpath: list[str]) -> None:
+    """The plain overrides of this job that would create a route or a term, composed inside
+    the running app."""
 
     def base(task: list[str]) -> DictConfig:
         return compose("config", overrides=[*task, *searchpath])
@@ -133,11 +138,15 @@ def _created_in_job() -> None:
 @hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")
 def _job(cfg: DictConfig) -> float:
     try:
-        _created_in_job()
+        task, searchpath = _job_overrides()
+        _created_in_job(task, searchpath)
         from rewardrouter.cli import score
 
+        runtime = HydraConfig.get().runtime
+        # the files this job's dataset maps come from, for its output and summary.json
+        maps = dataset_maps_of(runtime.config_sources, [*task, *searchpath])
         source = source_name(_config_file[0] if _config_file else None)
-        return score.run(cfg, Path(HydraConfig.get().runtime.output_dir), Console(), source)
+        return score.run(cfg, Path(runtime.output_dir), Console(), source, maps)
     except RewardRouterError as exc:
         fail(exc)
     except (HydraException, OmegaConfBaseException) as exc:  # a config Hydra composed but

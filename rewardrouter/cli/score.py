@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress
 
-from rewardrouter.cli.compose import named
+from rewardrouter.cli.compose import DatasetMap, named
 from rewardrouter.cli.figure import write_figure
 from rewardrouter.cli.jsonl import DataError, Rows, located, read_rows, writable, write_rows
 from rewardrouter.cli.objective import column_problems, objective
@@ -156,23 +157,33 @@ def score_rows(
 
 
 def run(
-    cfg: DictConfig, output_dir: Path, console: Console, source: str = "composed config"
+    cfg: DictConfig,
+    output_dir: Path,
+    console: Console,
+    source: str = "composed config",
+    maps: Sequence[DatasetMap] = (),
 ) -> float:
     """Validate the composed config and run the job (:func:`run_job`)."""
     job = validate(to_container(cfg, source), JobConfig, source)
     with named(source):
-        return run_job(job, output_dir, console)
+        return run_job(job, output_dir, console, maps)
 
 
-def run_job(job: JobConfig, output_dir: Path, console: Console) -> float:
+def run_job(
+    job: JobConfig, output_dir: Path, console: Console, maps: Sequence[DatasetMap] = ()
+) -> float:
     """Check the data, score it, post-process, write the outputs and summarize.
 
     Writes ``rewards.jsonl`` (or ``output.path``; each row gains reward, route, status, terms,
     shaped reward and advantage), ``summary.json`` and ``report.png`` to the job's output
-    folder, and returns the objective (for Hydra sweepers). Raises :class:`DataError` before
-    scoring for rows that cannot be scored, :class:`JobFailed` after writing for failed calls,
-    and :class:`AdvantageCheckError` if a constant prompt group got a non-zero advantage.
+    folder, and returns the objective (for Hydra sweepers). ``maps`` are the dataset maps the
+    job's config merged (:class:`DatasetMap`): each is named with its file, and one that hides
+    another of its name is a counted warning. Raises :class:`DataError` before scoring for rows
+    that cannot be scored, :class:`JobFailed` after writing for failed calls, and
+    :class:`AdvantageCheckError` if a constant prompt group got a non-zero advantage.
     """
+    for found in maps:  # first: what the job scores with, whatever happens next
+        console.print(f"dataset map {escape(found.describe())}", highlight=False)
     data = Path(job.data.path) if job.data.path is not None else example_data()
     rows = read_rows(data, job.data.limit, job.data.columns)
     out = (
@@ -223,6 +234,7 @@ def run_job(job: JobConfig, output_dir: Path, console: Console) -> float:
     warnings = count_warnings((i, r) for i, r in enumerate(scored.results) if i not in failed)
     check = processed.constant_groups if processed else None
     hint = label_hint(rows, scored.results)
+    map_warnings = [_map_warning(found) for found in maps if found.hidden]
     write_summary(
         output_dir / "summary.json",
         {
@@ -239,7 +251,8 @@ def run_job(job: JobConfig, output_dir: Path, console: Console) -> float:
             },
             "routes": [s.as_dict() for s in stats],
             "graders": graders,
-            "warnings": [_warning_dict(w, rows) for w in warnings],
+            "dataset_maps": [found.as_dict() for found in maps],
+            "warnings": [_warning_dict(w, rows) for w in warnings] + map_warnings,
             "hints": [hint] if hint else [],
             "failures": [_failure_dict(i, scored.results[i], rows) for i in scored.failures[:KEPT]],
         },
@@ -264,6 +277,16 @@ def run_job(job: JobConfig, output_dir: Path, console: Console) -> float:
         if cause:  # what a failure was, not only that there was one
             at += f"; the first: {cause}" if warning.count > 1 else f": {cause}"
         console.print(f"[yellow]warning:[/] {escape(str(warning))} ({escape(at)})", highlight=False)
+    for entry in map_warnings:
+        console.print(f"[yellow]warning:[/] {escape(entry['message'])}", highlight=False)
+    counted = Counter[str]()
+    for warning in warnings:
+        counted[warning.code] += warning.count
+    for entry in map_warnings:
+        counted[entry["code"]] += entry["count"]
+    if counted:
+        each = ", ".join(f"{code} {count}" for code, count in counted.items())
+        console.print(f"warnings counted (summary.json lists them): {each}", highlight=False)
     if hint:
         console.print(f"[yellow]hint:[/] {escape(hint)}", highlight=False)
     if check is not None:
@@ -336,6 +359,18 @@ def _warning_dict(warning: ScoreWarning, rows: Rows) -> dict[str, Any]:
         "status": warning.status,
         "lines": [rows.lines[i] for i in warning.samples],
         "message": str(warning),
+    }
+
+
+def _map_warning(found: DatasetMap) -> dict[str, Any]:
+    """A dataset map that hides another of its name, as ``summary.json`` lists warnings."""
+    return {
+        "code": "hidden_dataset_map",
+        "where": f"datasets={found.name}",
+        "count": len(found.hidden),
+        "status": None,
+        "lines": [],
+        "message": found.warning(),
     }
 
 
