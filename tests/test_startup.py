@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,15 @@ def test_a_step_whose_estimator_needs_no_torch_never_imports_it(
     assert loaded == "[]"  # compiling and scoring: nothing heavy
     assert computed == str(advantages)
     assert "torch" not in modules and "numpy" in modules
+
+
+@pytest.mark.skipif(
+    not metadata.version("torch").endswith("+cpu"), reason="a torch build that may see CUDA"
+)
+def test_device_auto_with_a_cpu_only_torch_needs_no_torch_to_decide() -> None:
+    modules, out = _imported(_step("{'kind': 'rloo'}"))
+    assert out.splitlines()[1] == str([1.0, -1.0, 0.0, 0.0])
+    assert "torch" not in modules
 
 
 def test_grpo_with_a_std_imports_torch_at_the_advantage_stage_only() -> None:
