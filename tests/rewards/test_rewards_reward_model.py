@@ -257,3 +257,23 @@ def test_pooling_reads_the_last_tokens_row_in_index_order(
     server = servers.scripted(script)
     router = rm_router(make_router, server.url(), "vllm_pooling", template="plain")
     assert [r.reward for r in router.score_sync(rows("good", "bad", "meh"))] == [2.0, -1.0, 0.5]
+
+
+def test_a_trajectory_is_scored_whole_with_its_tool_calls(
+    make_router: Any, servers: Servers
+) -> None:
+    server = servers.scripted(model_server("vllm_classify", score_of))
+    router = rm_router(make_router, server.url())
+    call = {"id": "c1", "type": "function", "function": {"name": "search", "arguments": "{}"}}
+    trajectory = [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "Paris"},
+        {"role": "assistant", "content": "a good answer: Paris"},
+    ]
+    (result,) = router.score_sync(rows(trajectory))
+    assert result.reward == 2.0
+    (seen,) = server.seen
+    messages = seen.body["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
+    assert messages[1]["tool_calls"][0]["function"] == {"name": "search", "arguments": "{}"}
+    assert messages[2]["tool_call_id"] == "c1"

@@ -23,7 +23,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, ClassVar
 
 from rewardrouter.execute.process.boot import die_with_parent, start_python
 from rewardrouter.remote.errors import RemoteError, RemoteTimeout
@@ -37,6 +37,10 @@ STOP_GRACE = 5.0
 
 class LocalRewardModel:
     """``await model(args, samples)``: one ``{"score", "raw"}`` (or failure) per sample."""
+
+    #: The router hands it each response as a validated conversation (rewardrouter.trajectory);
+    #: a plain-text response comes as one assistant message.
+    reads_conversation: ClassVar[bool] = True
 
     __slots__ = ("_cache", "_lock", "_thread", "_worker", "name", "renderer", "settings")
 

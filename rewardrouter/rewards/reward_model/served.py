@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rewardrouter.remote.errors import RemoteError, RemoteInvalid, RemoteRejected
 from rewardrouter.rewards.reward_model.conversation import (
@@ -59,6 +59,10 @@ class ServedRewardModel:
     ``renderer``: a tokenizer's chat template (:class:`~.tokenized.ChatRenderer`) that turns
     conversations into text here, or ``None``.
     """
+
+    #: The router hands it each response as a validated conversation (rewardrouter.trajectory);
+    #: a plain-text response comes as one assistant message.
+    reads_conversation: ClassVar[bool] = True
 
     __slots__ = ("_cache", "endpoint", "name", "renderer", "settings")
 
@@ -181,8 +185,8 @@ class ServedRewardModel:
         for entry in entries:
             try:
                 out.append(self._score_of(entry))
-            except Unusable as exc:
-                out.append(exc)
+            except Unusable as exc:  # it may quote the reply, which may echo the credential
+                out.append(Unusable(self.endpoint.scrub(str(exc))))
         return out
 
     @staticmethod
