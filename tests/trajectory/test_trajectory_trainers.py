@@ -118,6 +118,69 @@ def test_trl_conversational_completions_with_tools(router_yaml: Path, asynchrono
     assert logged["rewardrouter_status"] == ["ok", "ok", "ok", "error"]
 
 
+def qwen3_tokenizer() -> Any:
+    """A byte-level BPE tokenizer trained in memory, with Qwen3's tool-call tokens and TRL's copy
+    of Qwen3's chat template, and the response schema TRL adds for that template."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+    from trl.chat_template_utils import add_response_schema, qwen3_chat_template
+
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    bpe.train_from_iterator(
+        ['{"name": "get_weather", "arguments": {"city": "Paris"}}', "Sunny"],
+        trainers.BpeTrainer(
+            vocab_size=300,
+            special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        ),
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>"
+    )
+    tokenizer.add_tokens(["<tool_call>", "</tool_call>", "<think>", "</think>"])
+    tokenizer.chat_template = qwen3_chat_template
+    return add_response_schema(tokenizer)
+
+
+def test_trl_completions_parsed_by_trls_own_response_parser(router_yaml: Path) -> None:
+    """Each assistant turn is what GRPOTrainer makes of the generated ids
+    (``parse_response(tokenizer, ids, prefix=prompt_ids)``); a tool call TRL cannot parse stays
+    text in ``content``, so no term sees a call there: ``tool_call_format`` does not apply, and
+    the final answer is that text."""
+    from trl.chat_template_utils import parse_response
+
+    tokenizer = qwen3_tokenizer()
+    prompt = [{"role": "user", "content": "Weather in Paris?"}]
+    prefix = list(tokenizer.apply_chat_template(prompt, add_generation_prompt=True)["input_ids"])
+
+    def turn(generated: str) -> dict[str, Any]:
+        return parse_response(
+            tokenizer, tokenizer(generated + "<|im_end|>")["input_ids"], prefix=prefix
+        )
+
+    def tool(result: Any) -> dict[str, Any]:  # as GRPOTrainer's tool loop appends a result
+        return {"role": "tool", "name": "get_weather", "content": str(result)}
+
+    call = '<tool_call>\n{"name": "get_weather", "arguments": {"%s": "Paris"}}\n</tool_call>'
+    unparsed = '<tool_call>\n{"name": "get_weather", "arguments": {"city": Paris}}\n</tool_call>'
+    completions = [
+        [turn(call % "city"), tool("sunny"), turn("Sunny")],
+        [turn(call % "town"), tool({"error": "missing city"}), turn("Sunny")],
+        [turn(unparsed)],
+    ]
+    assert completions[0][0]["tool_calls"][0]["function"]["arguments"] == {"city": "Paris"}
+    reward = reward_function(router_yaml, label_column="solution")
+    rewards = reward(
+        prompts=[prompt] * 3,
+        completions=completions,
+        solution=["Sunny"] * 3,
+        dataset=["weather"] * 3,
+    )
+    assert rewards == [1.0 + 0.5 + 0.25, 1.0 + 0.0 + 0.0, 0.0]
+
+
 # -- verl --------------------------------------------------------------------------------------
 
 
