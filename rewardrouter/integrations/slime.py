@@ -31,6 +31,11 @@ What the hooks return, so that slime reads the right value:
 - aborted samples get ``None`` and are never scored (slime puts them back in its buffer and
   scores them when they are finished); samples that carry a reward keep it.
 
+Multi-turn rollouts keep the trained text in ``Sample.response`` and mark tool tokens 0 in
+``loss_mask``; put the conversation (OpenAI chat messages) in ``sample.metadata["messages"]`` and
+set ``trajectory: {messages_field: messages}`` in the router config: each term then reads its
+part of the conversation (``reads:``), and the sample, loss mask included, is left as it is.
+
 Each call runs the checks of :mod:`._checks` on what it scored: samples without a label whose
 graders did not apply are counted (``rewardrouter/warnings/label_missing``) and warned about
 once, with the fix (``--label-key``).

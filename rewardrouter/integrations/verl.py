@@ -36,6 +36,11 @@ rollout, averaged per data source in validation metrics):
 - ``status/<s>`` for ``skipped``, ``error``, ``timeout``, ``invalid``: 1.0 when the row has it;
 - ``<route>/<term>``: each configured term's value on its route's rows, ``None`` elsewhere.
 
+**Trajectories.** verl's reward managers hand over the decoded response; an agent loop that
+keeps its messages in its output's ``extra_fields`` (``output.extra_fields["messages"] =
+agent_data.messages``) passes them on in ``extra_info``, where the router reads the conversation
+when its config sets ``trajectory: {messages_field: messages}``.
+
 **Advantages.** Importing this module registers ``rewardrouter`` in verl's advantage-estimator
 registry (rewardrouter declares it as a ``verl.plugins`` entry point, so every verl process
 imports it, the trainer's included): ``algorithm.adv_estimator=rewardrouter`` runs the config's
