@@ -149,7 +149,7 @@ class ScoreBatch(Sequence[RewardResult]):
     ``origins[i]``, which returned ``values[i]``, weighted into ``rewards[i]``.
 
     >>> class Routed:
-    ...     route_name, level, first_term = "gsm8k", "route", "correct"
+    ...     route_name, level, first_term, misplaced = "gsm8k", "route", "correct", None
     >>> batch = ScoreBatch([Routed(), None], [0.5, None], [1.0, None],
     ...                    {1: RewardResult(None, "aborted")})
     >>> batch.rewards, batch[0].terms, batch[1].status
