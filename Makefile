@@ -36,7 +36,7 @@ $(RUNTIME): pyproject.toml
 
 # What `make test` and `make lint` add: test and lint tools, and the trainers' packages.
 $(STAMP): $(RUNTIME)
-	$(BIN)/pip install --quiet -c $(VENV)/constraints.txt -e ".[dev,frameworks]"
+	$(BIN)/pip install --quiet -c $(VENV)/constraints.txt -e ".[dev,frameworks,docs]"
 	$(BIN)/pip install --quiet --no-deps $(FRAMEWORKS)
 	touch $(STAMP)
 
@@ -52,8 +52,14 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check rewardrouter tests benchmarks
 	$(BIN)/mypy
 
+# The manual (docs/ and mkdocs.yml) as a site in site/; a warning (a broken link, anchor or API
+# reference) fails the build.
+.PHONY: docs
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict
+
 schema: $(STAMP)
 	$(BIN)/python -m rewardrouter.schema --write
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info outputs multirun
+	rm -rf $(VENV) build dist *.egg-info outputs multirun site

@@ -1,15 +1,23 @@
-"""Every code block of README.md and examples/*/README.md runs, read from the Markdown itself.
+"""Every page of the manual runs as a reader would run it, and the site builds.
 
-The convention (the README's Development section states it for writers):
+The pages: README.md, docs/**/*.md, examples/*/README.md and benchmarks/README.md. The
+convention (docs/development.md states it for writers):
 
 - a fence's first word is its language: ``python`` and ``bash`` blocks run, ``yaml`` blocks are
-  validated as router configs (with ``RouterConfig``), ``json`` blocks are parsed, ``text``
-  blocks are output and never run;
+  router configs (loaded and compiled), ``json`` blocks are parsed, ``text`` blocks are output
+  and never run;
+- ``title="NAME"`` after the language makes the block a file: the test writes it to ``NAME``
+  before the page's later blocks run (a ``python`` file is written, not run; a ``yaml`` file is
+  written, then compiled);
 - ``norun: <reason>`` after the language keeps a code block from running; the reason is required;
-- any other fence (a bare one included) fails :func:`test_every_block_is_run_or_marked`;
-- blocks run in a scratch folder that holds ``conf/`` and ``examples/`` (links to the repository's)
-  and stand-ins for the user's files the prose names: ``my.jsonl``, ``router.yaml``,
-  ``my_router.yaml`` and ``my_rewards.py``; ``/abs/path`` in a block is that folder.
+- any other fence (a bare one included) fails :func:`test_every_block_is_run_or_marked`.
+
+Each page's blocks run in order, in one fresh folder that holds links to the repository's
+``conf/``, ``examples/``, ``schemas/`` and ``benchmarks/`` (what the root of a clone holds): a
+block may use only what the repository ships and what the page's earlier blocks made. One
+driver process runs every page in turn (``tests/rr_docs_driver.py``): Python blocks as scripts
+of their own namespace, bash blocks with ``bash -euo pipefail``, ``rewardrouter`` commands as
+processes of their own.
 """
 
 from __future__ import annotations
@@ -17,70 +25,81 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import shutil
 import subprocess
 import sys
 import textwrap
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pytest
-import yaml
-
-from rewardrouter.config.models import RouterConfig
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "examples").glob("*/README.md"))]
+PAGES = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").rglob("*.md")),
+    *sorted((ROOT / "examples").glob("*/README.md")),
+    ROOT / "benchmarks" / "README.md",
+]
+SHIPPED = ("conf", "examples", "schemas", "benchmarks")
 
 RUN = {"python", "bash"}
 CHECKED = {"yaml", "json"}
 OUTPUT = {"text"}
 
 _FENCE = re.compile(r"^(?P<indent>\s*)```(?P<info>[^`]*)$")
+_TITLE = re.compile(r'^title="(?P<name>[\w./-]+)"$')
 
 
 @dataclass(frozen=True)
 class Block:
-    """A fenced block: where it starts (``README.md:15``), its language, marker and code."""
+    """A fenced block: where it starts (``docs/cli.md:15``), its language, marker and code."""
 
-    doc: Path
-    line: int
+    where: str
     language: str
     norun: str | None
+    title: str | None
     code: str
 
-    @property
-    def where(self) -> str:
-        return f"{self.doc.relative_to(ROOT)}:{self.line}"
 
-
-def blocks(doc: Path) -> list[Block]:
-    """Every fenced block of ``doc``, in order (indented fences in lists included)."""
+def blocks(page: Path) -> list[Block]:
+    """Every fenced block of ``page``, in order (indented fences in lists included)."""
     found: list[Block] = []
-    lines = doc.read_text().splitlines()
+    lines = page.read_text().splitlines()
     i = 0
     while i < len(lines):
         opening = _FENCE.match(lines[i])
         if opening is None:
             i += 1
             continue
-        info = opening["info"].strip()
-        language, _, rest = info.partition(" ")
-        norun = rest.strip()[len("norun:") :].strip() if rest.strip().startswith("norun:") else None
-        if rest.strip() and norun is None:
-            norun = ""  # an attribute that is not `norun: reason`: reported as unmarked
-            language = f"{language} {rest.strip()}"
+        language, _, rest = opening["info"].strip().partition(" ")
+        rest = rest.strip()
+        norun = rest[len("norun:") :].strip() if rest.startswith("norun:") else None
+        title = _TITLE.match(rest)
+        if rest and norun is None and title is None:
+            norun = ""  # an attribute that is neither `norun: reason` nor a title: unmarked
+            language = f"{language} {rest}"
         end = i + 1
         while end < len(lines) and lines[end].strip() != "```":
             end += 1
-        code = textwrap.dedent("\n".join(lines[i + 1 : end]))
-        found.append(Block(doc, i + 1, language, norun, code + "\n"))
+        code = textwrap.dedent("\n".join(lines[i + 1 : end])) + "\n"
+        where = f"{page.relative_to(ROOT)}:{i + 1}"
+        found.append(Block(where, language, norun, title and title["name"], code))
         i = end + 1
     return found
 
 
-ALL = [block for doc in DOCS for block in blocks(doc)]
-RUNNABLE = [b for b in ALL if b.language in RUN | CHECKED and b.norun is None]
+BY_PAGE = {page: blocks(page) for page in PAGES}
+ALL = [block for page in PAGES for block in BY_PAGE[page]]
+
+
+def runnable(page: Path) -> list[Block]:
+    return [b for b in BY_PAGE[page] if b.language in RUN | CHECKED and b.norun is None]
+
+
+RUNNABLE_PAGES = [page for page in PAGES if runnable(page)]
 
 
 def test_every_block_is_run_or_marked() -> None:
@@ -90,107 +109,101 @@ def test_every_block_is_run_or_marked() -> None:
         if b.language not in RUN | CHECKED | OUTPUT or b.norun == ""
     ]
     assert not wrong, (
-        "fences must be ```python, ```bash, ```yaml or ```json (run or checked), ```text (output), "
-        "or a code language followed by `norun: <reason>`:\n" + "\n".join(wrong)
+        "fences must be ```python, ```bash, ```yaml or ```json (run or checked, optionally "
+        'with title="FILE"), ```text (output), or a code language followed by '
+        "`norun: <reason>`:\n" + "\n".join(wrong)
     )
-    assert len(RUNNABLE) >= 10  # the extractor still finds the README's blocks
+    # the extractor still finds the manual's blocks, and the pages still make their own files
+    assert sum(len(runnable(page)) for page in PAGES) >= 30
+    assert sum(b.title is not None for b in ALL) >= 4
 
 
-# -- the scratch folder --------------------------------------------------------------------------
-
-#: The reader's own router: small, with hand-scored examples and a reward module of their own.
-MY_ROUTER = """\
-default_route: qa
-allowed_modules: [rewardrouter, my_rewards]
-routes:
-  qa:
-    match: [rajpurkar/squad]
-    rewards:
-      correct: {kind: f1, on_error: skip}  # the example's code and IFEval labels: no text
-    examples:
-      - {response: "The Paris.", label: Paris, reward: 1.0}
-  mine:
-    rewards:
-      mine: {path: my_rewards.custom_rm, kwargs: {strict: true}}
-    examples:
-      - {response: "42", label: "42", reward: 1.0}
-"""
-
-MY_REWARDS = """\
-def custom_rm(args, sample, strict=False):
-    return float(sample.response.strip() == str(sample.label).strip())
-
-
-def judge(args, sample):
-    right = sample.response.strip() == str(sample.label).strip()
-    return {"score": float(right), "acc": right}
-"""
-
-
-@pytest.fixture(scope="module")
-def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("docs")
-    for name in ("conf", "examples"):
+def _folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "reader"
+    folder.mkdir()
+    for name in SHIPPED:
         (folder / name).symlink_to(ROOT / name)
-    shutil.copy(ROOT / "examples" / "data" / "mixed.jsonl", folder / "my.jsonl")
-    for name in ("router.yaml", "my_router.yaml"):
-        (folder / name).write_text(MY_ROUTER)
-    (folder / "my_rewards.py").write_text(MY_REWARDS)
     return folder
 
 
-def _run(command: list[str], scratch: Path, block: Block) -> None:
-    env = {
+def _env(folder: Path, columns: int = 120) -> dict[str, str]:
+    return {
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "HOME": str(scratch),
-        "COLUMNS": "120",
+        "HOME": str(folder),
+        "COLUMNS": str(columns),
+        "LANG": "C.UTF-8",
     }
-    done = subprocess.run(
-        command, cwd=scratch, env=env, capture_output=True, text=True, timeout=600
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[subprocess.Popen[str]]:
+    """One interpreter that runs the pages (tests/rr_docs_driver.py), started once."""
+    home = tmp_path_factory.mktemp("home")
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "rr_docs_driver.py")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=_env(home),
+        text=True,
     )
-    assert done.returncode == 0, (
-        f"{block.where} exited {done.returncode}\n--- block\n{block.code}"
-        f"--- stdout\n{done.stdout[-4000:]}\n--- stderr\n{done.stderr[-4000:]}"
-    )
+    yield process
+    assert process.stdin is not None
+    process.stdin.close()
+    process.wait(timeout=60)
 
 
-@pytest.mark.parametrize("block", RUNNABLE, ids=[b.where for b in RUNNABLE])
-def test_block(block: Block, scratch: Path) -> None:
-    code = block.code.replace("/abs/path", str(scratch))
-    if block.language == "yaml":
-        RouterConfig.model_validate(yaml.safe_load(code) or {})
-    elif block.language == "json":
-        json.loads(code)
-    elif block.language == "bash":
-        script = scratch / "block.sh"
-        script.write_text(code)
-        _run(["bash", "-euo", "pipefail", str(script)], scratch, block)
-    else:
-        # Run as pasted into a script of the reader's: no `if __name__ == "__main__":` guard.
-        script = scratch / "block.py"
-        script.write_text(code)
-        _run([sys.executable, str(script)], scratch, block)
+@pytest.mark.parametrize(
+    "page", RUNNABLE_PAGES, ids=[str(p.relative_to(ROOT)) for p in RUNNABLE_PAGES]
+)
+def test_page(page: Path, tmp_path: Path, driver: subprocess.Popen[str]) -> None:
+    """The page's blocks, in order, in a fresh folder."""
+    folder = _folder(tmp_path)
+    plan, log = tmp_path / "plan.json", tmp_path / "page.log"
+    plan.write_text(json.dumps([asdict(b) for b in runnable(page)]))
+    assert driver.stdin is not None and driver.stdout is not None
+    driver.stdin.write(json.dumps({"plan": str(plan), "folder": str(folder), "log": str(log)}))
+    driver.stdin.write("\n")
+    driver.stdin.flush()
+    ready, _, _ = select.select([driver.stdout], [], [], 600)
+    answer = driver.stdout.readline().strip() if ready else "no answer in 600 s"
+    assert answer == "ok", f"{page.relative_to(ROOT)}: {answer}\n{log.read_text()[-8000:]}"
 
 
-def test_the_quick_start_output_is_what_the_job_prints(scratch: Path) -> None:
-    """The README's `make run` output, table and all, is today's output of the job."""
-    readme = next(b for b in ALL if b.language == "text" and "rewards per route" in b.code)
-    env = {
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "HOME": str(scratch),
-        "COLUMNS": "80",
-    }
+def test_the_quick_start_output_is_what_the_job_prints(tmp_path: Path) -> None:
+    """Every page's `make run` output, table and all, is today's output of the job."""
+    shown = [b for b in ALL if b.language == "text" and "rewards per route" in b.code]
+    assert shown, "no page shows the quick start's output any more"
+    folder = _folder(tmp_path)
     done = subprocess.run(
         ["rewardrouter", "router=mixed"],
-        cwd=scratch,
-        env=env,
+        cwd=folder,
+        env=_env(folder, columns=80),
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert done.returncode == 0, done.stderr
     printed = " ".join(done.stdout.split())
-    assert " ".join(readme.code.split()) in printed, (
-        f"{readme.where} no longer shows what `rewardrouter router=mixed` prints; paste:\n"
-        f"{done.stdout}"
+    for block in shown:
+        assert " ".join(block.code.split()) in printed, (
+            f"{block.where} no longer shows what `rewardrouter router=mixed` prints; paste:\n"
+            f"{done.stdout}"
+        )
+
+
+def test_the_site_builds_without_a_warning(tmp_path: Path) -> None:
+    """`make docs`: MkDocs with --strict; a broken link, anchor or API reference fails."""
+    if shutil.which("mkdocs", path=str(Path(sys.executable).parent)) is None:
+        pytest.fail("mkdocs is not installed: pip install -e '.[docs]' (make test installs it)")
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
+        cwd=ROOT,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
+    assert done.returncode == 0, done.stderr[-6000:]
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("WARNING")]
+    assert not warnings, "\n".join(warnings)
+    assert (tmp_path / "site" / "reference" / "index.html").is_file()

@@ -560,8 +560,8 @@ def test_config_numbers_must_be_finite(override: str, where: str) -> None:
 def test_the_default_timeout_is_the_one_the_readme_states() -> None:
     from rewardrouter.config.models import RouterConfig
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    [stated] = [line for line in readme.splitlines() if "# router default, seconds" in line]
+    page = (Path(__file__).resolve().parents[2] / "docs" / "reliability.md").read_text()
+    [stated] = [line for line in page.splitlines() if "# router default, seconds" in line]
     assert float(stated.split(":")[1].split("#")[0]) == RouterConfig().timeout == 60.0
 
 

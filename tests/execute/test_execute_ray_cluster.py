@@ -37,7 +37,7 @@ from rewardrouter.execute.ray.pool import RayPool
 ray = pytest.importorskip("ray")
 
 TESTS = Path(__file__).resolve().parents[1]
-README = " ".join((TESTS.parent / "README.md").read_text().split())
+README = " ".join((TESTS.parent / "docs" / "ray.md").read_text().split())  # the manual's Ray page
 HEAD = "10.0.0.1:6379"  # the README's head node
 #: Generous bound on waiting for the cluster to change (a node's actors to be placed on a
 #: loaded machine); a hang would take an hour.
@@ -342,7 +342,8 @@ def test_a_cluster_with_token_authentication(cluster: LocalCluster, tmp_path: Pa
     [config] = [b.code for b in test_docs.ALL if b.language == "yaml" and HEAD in b.code]
     (tmp_path / "cluster_router.yaml").write_text(config.replace(HEAD, cluster.address))
     (tmp_path / "my_rewards").mkdir()
-    (tmp_path / "my_rewards" / "__init__.py").write_text(test_docs.MY_REWARDS)
+    [module] = [b.code for b in test_docs.ALL if b.title == "my_rewards/__init__.py"]
+    (tmp_path / "my_rewards" / "__init__.py").write_text(module)
     [command] = [b.code for b in test_docs.ALL if "rewardrouter check --config cluster" in b.code]
     assert "export RAY_AUTH_MODE=token" in command
     done = subprocess.run(

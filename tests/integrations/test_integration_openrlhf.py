@@ -205,7 +205,7 @@ def test_serve_answers_openrlhfs_http_client() -> None:
 
 # -- the documented launch lines, through OpenRLHF's own argument parser ----------------------
 
-DOCS = [ROOT / "README.md", EXAMPLE / "README.md"]
+DOCS = [ROOT / "README.md", ROOT / "docs" / "trainers.md", EXAMPLE / "README.md"]
 COMMAND = "openrlhf.cli.train_ppo_ray"
 
 

@@ -339,7 +339,9 @@ def readme_overrides(readme: Path) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "readme", [ROOT / "README.md", EXAMPLE / "README.md"], ids=lambda p: p.parent.name
+    "readme",
+    [ROOT / "README.md", ROOT / "docs" / "trainers.md", EXAMPLE / "README.md"],
+    ids=lambda p: str(p.relative_to(ROOT)),
 )
 def test_readme_launch_lines_are_what_verl_reads(readme: Path) -> None:
     overrides = readme_overrides(readme)

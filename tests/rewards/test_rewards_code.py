@@ -369,8 +369,8 @@ def test_fusion_sandbox_error_fails_the_call(make_router: Any) -> None:
 
 
 def test_readme_code_block_compiles(make_router: Any) -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    section = readme.split("## Code with tests (`kind: code`)", 1)[1]
+    page = (Path(__file__).parents[2] / "docs" / "kinds" / "code.md").read_text()
+    section = page.split("# Code with tests (`kind: code`)", 1)[1]
     block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
     router = make_router(yaml.safe_load(block))
     assert (

@@ -50,8 +50,8 @@ def test_slime_names_are_known() -> None:
 
 
 def test_every_kind_has_a_row_in_the_readmes_kinds_table() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    table = readme.partition("### Built-in kinds")[2].partition("\n\n`math`")[0]
+    page = (Path(__file__).resolve().parents[2] / "docs" / "kinds" / "index.md").read_text()
+    table = page.partition("## Built-in kinds")[2].partition("\n\n`math`")[0]
     rows = {name for cell in re.findall(r"^\| (`[^|]+`) \|", table, re.M) for name in
             re.findall(r"`([a-z0-9_<>]+)`", cell)}  # fmt: skip
     # the `boxed_<kind>` row stands for every boxed variant of a kind
