@@ -39,7 +39,7 @@ class RewardRequest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     prompt: Any = ""
-    response: str
+    response: str | list[dict[str, Any]]  # the answer, or the conversation as chat messages
     label: Any = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 

@@ -4,6 +4,7 @@ checks of ``reads``."""
 
 from __future__ import annotations
 
+import asyncio
 import pickle
 from typing import Any
 
@@ -325,3 +326,17 @@ def test_a_trainers_sample_is_seen_through_not_changed() -> None:
     copy = pickle.loads(pickle.dumps(Sample(response="x")))
     assert copy.response == "x"
     assert isinstance(read_response(AGENT, "conversation", TrajectoryConfig()), Conversation)
+
+
+def test_the_server_scores_a_posted_conversation() -> None:
+    import json
+
+    from rewardrouter.serve.scoring import BATCH, answer
+
+    body = json.dumps(
+        [{"response": AGENT, "label": "Paris"}, {"response": [{"role": "robot"}], "label": "Paris"}]
+    ).encode()
+    with qa_router() as router:
+        status, reply = asyncio.run(answer(router, BATCH, body))
+    # one reward per sample; the malformed one has none (the server logs its status)
+    assert (status, json.loads(reply)) == (200, [1.0, None])
