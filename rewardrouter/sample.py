@@ -153,11 +153,14 @@ def group_index_problem(value: Any) -> str | None:
 
 
 def response_problem(row: Mapping[str, Any]) -> Problem | None:
-    """A row whose ``response`` is missing, null, or neither a string nor a list of chat messages
-    (rows that are aborted or carry their reward already need none). The messages themselves
-    are checked when a term reads them: a malformed conversation is its sample's own status."""
+    """A row whose ``response`` is missing, null, or neither a string nor a list of chat message
+    objects (rows that are aborted or carry their reward already need none). The messages
+    themselves are checked when a term reads them: a malformed conversation is its sample's own
+    status."""
     response = row.get("response")
-    if isinstance(response, str | list) or _is_aborted(row.get("status")):
+    if isinstance(response, str) or _is_aborted(row.get("status")):
+        return None
+    if isinstance(response, list) and all(isinstance(m, Mapping) for m in response):
         return None
     if response is None and row.get("reward") is not None:
         return None
