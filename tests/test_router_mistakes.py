@@ -478,6 +478,13 @@ AT_THE_TOP_LEVEL = (
             AT_THE_TOP_LEVEL,
             id="verl_top_level_data_source",
         ),
+        pytest.param(
+            [{"response": "4", "Dataset": "openai/gsm8k"}] * 2,
+            "'Dataset' is a top-level field of the sample, and routing reads route_by fields "
+            "from `metadata` — move it into the row's metadata "
+            '({"metadata": {"dataset": ...}})',
+            id="top_level_in_another_case",
+        ),
     ],
 )
 @pytest.mark.parametrize("terms", [1, 2], ids=["one_term", "two_terms"])
