@@ -92,6 +92,14 @@ def _reads(fn: RewardFn, term: RewardTerm, where: str) -> tuple[Reads, list[Prob
             "remove `reads` from this term",
         )
         return "conversation", [problem]
+    if term.kind is not None and not whole and term.reads == "conversation":
+        problem = Problem(
+            f"{where}.reads",
+            f"kind {term.kind!r} grades text, so it cannot read the conversation object",
+            "read `transcript` (every message as text) or `assistant_text`; `conversation` is "
+            "for the trajectory kinds and functions named by `path`",
+        )
+        return DEFAULT_READS, [problem]
     return term.reads, []
 
 

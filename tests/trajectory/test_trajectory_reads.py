@@ -305,6 +305,11 @@ def test_worker_processes_read_the_same_text() -> None:
             id="trajectory_kind_reads_whole",
         ),
         pytest.param({"kind": "exact_match", "reads": "everything"}, "reads", id="unknown_reading"),
+        pytest.param(
+            {"kind": "exact_match", "reads": "conversation"},
+            "routes.qa.rewards.t.reads",
+            id="text_kind_reads_no_conversation_object",
+        ),
     ],
 )
 def test_reads_is_checked_when_the_router_compiles(term: dict[str, Any], path: str) -> None:
