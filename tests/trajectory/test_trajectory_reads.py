@@ -345,3 +345,21 @@ def test_the_server_scores_a_posted_conversation() -> None:
         status, reply = asyncio.run(answer(router, BATCH, body))
     # one reward per sample; the malformed one has none (the server logs its status)
     assert (status, json.loads(reply)) == (200, [1.0, None])
+
+
+def test_a_trainers_sample_reaches_worker_processes_with_its_reading() -> None:
+    from rr_frameworks import SlimeSample
+
+    config = {
+        "default_route": "qa",
+        "trajectory": {"messages_field": "messages"},
+        "routes": {"qa": {"rewards": {"answer": {"kind": "exact_match", "executor": "process"}}}},
+    }
+    samples = [
+        SlimeSample(response="<trained text>", label="Paris", metadata={"messages": AGENT}),
+        SlimeSample(response="Paris", label="Paris"),
+    ]
+    with compile_router(config) as router:
+        batch = router.score_sync(samples)
+    assert [r.reward for r in batch] == [1.0, 1.0]
+    assert samples[0].response == "<trained text>"
