@@ -52,7 +52,7 @@ run: $(RUNTIME) bubblewrap
 
 # Two workers, each test file on one of them (a file's servers and clusters are its own).
 test: $(STAMP) bubblewrap
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=10
 
 lint: $(STAMP)
 	$(BIN)/ruff check rewardrouter tests benchmarks
