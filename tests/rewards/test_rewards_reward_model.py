@@ -277,3 +277,12 @@ def test_a_trajectory_is_scored_whole_with_its_tool_calls(
     assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
     assert messages[1]["tool_calls"][0]["function"] == {"name": "search", "arguments": "{}"}
     assert messages[2]["tool_call_id"] == "c1"
+
+
+def test_a_refusal_that_is_no_inputs_fault_is_not_split(make_router: Any, servers: Servers) -> None:
+    """401, 403, 404 refuse every request alike: the batch fails at once, in one request."""
+    server = servers.scripted(lambda seen, attempt: Reply({"error": "who are you?"}, status=401))
+    router = rm_router(make_router, server.url(), template="plain")
+    results = router.score_sync(rows("good", "bad", "meh", "good too"), failures="record")
+    assert [r.status for r in results] == ["error"] * 4
+    assert len(server.seen) == 1

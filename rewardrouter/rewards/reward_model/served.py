@@ -24,9 +24,10 @@ Every request goes through :class:`~rewardrouter.remote.client.JsonEndpoint`: th
 connection pool, retries with jittered backoff (never after a 4xx), the deadline, the
 concurrency cap, the reply size cap, and the credential scrubbed from every message. A reply
 that cannot be read as one score per input (a wrong count, another shape, an oversized body) or
-a 4xx (vLLM refuses a whole batch for one input over its context length) fails the request's
-inputs only after the request is split in halves and each half sent again, down to one input:
-so one hostile input fails alone and its neighbours are scored. A score that is not a finite
+a 400, 413 or 422 (vLLM refuses a whole batch for one input over its context length) fails the
+request's inputs only after the request is split in halves and each half sent again, down to
+one input: so one hostile input fails alone and its neighbours are scored. Another 4xx (401,
+403, 404) fails the request's inputs at once. A score that is not a finite
 number fails its input alone.
 """
 
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -51,6 +53,15 @@ from rewardrouter.rewards.reward_model.settings import RewardModelSettings
 
 if TYPE_CHECKING:  # the client (and aiohttp) loads when a reward model is built
     from rewardrouter.remote.client import JsonEndpoint
+
+#: The 4xx replies that an input can cause (bad request, too large, unprocessable): a batch
+#: refused so is split to find the input. Others (401, 403, 404) refuse every request alike.
+_INPUT_REFUSED = re.compile(r"HTTP (?:400|413|422)\b")
+
+
+def _about_an_input(exc: RemoteInvalid | RemoteRejected) -> bool:
+    """Whether one input of the request may have caused ``exc`` (so halves may be scored)."""
+    return isinstance(exc, RemoteInvalid) or _INPUT_REFUSED.match(str(exc)) is not None
 
 
 class ServedRewardModel:
@@ -137,8 +148,8 @@ class ServedRewardModel:
             reply = await self.endpoint.post_json(self._body(chunk))
             return self._read(reply, len(chunk))
         except (RemoteInvalid, RemoteRejected) as exc:
-            if len(chunk) == 1:
-                return [exc]
+            if len(chunk) == 1 or not _about_an_input(exc):
+                return [exc] * len(chunk)
             half = len(chunk) // 2  # which input spoiled the request? send halves to find out
             first, second = await asyncio.gather(
                 self._chunk(chunk[:half]), self._chunk(chunk[half:])
