@@ -159,3 +159,17 @@ def test_a_tokenizer_without_chat_template_reads_plain_text(tmp_path: Path) -> N
     with torch.no_grad():
         expected = float(net(input_ids=torch.tensor([ids])).logits[0, 0])
     assert result.raw["raw"] == pytest.approx(expected, abs=1e-5)
+
+
+def test_a_model_that_fails_to_load_fails_every_call_saying_why(tmp_path: Path) -> None:
+    model = tiny_reward_model(tmp_path / "model")
+    for weights in model.glob("*.safetensors"):
+        weights.write_bytes(b"not a safetensors file")
+    broken = local_router(model)
+    try:
+        results = [*broken.score_sync(rows("Paris", "Rome"), failures="record")]
+        results += broken.score_sync(rows("Lyon"), failures="record")  # not started again
+    finally:
+        broken.close()
+    assert [r.status for r in results] == ["error"] * 3
+    assert all("could not load" in r.error_message for r in results)
