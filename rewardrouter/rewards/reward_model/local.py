@@ -88,7 +88,7 @@ class LocalRewardModel:
         with self._lock:
             if self._worker is None:
                 raise RemoteError(f"{self.name} is closed")
-            if not self._worker.alive:
+            if self._worker.lost:
                 self._worker = self._worker.restarted()
             try:
                 replies = self._worker.score(texts)
@@ -123,8 +123,10 @@ class _Worker:
         self.failed: str | None = None
 
     @property
-    def alive(self) -> bool:
-        return self.failed is not None or self.process.poll() is None
+    def lost(self) -> bool:
+        """Whether the process is gone (killed at a deadline, or died) and should be started
+        again; a worker whose model failed to load is not: it would fail the same way."""
+        return self.failed is None and self.process.poll() is not None
 
     def restarted(self) -> _Worker:
         self.kill()
