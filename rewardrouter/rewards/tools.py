@@ -197,7 +197,7 @@ class ToolCallFormat:
         if validator is None:
             return f"{call.describe()}: not a declared tool (declared: {', '.join(sorted(tools))})"
         try:
-            arguments = json.loads(call.arguments)
+            arguments = json.loads(call.arguments, parse_constant=_not_json)
         except RecursionError:
             return f"{call.describe()}: arguments nested deeper than JSON parsing allows"
         except ValueError as exc:
@@ -216,6 +216,11 @@ class ToolCallFormat:
                 f"`{error.validator}`"
             )
         return None
+
+
+def _not_json(constant: str) -> Any:
+    """``NaN`` and ``Infinity``, which Python's parser accepts, are not JSON."""
+    raise ValueError(f"{constant} is not JSON")
 
 
 def _depth_beyond(value: Any, limit: int) -> bool:
@@ -237,7 +242,9 @@ def build_format(settings: ToolFormatSettings, resources: Resources) -> Bound:
     reward = resources.get(
         (ToolCallFormat, settings.model_dump_json()), lambda: ToolCallFormat(settings)
     )
-    return Bound(reward, "single", reward.name, keys=("score", "calls", "valid"))
+    # JSON Schema checks run where a deadline can stop them: a schema's `pattern` or
+    # `uniqueItems` can take long on arguments a policy writes to stall them.
+    return Bound(reward, "single", reward.name, cpu_heavy=True, keys=("score", "calls", "valid"))
 
 
 class ToolSuccessSettings(BaseModel):

@@ -219,6 +219,7 @@ CALL_CASES = [
     pytest.param(
         call('"{\\"city\\": \\"Paris\\"}"'), "arguments are a JSON str", id="json_string_of_json"
     ),
+    pytest.param(call('{"city": NaN}'), "arguments are not JSON", id="nan_is_not_json"),
 ]
 
 
@@ -231,6 +232,23 @@ def test_hostile_tool_calls_earn_nothing_and_are_named(
     assert (bad.reward, bad.status) == (0.0, "ok")
     assert failed in bad.raw["failed"]
     assert len(bad.raw["failed"]) < 300
+
+
+def test_arguments_that_stall_a_schema_check_time_out_alone(canary: Canary) -> None:
+    # jsonschema compares the items of an array of objects pairwise for `uniqueItems`: 30k of
+    # them stall the check for minutes; the check runs in a worker killed at the term's timeout.
+    tool = {
+        "name": "tag",
+        "parameters": {"type": "object", "properties": {"ids": {"uniqueItems": True}}},
+    }
+    term = {"kind": "tool_call_format", "key": "score", "timeout": 3.0, "kwargs": {"tools": [tool]}}
+    config = {"default_route": "tools", "routes": {"tools": {"rewards": {"format": term}}}}
+    items = ", ".join(f'{{"i": {i}}}' for i in range(30_000))
+    honest = {"response": asked(call('{"ids": [{"i": 1}, {"i": 2}]}', name="tag"), answer("Done."))}
+    hostile = {"response": asked(call('{"ids": [' + items + "]}", name="tag"), answer("Done."))}
+    with compile_router(config) as router:
+        bad = score_between_honest_rows(router, canary, honest, hostile, 3.0 + DEADLINE)
+    assert (bad.reward, bad.status) == (None, "timeout"), bad.error_message
 
 
 def nested(depth: int) -> dict[str, Any]:
