@@ -165,15 +165,16 @@ async def run_reading(
     failed: dict[int, Outcome] = {}
     for position, sample in enumerate(members):
         source = conversation_source(sample, limits)
+        response = getattr(sample, "response", None)
         try:
             if source is None:
-                reading = read_response(getattr(sample, "response", None), reads, limits)
+                reading = read_response(response, reads, limits)
             else:
                 reading = read_conversation(parse_conversation(source, limits), reads)
         except TrajectoryError as exc:
             failed[position] = Outcome(None, "error", str(exc))
             continue
-        seen.append(with_response(sample, reading))
+        seen.append(sample if reading is response else with_response(sample, reading))
     outcomes = await run(seen) if seen else []
     if not failed:
         return outcomes
