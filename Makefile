@@ -41,10 +41,15 @@ $(RUNTIME): pyproject.toml
 	$(RUNTIME_PIP) --no-deps "$(LM_EVAL_SPEC)"
 	touch $(RUNTIME)
 
-# What `make test` and `make lint` add: test and lint tools, and the trainers' packages.
+# What `make test` and `make lint` add: test and lint tools, and the trainers' packages; then
+# the bytecode of what $(RUNTIME) installed without it, so that the suite's many interpreters
+# do not each compile torch and sympy (with PYTHONDONTWRITEBYTECODE set, none would cache it).
+# As with pip's own compiling, a file that this Python cannot compile (torch's samples written
+# for newer Pythons) is skipped.
 $(STAMP): $(RUNTIME)
 	$(BIN)/pip install --quiet -c $(VENV)/constraints.txt -e ".[dev,frameworks,docs]"
 	$(BIN)/pip install --quiet --no-deps $(FRAMEWORKS)
+	$(BIN)/python -m compileall -qq -j 0 $(VENV)/lib || true
 	touch $(STAMP)
 
 run: $(RUNTIME) bubblewrap
