@@ -169,18 +169,20 @@ SEEDS = [0, 1, 2]
 def _closure(requirements: Iterable[str]) -> set[str]:
     """The installed distributions that ``requirements`` need, with theirs, by canonical name."""
     found: set[str] = set()
+    seen: set[tuple[str, frozenset[str]]] = set()  # a distribution with each set of its extras
     todo = [Requirement(r) for r in requirements]
     while todo:
         requirement = todo.pop()
         name = canonicalize_name(requirement.name)
+        extras = frozenset({"", *requirement.extras})
+        if (name, extras) in seen:
+            continue
+        seen.add((name, extras))
         try:
             needs = importlib.metadata.requires(name) or []
         except importlib.metadata.PackageNotFoundError:
             continue  # not installed here: nothing of it to refuse either
-        if name in found:
-            continue
         found.add(name)
-        extras = {"", *requirement.extras}
         for need in map(Requirement, needs):
             if need.marker is None or any(need.marker.evaluate({"extra": e}) for e in extras):
                 todo.append(need)
