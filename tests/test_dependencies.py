@@ -25,6 +25,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 import rewardrouter
+from rewardrouter.rewards import ifeval
 
 PACKAGE = Path(rewardrouter.__file__).resolve().parent
 ROOT = PACKAGE.parent
@@ -110,6 +111,7 @@ def test_make_run_installs_runtime_dependencies_and_the_ifeval_extra(tmp_path: P
     # the version that `pip install 'rewardrouter[ifeval]'` would bring
     full = [Requirement(r) for r in _pyproject()["optional-dependencies"]["ifeval"]]
     assert [r.specifier for r in full if r.name == "lm-eval"] == [Requirement(lm_eval).specifier]
+    assert f"pip install --no-deps '{lm_eval}'" in ifeval.INSTALL_LEAN  # what its error says
     assert "[dev" not in run and "verl" not in run
     # make test: what make run installs, then the test extras and the trainers' packages
     installs = re.findall(r'pip install .*-e "\.\[([^\]]*)\]"$', test, re.MULTILINE)

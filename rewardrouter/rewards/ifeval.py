@@ -124,6 +124,8 @@ CONSTRAINED = "detectable_format:constrained_response"
 DEFAULT_MAX_CHARS = 20_000
 #: The most characters of a response that a log record or an error message of this kind shows.
 EXCERPT_CHARS = 200
+#: The install without lm-eval's own dependencies (the checks do not import them).
+INSTALL_LEAN = "pip install 'rewardrouter[ifeval-lean]' && pip install --no-deps 'lm-eval>=0.4.13'"
 #: lm-eval's package of tasks, whose ``__init__`` imports its task manager (and datasets).
 LM_EVAL_TASKS = "lm_eval.tasks"
 #: lm-eval's IFEval checks: the strict and loose tests, and the registry below them.
@@ -631,7 +633,8 @@ def build(settings: IfevalSettings, resources: Resources) -> Bound:
         raise ResolveError(
             f"kind 'ifeval' uses lm-eval's IFEval checks, which are not installed "
             f"(no module named {', '.join(map(repr, absent))})",
-            INSTALL,
+            f"{INSTALL}, or without lm-eval's own dependencies (datasets, pandas, "
+            f"scikit-learn): {INSTALL_LEAN}",
         )
     reward = resources.get(
         (IfevalReward, settings.model_dump_json()), lambda: IfevalReward(settings)

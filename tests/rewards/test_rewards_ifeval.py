@@ -183,8 +183,12 @@ def test_missing_extra_names_the_install_line(
     make_router: Any, monkeypatch: pytest.MonkeyPatch, module: str
 ) -> None:
     monkeypatch.setitem(sys.modules, module, None)  # what `import` then refuses, find_spec too
-    with pytest.raises(ConfigError, match=rf"{module}(.|\n)*pip install 'rewardrouter\[ifeval\]'"):
+    with pytest.raises(
+        ConfigError, match=rf"{module}(.|\n)*pip install 'rewardrouter\[ifeval\]'"
+    ) as err:
         router_for(make_router)
+    # and the install that leaves lm-eval's own dependencies out
+    assert "rewardrouter[ifeval-lean]' && pip install --no-deps 'lm-eval" in str(err.value)
 
 
 def test_instruction_ids_read_from_source_are_the_registrys() -> None:
