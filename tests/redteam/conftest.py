@@ -40,11 +40,22 @@ class Canary:
             assert self.value not in repr(thing), f"the secret leaked into {repr(thing)[:300]}"
 
 
+@pytest.fixture(scope="module")
+def canary_value() -> str:
+    """The secret of a test module: one value for all its tests, so that the servers and worker
+    processes that a module starts once (and that inherit the environment they start in) hold
+    the very secret that each of its tests looks for."""
+    return f"canary-{secrets.token_hex(12)}"
+
+
 @pytest.fixture(autouse=True)
 def canary(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    canary_value: str,
 ) -> Iterator[Canary]:
-    value = f"canary-{secrets.token_hex(12)}"
+    value = canary_value
     path = tmp_path / "trainer-secret.txt"
     path.write_text(value)
     path.chmod(0o600)

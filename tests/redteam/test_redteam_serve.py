@@ -3,10 +3,12 @@ file descriptors or its time (slowloris heads, trickled and stalled bodies, idle
 connections at the cap), requests that try its parsers and its size cap, and a heavy client
 beside a light one.
 
-Each case is run against its own server (:class:`rr_serve.ServeThread`, the command's code,
-with short timeouts), asserts what the server did to the attacker, and then that the server is
-still up and scores an honest request right. The canary (see ``conftest.py``) is in the
-environment of the server and its scoring processes: it must reach no log and no output.
+The cases run against one server (:class:`rr_serve.ServeThread`, the command's code, with short
+timeouts), one after the other, and a case that needs other options against a server of its
+own. Each asserts what the server did to the attacker, and then that the server is still up and
+scores an honest request right: the shared server takes every attack in turn. The canary (see
+``conftest.py``) is in the environment of the server and its scoring processes: it must reach
+no log and no output.
 """
 
 from __future__ import annotations
@@ -16,14 +18,14 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 from rr_serve import HONEST, ServeThread, closed_by_server, request, status_of, until_closed
 
-from .conftest import Canary
+from .conftest import CANARY_ENV, Canary
 
 #: The server's options in every case unless a case says otherwise: short timeouts, so that each
 #: case ends in seconds.
@@ -226,6 +228,19 @@ def heavy_beside_light(server: ServeThread) -> None:
     assert finished["light"] < finished["heavy"]
 
 
+@pytest.fixture(scope="module")
+def shared(canary_value: str) -> Iterator[ServeThread]:
+    """The server (``OPTIONS``) of the cases without options of their own, started with the
+    module's canary in its environment, as each test's own server was."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(CANARY_ENV, canary_value)
+        server = ServeThread(**OPTIONS)
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
 @pytest.mark.parametrize(
     "case",
     [
@@ -251,11 +266,13 @@ def heavy_beside_light(server: ServeThread) -> None:
 )
 def test_a_hostile_client_leaves_the_server_up_and_right(
     case: Case,
+    shared: ServeThread,
     canary: Canary,
     capfd: pytest.CaptureFixture[str],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    server = ServeThread(**{**OPTIONS, **case.options})
+    own = ServeThread(**{**OPTIONS, **case.options}) if case.options else None
+    server = own or shared
     try:
         case.attack(server)
         assert request(server.base + "/health", timeout=10)[0] == 200
@@ -263,7 +280,8 @@ def test_a_hostile_client_leaves_the_server_up_and_right(
         wrong = {**HONEST, "response": "Lyon"}
         assert request(server.base + "/batch", [HONEST, wrong], timeout=10) == (200, [1.0, 0.0])
     finally:
-        server.stop()
+        if own is not None:
+            own.stop()
     out, err = capfd.readouterr()
     canary.absent_from(out, err)
     # What a client sends is no error of the server's: no traceback for it fills the log.
