@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -387,33 +388,41 @@ def test_each_program_runs_as_a_fresh_user_never_the_trainers() -> None:
 _COMPILE = (
     "import json, sys\n"
     "from rewardrouter import ConfigError, compile_router\n"
-    "isolation = sys.argv[1]\n"
-    "config = {'routes': {'code': {'match': ['code'], 'rewards': {'t': {'kind': 'code', "
+    "for isolation in sys.argv[1:]:\n"
+    "    config = {'routes': {'code': {'match': ['code'], 'rewards': {'t': {'kind': 'code', "
     "'kwargs': {'isolation': isolation, 'limits': {'timeout': 5}}}}}}}\n"
-    "try:\n"
-    "    with compile_router(config) as router:\n"
-    "        rows = [{'response': '```python\\nprint(int(input()) * 2)\\n```', "
+    "    try:\n"
+    "        with compile_router(config) as router:\n"
+    "            rows = [{'response': '```python\\nprint(int(input()) * 2)\\n```', "
     "'label': {'inputs': ['21'], 'outputs': ['42']}, 'metadata': {'dataset': 'code'}}]\n"
-    "        print(json.dumps(['scored', router.score_sync(rows)[0].reward]))\n"
-    "except ConfigError as exc:\n"
-    "    print(json.dumps(['refused', str(exc)]))\n"
+    "            print(json.dumps(['scored', router.score_sync(rows)[0].reward]))\n"
+    "    except ConfigError as exc:\n"
+    "        print(json.dumps(['refused', str(exc)]))\n"
+    "    print('-- end of', isolation, file=sys.stderr, flush=True)\n"
 )
 
 
-def _compile_as(prefix: list[str], isolation: str, env: dict[str, str] | None = None) -> Any:
+def _compile_as(
+    prefix: list[str], isolations: list[str], env: dict[str, str] | None = None
+) -> list[Any]:
+    """``[verdict, text]`` of compiling and scoring with each of ``isolations`` in turn, in
+    one interpreter started under ``prefix`` (one start: an interpreter's start and the
+    package's import are most of what each costs)."""
     done = subprocess.run(
-        [*prefix, sys.executable, "-c", _COMPILE, isolation],
+        [*prefix, sys.executable, "-c", _COMPILE, *isolations],
         capture_output=True,
         text=True,
         timeout=120,
         env=env,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    verdict, text = json.loads(done.stdout.splitlines()[-1])
-    if verdict == "scored" and isolation == "best_effort":
-        # a weaker sandbox is never silent: the log says what programs run without
-        assert "UNTRUSTED PROGRAMS RUN WITHOUT" in done.stderr, done.stderr[-2000:]
-    return [verdict, text]
+    verdicts = [json.loads(line) for line in done.stdout.splitlines()[-len(isolations) :]]
+    logs = re.split(r"^-- end of \S+$", done.stderr, flags=re.M)
+    for isolation, (verdict, _), log in zip(isolations, verdicts, logs, strict=False):
+        if verdict == "scored" and isolation == "best_effort":
+            # a weaker sandbox is never silent: the log says what programs run without
+            assert "UNTRUSTED PROGRAMS RUN WITHOUT" in log, log[-2000:]
+    return verdicts
 
 
 def _user_namespace(*args: str) -> list[str]:
@@ -426,9 +435,9 @@ def _user_namespace(*args: str) -> list[str]:
 
 def test_without_root_required_refuses_and_best_effort_runs_as_nobody() -> None:
     user = _user_namespace("--map-user=1000", "--map-group=1000")
-    verdict, text = _compile_as(user, "required")
+    [verdict, text], best_effort = _compile_as(user, ["required", "best_effort"])
     assert verdict == "refused" and "trainer's own user id" in text and "best_effort" in text
-    assert _compile_as(user, "best_effort") == ["scored", 1.0]
+    assert best_effort == ["scored", 1.0]
 
 
 def test_without_bubblewrap_required_refuses_with_the_fix(tmp_path: Path) -> None:
@@ -439,7 +448,7 @@ def test_without_bubblewrap_required_refuses_with_the_fix(tmp_path: Path) -> Non
     hide = f'/usr/bin/mount --bind {tmp_path} /usr/bin && exec "$0" "$@"'
     prefix = [unshare, "-m", "/bin/sh", "-c", hide]
     env = {**os.environ, "PATH": "/nonexistent"}
-    verdict, text = _compile_as(prefix, "required", env)
+    [[verdict, text]] = _compile_as(prefix, ["required"], env)
     assert verdict == "refused" and "apt-get install bubblewrap" in text
 
 
@@ -467,9 +476,8 @@ def test_where_namespaces_are_refused_required_refuses_and_best_effort_is_loud(
     setup: str,
 ) -> None:
     prefix = _refusing(setup)
-    verdict, text = _compile_as(prefix, "required")
-    assert verdict == "refused" and "bubblewrap" in text and "best_effort" in text
-    verdict, text = _compile_as(prefix, "best_effort")
+    [required, why], [verdict, text] = _compile_as(prefix, ["required", "best_effort"])
+    assert required == "refused" and "bubblewrap" in why and "best_effort" in why
     if verdict == "scored":  # the fallback (limits only) can run the interpreter here
         assert text == 1.0
     else:  # as a fresh user id, an interpreter under /root cannot even import its library
