@@ -129,7 +129,8 @@ def qwen3_tokenizer() -> Any:
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
     bpe.train_from_iterator(
-        ['{"name": "get_weather", "arguments": {"city": "Paris"}}', "Sunny"],
+        ['{"name": "get_weather", "arguments": {"city": "Paris"}}', "Sunny", "Weather in Paris?"]
+        * 4,
         trainers.BpeTrainer(
             vocab_size=300,
             special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
@@ -139,7 +140,16 @@ def qwen3_tokenizer() -> Any:
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>"
     )
-    tokenizer.add_tokens(["<tool_call>", "</tool_call>", "<think>", "</think>"])
+    tokenizer.add_tokens(
+        [
+            "<tool_call>",
+            "</tool_call>",
+            "<think>",
+            "</think>",
+            "<tool_response>",
+            "</tool_response>",
+        ]
+    )
     tokenizer.chat_template = qwen3_chat_template
     return add_response_schema(tokenizer)
 
@@ -179,6 +189,114 @@ def test_trl_completions_parsed_by_trls_own_response_parser(router_yaml: Path) -
         dataset=["weather"] * 3,
     )
     assert rewards == [1.0 + 0.5 + 0.25, 1.0 + 0.0 + 0.0, 0.0]
+
+
+def get_weather(city: str) -> str:
+    """Get the weather of a city.
+
+    Args:
+        city: The city.
+    """
+    return "sunny"
+
+
+def model_that_calls_the_tool(tokenizer: Any, prompt: list[dict[str, Any]]) -> Any:
+    """A tiny random Llama trained for a few seconds to answer ``prompt``, rendered with the
+    tool as GRPOTrainer renders it, with one call of ``get_weather``."""
+    from transformers import AutoModelForCausalLM, LlamaConfig
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=4096,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None,
+    )
+    model = AutoModelForCausalLM.from_config(config)
+    call = {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+    asked = tokenizer.apply_chat_template(prompt, tools=[get_weather], add_generation_prompt=True)
+    called = tokenizer.apply_chat_template(
+        [*prompt, {"role": "assistant", "content": "", "tool_calls": [call]}], tools=[get_weather]
+    )
+    ids = torch.tensor([called["input_ids"]])
+    labels = ids.clone()
+    labels[:, : len(asked["input_ids"])] = -100  # learn the answer only
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(300):
+        loss = model(input_ids=ids, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if loss.item() < 0.02:
+            break
+    return model
+
+
+@pytest.mark.slow
+def test_grpo_trainer_step_runs_the_tool_and_the_router_grades_the_trajectory(
+    router_yaml: Path, tmp_path: Path
+) -> None:
+    """One offline GRPOTrainer step with ``tools=[get_weather]``: TRL parses the call, runs the
+    tool, appends its result and generates again; the router grades what TRL hands over."""
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    tokenizer = qwen3_tokenizer()
+    prompt = [{"role": "user", "content": "Weather in Paris?"}]
+    model = model_that_calls_the_tool(tokenizer, prompt)
+    calls: list[tuple[list[Any], list[float | None]]] = []
+    inner = reward_function(router_yaml, label_column="solution")
+
+    def reward(**kwargs: Any) -> list[float | None]:
+        rewards = inner(**kwargs)
+        calls.append((kwargs["completions"], rewards))
+        return rewards
+
+    reward.__name__ = "rewardrouter"  # type: ignore[attr-defined]
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=reward,
+        processing_class=tokenizer,
+        tools=[get_weather],
+        train_dataset=Dataset.from_list(
+            [{"prompt": prompt, "solution": "Sunny", "dataset": "weather"}] * 2
+        ),
+        args=GRPOConfig(
+            output_dir=str(tmp_path),
+            max_steps=1,
+            per_device_train_batch_size=2,
+            num_generations=2,
+            max_completion_length=256,
+            max_tool_calling_iterations=1,
+            temperature=0.01,
+            bf16=False,
+            use_cpu=True,
+            report_to="none",
+            logging_steps=1,
+            save_strategy="no",
+            seed=0,
+        ),
+    )
+    trainer.train()
+
+    [(completions, rewards)] = calls
+    assert trainer.state.log_history[0]["tools/call_frequency"] == 1.0
+    for completion, got in zip(completions, rewards, strict=True):
+        first, result, *_ = completion
+        assert first["tool_calls"][0]["function"] == {
+            "name": "get_weather",
+            "arguments": {"city": "Paris"},
+        }
+        assert result == {"role": "tool", "name": "get_weather", "content": "sunny"}
+        final = [m for m in completion if m["role"] == "assistant"][-1].get("content") or ""
+        # answer (the final turn's text) + 0.5 * a well-formed call + 0.25 * a tool that worked
+        assert got == pytest.approx(float(final.strip() == "Sunny") + 0.5 + 0.25)
 
 
 # -- verl --------------------------------------------------------------------------------------
