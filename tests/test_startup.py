@@ -98,6 +98,11 @@ def test_help_loads_no_heavy_library() -> None:
         pytest.param(
             "{'kind': 'grpo', 'std': 'none', 'device': 'cpu'}", [0.5, -0.5, 0.0, 0.0], id="dr_grpo"
         ),
+        pytest.param(
+            "{'kind': 'grpo', 'device': 'cpu'}",
+            [0.7071057558059692, -0.7071057558059692, 0.0, 0.0],
+            id="grpo_group_std",
+        ),
     ],
 )
 def test_a_step_whose_estimator_needs_no_torch_never_imports_it(
@@ -119,9 +124,9 @@ def test_device_auto_with_a_cpu_only_torch_needs_no_torch_to_decide() -> None:
     assert "torch" not in modules
 
 
-def test_grpo_with_a_std_imports_torch_at_the_advantage_stage_only() -> None:
-    modules, out = _imported(_step("{'kind': 'grpo', 'device': 'cpu'}"))
+def test_grpo_with_a_batch_std_imports_torch_at_the_advantage_stage_only() -> None:
+    modules, out = _imported(_step("{'kind': 'grpo', 'std': 'batch', 'device': 'cpu'}"))
     loaded, computed = out.splitlines()
     assert loaded == "[]"  # compiling and scoring: torch not yet
-    assert computed == str([0.7071057558059692, -0.7071057558059692, 0.0, 0.0])
-    assert "torch" in modules  # its square root decides the bits (rewardrouter.advantage.host)
+    assert computed == str([0.9999979734420776, -0.9999979734420776, 0.0, 0.0])
+    assert "torch" in modules  # it orders the batch's sum (rewardrouter.advantage.host)

@@ -3,24 +3,26 @@
 A process that has not imported torch (the command line, a fresh rollout worker) should not
 import it, about 1.5 s of CPU, to compute the advantages of a few thousand rewards. For the
 estimators whose every step is an elementwise IEEE operation or an in-order segment sum,
-``grpo`` with ``std: none`` (Dr.GRPO), ``rloo`` and ``none``, NumPy gives the bits that the
-torch path gives on the CPU:
+``grpo`` with ``std: group`` or ``std: none`` (Dr.GRPO), ``rloo`` and ``none``, NumPy gives the
+bits that the torch path gives on the CPU:
 
 * ``numpy.bincount`` adds weights in input order, as ``torch.bincount`` does; the torch path
   sums a batch in one chunk below :data:`~.kernels.SPLIT_FROM` samples (see :mod:`.cpu`), and
   larger batches are left to it;
-* additions, subtractions and divisions are correctly rounded in both;
+* additions, subtractions, divisions and square roots are correctly rounded in both (the torch
+  path takes its square roots from :func:`.cpu.sqrt_`, as torch's own is not on every CPU);
 * the float64 products are rounded to the output dtype once, by
   :func:`~.kernels.rounded_product`, the kernel the torch path's :func:`.cpu.multiply` runs too.
 
-A std is another matter: torch's CPU square root is not always correctly rounded (with MKL,
-``sqrt(0.5)`` is ``0.7071067811865475``, one unit in the last place below NumPy's), and a batch
-std is a reduction whose order torch decides, so ``grpo`` with ``std: group`` or ``batch`` and
-``reinforce_pp_baseline`` run on torch. :func:`host_advantages` answers ``None`` for them and
-for everything else the torch path must decide: ``bfloat16`` output, a batch of
-:data:`~.kernels.SPLIT_FROM` samples or more, an empty batch, and every batch it would refuse or rescale
-(a NaN or infinite reward, rewards whose squares overflow float64, ids it rejects), so that its
-errors and its scaling stay the only ones.
+A group std is the group's squared deviations (a segment sum) over ``max(n - 1, 1)``, its
+square root, and the factor ``1 / (std + eps)``, or 0 where the std is 0 (the zero-std policy:
+singletons, constant groups); a constant group's centered rewards are exactly 0, so its
+advantages are too. A batch std (``grpo`` with ``std: batch``, ``reinforce_pp_baseline``) is a
+reduction over the slots whose order torch decides, so those run on torch.
+:func:`host_advantages` answers ``None`` for them and for everything else the torch path must
+decide: ``bfloat16`` output, a batch of :data:`~.kernels.SPLIT_FROM` samples or more, an empty
+batch, and every batch it would refuse or rescale (a NaN or infinite reward, rewards whose
+squares overflow float64, ids it rejects), so that its errors and its scaling stay the only ones.
 
 Example::
 
@@ -36,6 +38,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -60,7 +63,7 @@ def handles(stage: AdvantageStage | None, samples: int) -> bool:
     if stage is None:
         return True
     if isinstance(stage, GRPOStage):
-        supported = stage.std == "none"  # a std needs torch's square root (module docstring)
+        supported = stage.std != "batch"  # torch orders a batch std's sum (module docstring)
     else:
         supported = isinstance(stage, RLOOStage | NoAdvantageStage)
     return supported and stage.dtype in _OUTPUT_DTYPES
@@ -93,10 +96,11 @@ def host_advantages(
         if not np.isfinite(out).all():
             return None  # beyond the output dtype: the torch path raises
     else:
-        centered = _centered(x, ids, slots, sizes)
-        if centered is None:
+        moments = _centered(x, ids, slots, sizes)
+        if moments is None:
             return None
-        factor = _factor(stage, sizes)
+        centered, sq_dev = moments
+        factor = _factor(stage, sizes, sq_dev)
         out = np.empty(x.shape, dtype=_OUTPUT_DTYPES[stage.dtype])
         rounded_product(centered, factor if factor.ndim == 0 else factor[ids], out)
         if not np.isfinite(out).all():
@@ -142,10 +146,12 @@ def _slots(ids: npt.NDArray[np.int64], valid: npt.NDArray[np.bool_]) -> tuple[in
     return slots, sizes
 
 
-def _centered(x: Floats, ids: npt.NDArray[np.int64], slots: int, sizes: Floats) -> Floats | None:
+def _centered(
+    x: Floats, ids: npt.NDArray[np.int64], slots: int, sizes: Floats
+) -> tuple[Floats, Floats] | None:
     """``x`` (0.0 where there is no reward) minus its group means, centered twice
-    (:mod:`.moments` explains why a constant group ends at exactly 0); ``None`` when a sum
-    overflows (the torch path rescales)."""
+    (:mod:`.moments` explains why a constant group ends at exactly 0), and the squared
+    deviations per slot; ``None`` when a sum overflows (the torch path rescales)."""
     divisor = np.maximum(sizes, 1.0)
     means = np.bincount(ids, x, slots) / divisor
     if not np.isfinite(means).all():
@@ -154,17 +160,26 @@ def _centered(x: Floats, ids: npt.NDArray[np.int64], slots: int, sizes: Floats) 
     shift = np.bincount(ids, centered, slots) / divisor
     centered -= shift[ids]
     with np.errstate(over="ignore"):  # the torch path rescales such rewards
-        squares = centered * centered
-    return centered if np.isfinite(np.bincount(ids, squares, slots)).all() else None
+        # float64 with float weights (numpy's stubs say int)
+        sq_dev = cast(Floats, np.bincount(ids, centered * centered, slots))
+    return (centered, sq_dev) if np.isfinite(sq_dev).all() else None
 
 
-def _factor(stage: AdvantageStage, sizes: Floats) -> Floats:
+def _factor(stage: AdvantageStage, sizes: Floats, sq_dev: Floats) -> Floats:
     """What the centered rewards are multiplied by: one per slot, or one for the batch."""
     if isinstance(stage, RLOOStage):
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(sizes > 1, sizes / (sizes - 1), 0.0)
-    assert isinstance(stage, GRPOStage) and stage.std == "none"  # see handles()
-    return np.array(1.0)
+    assert isinstance(stage, GRPOStage) and stage.std != "batch"  # see handles()
+    if stage.std == "none":
+        return np.array(1.0)
+    # The torch path's group_std and _inverse, step for step. A std that is not 0 is at least
+    # the square root of the least double (about 2e-162), so its inverse is finite.
+    std = np.sqrt(sq_dev / np.maximum(sizes - 1.0, 1.0))
+    with np.errstate(divide="ignore"):  # eps 0 and std 0: set to 0 next
+        inverse = 1.0 / (std + stage.eps)
+    inverse[std == 0.0] = 0.0
+    return inverse
 
 
 def _constant_groups(

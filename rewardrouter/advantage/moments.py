@@ -71,7 +71,7 @@ class GroupMoments:
     def group_std(self) -> Tensor:
         """Unbiased (``n - 1``) std per slot; 0 for slots with fewer than two members."""
         # Below two members the squared deviations are exactly 0, and so is 0 / 1.
-        return self.sq_dev.div((self.sizes - 1).clamp_(min=1)).sqrt_()
+        return cpu.sqrt_(self.sq_dev.div((self.sizes - 1).clamp_(min=1)))
 
     def batch_std(self) -> Tensor:
         """Unbiased std of the valid rewards over the whole batch (0-dim; 0 below two)."""
@@ -80,7 +80,7 @@ class GroupMoments:
         grand_mean = (n * self.means).sum() / total.clamp(min=1)
         # Chan et al.: within-group plus between-group squared deviations.
         squares = self.sq_dev.sum() + (n * (self.means - grand_mean).square()).sum()
-        return torch.where(total > 1, squares / (total - 1), 0.0).sqrt()
+        return cpu.sqrt_(torch.where(total > 1, squares / (total - 1), 0.0))
 
     def centered_batch_std(self) -> Tensor:
         """Unbiased std of ``centered`` over the valid samples (0-dim; 0 below two).
@@ -89,7 +89,7 @@ class GroupMoments:
         deviations are the group ``sq_dev`` summed.
         """
         total = self.sizes.sum()
-        return torch.where(total > 1, self.sq_dev.sum() / (total - 1), 0.0).sqrt()
+        return cpu.sqrt_(torch.where(total > 1, self.sq_dev.sum() / (total - 1), 0.0))
 
 
 def group_moments(rewards: Tensor, segments: Segments) -> GroupMoments:

@@ -5,12 +5,16 @@ Also the documented policies: singleton groups, zero-std groups, rewards marked 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from decimal import Decimal, localcontext
+
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewardrouter.advantage import group_advantages, segments
+from rewardrouter.advantage import cpu, group_advantages, segments
+from rewardrouter.advantage.moments import GroupMoments, group_moments
 from rewardrouter.config.stages import (
     AdvantageStage,
     GRPOStage,
@@ -165,3 +169,49 @@ def test_eps_is_added_to_the_std_as_slime_does() -> None:
         torch.tensor([1.0, 0.0]), torch.tensor([0, 0]), GRPOStage(device="cpu", dtype="float64")
     )
     assert adv[0].item() == pytest.approx(0.5 / (0.5**0.5 + 1e-6), rel=1e-15)
+
+
+def _correctly_rounded_sqrt(value: float) -> float:
+    """The square root of ``value`` to 50 digits, then rounded to a double: a square root of a
+    double is never within 1e-33 (relative) of a point halfway between two doubles, so these
+    digits round as the exact value does."""
+    with localcontext() as context:
+        context.prec = 50
+        return float(Decimal(value).sqrt())
+
+
+def test_square_roots_on_the_cpu_are_correctly_rounded() -> None:
+    # with MKL, torch's own sqrt(0.5) is 0.7071067811865475, one unit in the last place low
+    uniform = torch.rand(5000, dtype=torch.float64, generator=_seeded()).mul_(8)
+    values = [0.5, 2.0, 1e-300, 5e-324, *uniform.tolist()]
+    got = cpu.sqrt_(torch.tensor(values, dtype=torch.float64))
+    assert got.tolist() == [_correctly_rounded_sqrt(v) for v in values]
+
+
+@pytest.mark.parametrize(
+    ("std", "groups"),
+    [
+        # each std of the rewards {1, 0} is sqrt(0.5) exactly, then rounded once
+        pytest.param(GroupMoments.group_std, [0, 0], id="group_std"),
+        pytest.param(GroupMoments.batch_std, [0, 1], id="batch_std"),
+        pytest.param(GroupMoments.centered_batch_std, [0, 0], id="centered_batch_std"),
+    ],
+)
+def test_every_std_is_the_correctly_rounded_square_root(
+    std: Callable[[GroupMoments], torch.Tensor], groups: list[int]
+) -> None:
+    moments = group_moments(
+        torch.tensor([1.0, 0.0]), segments.segments_by_index(torch.tensor(groups))
+    )
+    assert std(moments).reshape(-1)[0].item() == _correctly_rounded_sqrt(0.5) == 0.7071067811865476
+
+
+def test_grpo_divides_by_the_correctly_rounded_std() -> None:
+    stage = GRPOStage(device="cpu", dtype="float64", eps=0.0)
+    adv = group_advantages(torch.tensor([1.0, 0.0]), torch.tensor([0, 0]), stage)
+    std = _correctly_rounded_sqrt(0.5)
+    assert adv.tolist() == [0.5 * (1 / std), -0.5 * (1 / std)]
+
+
+def _seeded() -> torch.Generator:
+    return torch.Generator().manual_seed(26)

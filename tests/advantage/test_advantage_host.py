@@ -63,6 +63,9 @@ def _batch(seed: int, n: int, missing: float) -> tuple[list[float | None], list[
 
 
 STAGES = [
+    pytest.param(GRPOStage(device="cpu"), id="grpo_group_std_float32"),
+    pytest.param(GRPOStage(device="cpu", dtype="float64"), id="grpo_group_std_float64"),
+    pytest.param(GRPOStage(device="cpu", eps=0.0, dtype="float64"), id="grpo_group_std_no_eps"),
     pytest.param(GRPOStage(device="cpu", std="none"), id="dr_grpo_float32"),
     pytest.param(GRPOStage(device="cpu", std="none", dtype="float64"), id="dr_grpo_float64"),
     pytest.param(RLOOStage(device="cpu"), id="rloo"),
@@ -90,6 +93,44 @@ def test_host_path_gives_the_torch_bits(
     expected = _torch_path(stage, rewards, groups)
     assert _bits(done[0]) == _bits(expected.advantages)
     assert done[1] == expected.constant_groups
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("seed", range(24))
+def test_grpo_group_std_gives_the_torch_bits_on_random_batches(seed: int, dtype: str) -> None:
+    """Batch sizes up to 3,000, groups of 1 to about 40 members in scattered order, up to half
+    the rewards missing, many constant groups."""
+    rng = random.Random(1000 + seed)
+    rewards, groups = _batch(seed, rng.randrange(2, 3000), rng.choice([0.0, 0.05, 0.5]))
+    stage = GRPOStage(device="cpu", dtype=dtype, eps=rng.choice([1e-6, 0.0, 0.01]))
+    done = host_advantages(rewards, groups, stage)
+    assert done is not None
+    expected = _torch_path(stage, rewards, groups)
+    assert _bits(done[0]) == _bits(expected.advantages)
+    assert done[1] == expected.constant_groups
+
+
+@pytest.mark.parametrize(
+    ("rewards", "groups", "advantages"),
+    [
+        # one reward per group: no baseline, no std
+        pytest.param([0.3, 7.3, -1.0], [0, 1, 2], [0.0, 0.0, 0.0], id="singletons"),
+        # every member equal (0.3 + 0.3 + 0.3 is not 0.9): exactly 0, not 0 / eps
+        pytest.param([0.3] * 16 + [7.3] * 3, [0] * 16 + [1] * 3, [0.0] * 19, id="constant_groups"),
+        # deviations of 5e-201 square to 0: the zero-std policy, not a division by eps
+        pytest.param([1e-200, 0.0], [0, 0], [0.0, 0.0], id="squares_underflow"),
+        # a missing reward leaves a singleton: 0 for both
+        pytest.param([None, 1.0, 0.5, 0.5], [0, 0, 1, 1], [0.0, 0.0, 0.0, 0.0], id="missing"),
+    ],
+)
+def test_grpo_group_std_policies(
+    rewards: list[float | None], groups: list[int], advantages: list[float]
+) -> None:
+    stage = GRPOStage(device="cpu", dtype="float64")
+    done = host_advantages(rewards, groups, stage)
+    assert done is not None
+    assert done[0] == advantages  # a negative deviation times a factor of 0 gives -0.0
+    assert _bits(done[0]) == _bits(_torch_path(stage, rewards, groups).advantages)
 
 
 @pytest.mark.parametrize(
@@ -123,14 +164,14 @@ def test_host_path_groups_by_position() -> None:
 @pytest.mark.parametrize(
     ("stage", "rewards", "groups"),
     [
-        # torch's square root is not always correctly rounded (sqrt(0.5) with MKL)
-        pytest.param(GRPOStage(device="cpu"), [1.0, 0.0], [0, 0], id="group_std"),
+        # a sum over the slots, in an order torch decides
         pytest.param(GRPOStage(device="cpu", std="batch"), [1.0, 0.0], [0, 0], id="batch_std"),
         pytest.param(ReinforcePPBaselineStage(device="cpu"), [1.0, 0.0], [0, 0], id="reinforce"),
         pytest.param(RLOOStage(device="cpu", dtype="bfloat16"), [1.0, 0.0], [0, 0], id="bf16"),
         pytest.param(RLOOStage(device="cpu"), [], [], id="empty_batch"),
         pytest.param(RLOOStage(device="cpu"), [1.0, float("nan")], [0, 0], id="nan_reward"),
         pytest.param(RLOOStage(device="cpu"), [1e200, -1e200], [0, 0], id="squares_overflow"),
+        pytest.param(GRPOStage(device="cpu"), [1e200, -1e200], [0, 0], id="grpo_squares_overflow"),
         pytest.param(RLOOStage(device="cpu"), [1.0, 0.0], None, id="no_group_ids"),
         pytest.param(RLOOStage(device="cpu"), [1.0, 0.0], [2**64, 0], id="id_beyond_int64"),
         pytest.param(
@@ -161,9 +202,10 @@ def test_processor_falls_back_to_torch_and_raises_as_before() -> None:
         processor([1.0, float("nan")], group_index=[0, 0])
 
 
-def test_processor_result_is_the_same_either_way() -> None:
+@pytest.mark.parametrize("std", ["none", "group"])
+def test_processor_result_is_the_same_either_way(std: str) -> None:
     rewards, groups = _batch(7, 500, 0.1)
-    stage = GRPOStage(device="cpu", std="none")
+    stage = GRPOStage(device="cpu", std=std)
     hosted = PostProcessor.compile({}, [stage])(rewards, group_index=groups)
     expected = _torch_path(stage, rewards, groups)
     assert _bits(hosted.advantages) == _bits(expected.advantages)
