@@ -84,11 +84,21 @@ def test_public_names_still_load_on_use() -> None:
     assert "pydantic" in modules and "torch" not in modules
 
 
-def test_help_loads_no_heavy_library() -> None:
+@pytest.mark.parametrize(
+    ("flag", "output"),
+    [
+        pytest.param("--help", "usage: rewardrouter", id="help"),
+        pytest.param("--version", "rewardrouter ", id="version"),
+    ],
+)
+def test_help_and_version_load_neither_heavy_libraries_nor_the_config_stack(
+    flag: str, output: str
+) -> None:
     script = Path(sys.executable).with_name("rewardrouter")  # the installed console script
-    modules, out = _imported([str(script), "--help"] if script.exists() else ["-m", "rewardrouter"])
-    assert out.startswith("usage: rewardrouter")
-    assert modules.isdisjoint(HEAVY), modules & set(HEAVY)
+    command = [str(script)] if script.exists() else ["-m", "rewardrouter"]
+    modules, out = _imported([*command, flag])
+    assert out.startswith(output)
+    assert modules.isdisjoint(HEAVY + CONFIG_STACK), modules & {*HEAVY, *CONFIG_STACK}
 
 
 @pytest.mark.parametrize(

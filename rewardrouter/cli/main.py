@@ -14,31 +14,17 @@ import importlib
 import os
 import sys
 from pathlib import Path
-from typing import NoReturn
-
-import hydra
-from hydra import compose
-from hydra.core.hydra_config import HydraConfig
-from hydra.errors import HydraException
-from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
-from rich.console import Console
-from rich.markup import escape
+from typing import TYPE_CHECKING, NoReturn
 
 from rewardrouter.cli.command import installed_version
-from rewardrouter.cli.compose import (
-    config_file_problems,
-    created_problems,
-    dataset_maps_of,
-    hydra_problem,
-    plain_value_keys,
-    precheck,
-    register_config_file,
-    source_name,
-    upsert_overrides,
-)
 from rewardrouter.cli.paths import conf_dir
 from rewardrouter.errors import ConfigError, Problem, RewardRouterError, did_you_mean
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
+# Hydra, OmegaConf, pydantic and rich are imported by the functions that use them, after the
+# `--help` and `--version` branches of `main`: those answer in a few hundredths of a second.
 
 #: Exit statuses, as the usage text gives them.
 CALLS_FAILED = 1
@@ -108,6 +94,9 @@ def fail(error: RewardRouterError) -> NoReturn:
     """Print a user-facing error without a traceback and exit: status 2 for a mistake in the
     config, data or command line; an error may carry its own (``exit_status``: 1 when reward
     calls failed)."""
+    from rich.console import Console
+    from rich.markup import escape
+
     Console(stderr=True, highlight=False).print("[bold red]error:[/]", escape(str(error)))
     status: int = getattr(error, "exit_status", USAGE_ERROR)
     _failed.append(status)
@@ -116,6 +105,9 @@ def fail(error: RewardRouterError) -> NoReturn:
 
 def _job_overrides() -> tuple[list[str], list[str]]:
     """This job's task overrides (a sweep's job included), and its ``hydra.searchpath`` ones."""
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf
+
     overrides = HydraConfig.get().overrides
     # read as written: iterating the ListConfig would resolve a `${...}` inside an override
     hydra_overrides = [str(o) for o in OmegaConf.to_container(overrides.hydra, resolve=False)]  # type: ignore[union-attr]
@@ -126,6 +118,9 @@ def _job_overrides() -> tuple[list[str], list[str]]:
 def _created_in_job(task: list[str], searchpath: list[str]) -> None:
     """The plain overrides of this job that would create a route or a term, composed inside
     the running app."""
+    from hydra import compose
+
+    from rewardrouter.cli.compose import created_problems
 
     def base(task: list[str]) -> DictConfig:
         return compose("config", overrides=[*task, *searchpath])
@@ -135,8 +130,15 @@ def _created_in_job(task: list[str], searchpath: list[str]) -> None:
         raise ConfigError(problems, "the command line")
 
 
-@hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")
 def _job(cfg: DictConfig) -> float:
+    """The main job, as Hydra runs it (once, or once per job of a sweep): see :func:`_run_job`."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+    from rich.console import Console
+
+    from rewardrouter.cli.compose import dataset_maps_of, hydra_problem, source_name
+
     try:
         task, searchpath = _job_overrides()
         _created_in_job(task, searchpath)
@@ -151,6 +153,14 @@ def _job(cfg: DictConfig) -> float:
         fail(exc)
     except (HydraException, OmegaConfBaseException) as exc:  # a config Hydra composed but
         fail(ConfigError([hydra_problem(exc)], "the command line"))  # cannot give as values
+
+
+def _run_job() -> None:
+    """Run :func:`_job` as a Hydra app over the shipped tree, reading ``sys.argv``."""
+    import hydra
+
+    app = hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")
+    app(_job)()
 
 
 def job_arguments(argv: list[str]) -> list[str]:
@@ -174,6 +184,8 @@ def job_arguments(argv: list[str]) -> list[str]:
         else:
             out.append(arg)
     if _config_file:
+        from rewardrouter.cli.compose import config_file_problems, register_config_file
+
         problems = config_file_problems(_config_file[0], out)
         if problems:
             raise ConfigError(problems, "the command line")
@@ -279,6 +291,14 @@ def main() -> None:
     try:
         if argv and argv[0] in SUBCOMMANDS:
             sys.exit(run_subcommand(argv[0], argv[1:]))
+    except RewardRouterError as exc:
+        fail(exc)
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from rewardrouter.cli.compose import hydra_problem, plain_value_keys, precheck, upsert_overrides
+
+    try:
         problems = word_problems(argv)
         if problems:
             raise ConfigError(problems, "the command line")
@@ -289,7 +309,7 @@ def main() -> None:
     _plain.update(plain_value_keys(argv))
     sys.argv[1:] = upsert_overrides(argv)
     try:
-        _job()
+        _run_job()
     except (HydraException, OmegaConfBaseException) as exc:  # raised past Hydra's own report
         fail(ConfigError([hydra_problem(exc)], "the command line"))
     except SystemExit as exc:
