@@ -4,6 +4,7 @@ execute, assemble results, post-process."""
 from __future__ import annotations
 
 import asyncio
+import reprlib
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
@@ -43,6 +44,20 @@ NO_RESPONSE = (
     "`response` is missing or null; give every scored sample the model's answer as a string "
     '(an empty answer is "")'
 )
+
+
+def response_problem(response: object) -> str | None:
+    """Why ``response`` cannot be scored (missing, or neither text nor a conversation), or
+    ``None``. A conversation's own shape is checked per sample when it is read."""
+    if isinstance(response, str | list):
+        return None
+    if response is None:
+        return NO_RESPONSE
+    return (
+        f"`response` is {type(response).__name__} {reprlib.repr(response)}, neither text nor a "
+        "conversation; give the model's answer as a string, or a conversation as a list of chat "
+        "messages (`{role, content}` objects)"
+    )
 
 
 def compile_router(config: RouterConfig | Mapping[str, Any]) -> Router:
@@ -183,8 +198,9 @@ class Router:
             if preset is not None and not rescore:
                 settled[i] = self._kept(i, preset, evaluation)
                 continue
-            if getattr(sample, "response", None) is None:
-                unroutable.append((i, NO_RESPONSE))
+            problem = response_problem(getattr(sample, "response", None))
+            if problem is not None:
+                unroutable.append((i, problem))
                 continue
             try:
                 decision = decisions[i] = decide(sample)
@@ -310,8 +326,8 @@ class Router:
                     self._kept(i, preset, False)
                 except SampleError as exc:
                     problems.append((i, str(exc).removeprefix(f"sample {i} ")))
-            elif getattr(view, "response", None) is None:
-                problems.append((i, NO_RESPONSE))
+            elif (problem := response_problem(getattr(view, "response", None))) is not None:
+                problems.append((i, problem))
             else:
                 try:
                     self.resolver.decide(view)

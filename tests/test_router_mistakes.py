@@ -55,6 +55,37 @@ def test_a_sample_without_a_response_is_not_scored_as_empty(make_router: Any, sa
     assert index == 1 and message.startswith("`response` is missing or null")
 
 
+@pytest.mark.parametrize(
+    ("response", "found"),
+    [
+        pytest.param(
+            {"role": "assistant", "content": "x"},
+            "dict {'content': 'x', 'role': 'assistant'}",
+            id="one_message_not_a_list",
+        ),
+        pytest.param(5, "int 5", id="a_number"),
+        pytest.param(b"x", "bytes b'x'", id="bytes"),
+    ],
+)
+def test_a_response_that_is_neither_text_nor_a_conversation_is_refused(
+    make_router: Any, response: Any, found: str
+) -> None:
+    router = _router(make_router, EXACT)
+    expected = (
+        f"`response` is {found}, neither text nor a conversation; give the model's answer as a "
+        "string, or a conversation as a list of chat messages (`{role, content}` objects)"
+    )
+    with pytest.raises(RoutingError, match=re.escape(f"sample 1: `response` is {found}, ")):
+        router.score_sync([row("x", "x"), {"response": response, "label": "x"}])
+    [(index, message)] = router.check([row("x", "x"), {"response": response, "label": "x"}])
+    assert (index, message) == (1, expected)
+
+
+def test_a_huge_wrong_response_is_named_in_a_short_message(make_router: Any) -> None:
+    [(_, message)] = _router(make_router, EXACT).check([{"response": {"k": "v" * 10**6}}])
+    assert len(message) < 300 and message.startswith("`response` is dict {'k': 'vvvv")
+
+
 def test_an_empty_response_is_still_an_answer(make_router: Any) -> None:
     [result] = _router(make_router, EXACT).score_sync([row("", "x")])
     assert (result.reward, result.status) == (0.0, "ok")
