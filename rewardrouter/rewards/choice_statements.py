@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Literal, NamedTuple
 
 Kind = Literal["lead", "hedged", "fix", "verdict", "lone", "line", "text"]
@@ -227,32 +227,40 @@ _OPTION_WORDS = frozenset({"option", "choice", "letter"})
 _KIND_ORDER = {"fix": 0, "hedged": 1, "opening": 2, "so": 3, "lead": 4}
 
 
-def _compile_leads() -> dict[str, tuple[tuple[str, re.Pattern[str]], ...]]:
-    """Per lead word, its leads' regexes, corrections first."""
+def _leads_by_word() -> dict[str, tuple[Lead, ...]]:
+    """Per lead word, the leads that start with it, corrections first."""
     by_word: dict[str, list[Lead]] = {}
     for lead in LEADS:
         for word in lead.words:
             by_word.setdefault(word, []).append(lead)
     return {
-        word: tuple(
-            (lead.kind, re.compile(rf"(?i:{lead.pattern}){_FILLER}{LETTER}"))
-            for lead in sorted(leads, key=lambda lead: _KIND_ORDER[lead.kind])
-        )
+        word: tuple(sorted(leads, key=lambda lead: _KIND_ORDER[lead.kind]))
         for word, leads in by_word.items()
     }
 
 
-_LEADS_BY_WORD = _compile_leads()
-# A lead with no letter after it: an option's text may follow ("the answer is nitrogen").
-_TEXT_LEADS_BY_WORD = {
-    word: re.compile(
-        "(?i:"
-        + "|".join(lead.pattern for lead in LEADS if lead.kind == "lead" and word in lead.words)
-        + ")"
-        + _FILLER
+_LEADS_BY_WORD = _leads_by_word()
+# Words of leads that an option's text may follow ("the answer is nitrogen").
+_TEXT_LEAD_WORDS = frozenset(w for lead in LEADS if lead.kind == "lead" for w in lead.words)
+
+
+# The regexes of the leads are compiled per word on first use: all of them at once cost an
+# import 0.1 to 0.5 s of CPU, and a response meets a few of the words.
+@cache
+def _lead_patterns(word: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """The regexes of the leads of ``word`` (one of :data:`_LEADS_BY_WORD`), corrections first."""
+    return tuple(
+        (lead.kind, re.compile(rf"(?i:{lead.pattern}){_FILLER}{LETTER}"))
+        for lead in _LEADS_BY_WORD.get(word, ())
     )
-    for word in {w for lead in LEADS if lead.kind == "lead" for w in lead.words}
-}
+
+
+@cache
+def _text_lead_pattern(word: str) -> re.Pattern[str]:
+    """The leads of ``word`` (one of :data:`_TEXT_LEAD_WORDS`) without a letter after them."""
+    leads = (lead.pattern for lead in _LEADS_BY_WORD[word] if lead.kind == "lead")
+    return re.compile("(?i:" + "|".join(leads) + ")" + _FILLER)
+
 
 # The letter, then its verdict: "(C) is correct", "A was right", "C ist richtig", ...
 _VERDICT_WORDS = (
@@ -413,7 +421,7 @@ def _standing(text: str, end: int, letter: str, letters: str, *, clause: bool) -
 def _led(text: str, at: int, word: str, letters: str) -> Statement | None:
     """The statement of a letter that starts with the lead ``word`` at ``at``, if any."""
     stop = min(len(text), at + STATEMENT_CHARS)
-    for kind, pattern in _LEADS_BY_WORD.get(word, ()):
+    for kind, pattern in _lead_patterns(word) if word in _LEADS_BY_WORD else ():
         if kind in ("opening", "so") and not _sentence_starts(text, at, comma=kind == "so"):
             continue
         match = pattern.match(text, at, stop)
@@ -586,12 +594,12 @@ def statements(
         statement = _led(text, at, word, letters)
         if statement is not None:
             found.add(statement)
-        elif texts and word in _TEXT_LEADS_BY_WORD:
+        elif texts and word in _TEXT_LEAD_WORDS:
             bare.append((at, word))
     found.update(_lines(text, start, letters))
     last_end = max((s.end for s in found), default=-1)
     for at, word in [b for b in bare if b[0] >= last_end - STATEMENT_CHARS][-TEXT_LEADS:]:
-        lead = _TEXT_LEADS_BY_WORD[word].match(text, at, min(len(text), at + STATEMENT_CHARS))
+        lead = _text_lead_pattern(word).match(text, at, min(len(text), at + STATEMENT_CHARS))
         chosen = _text_choice(text, lead.end(), letters, texts) if lead else None
         if chosen is not None and not _denied_before(text, at):
             found.add(Statement(at, chosen[1], chosen[0], "text"))
