@@ -15,6 +15,8 @@ verl loads rewardrouter's plugin.
 from __future__ import annotations
 
 import asyncio
+import copy
+import functools
 import os
 import re
 import subprocess
@@ -731,10 +733,17 @@ def advantage_batch(rewards: list[float], uids: list[str], lengths: list[int]) -
     )
 
 
+@functools.cache
+def _estimator_config() -> DictConfig:
+    """verl's config composed with the estimator's overrides, its router config a placeholder."""
+    return verl_config("algorithm.adv_estimator=rewardrouter", "+algorithm.rewardrouter_config=-")
+
+
 def estimate(config_path: Path, batch: DataProto) -> torch.Tensor:
-    config = verl_config(
-        "algorithm.adv_estimator=rewardrouter", f"+algorithm.rewardrouter_config={config_path}"
-    )
+    """The advantages of ``batch`` from verl's compute_advantage with the README's estimator
+    overrides naming ``config_path`` (composed once: the path is one string value in it)."""
+    config = copy.deepcopy(_estimator_config())
+    config.algorithm.rewardrouter_config = str(config_path)
     out = compute_advantage(
         batch, adv_estimator=config.algorithm.adv_estimator, config=config.algorithm
     )
