@@ -32,9 +32,10 @@ the start of a new Python process (the parent's clock when it launches it) to th
 first step's advantages, interpreter start-up and every import included (torch too, where the
 step imports it), less the time the benchmark spends generating the batch, which a trainer
 already has. It is what a command-line run, a fresh rollout worker or a restarted trainer pays
-before its first rewards. It is run twice: with the ``grpo`` stage above (its std needs torch's
-square root, so the advantage stage imports torch) and with ``grpo`` at ``std: none``
-(Dr.GRPO), which NumPy computes alone with the same bits (``rewardrouter/advantage/host.py``).
+before its first rewards. It is run twice: with the ``grpo`` stage above, whose advantages NumPy
+computes alone with the bits torch's path gives (``rewardrouter/advantage/host.py``), so torch is
+never imported, and with ``grpo`` at ``std: batch``, whose batch std torch computes, so the
+advantage stage imports torch.
 The baseline's fresh process imports torch and math-verify the same way, inside the span.
 CPU time is that of the process (all its threads), start-up included.
 
@@ -86,8 +87,8 @@ routes:
 post_process:
   - {kind: grpo, std: group, eps: 1.0e-6, device: cpu}
 """
-#: The estimator of the second fresh-process run: Dr.GRPO, served without torch.
-NO_STD = ("std: group", "std: none")
+#: The estimator of the second fresh-process run: a batch std, which imports torch.
+BATCH_STD = ("std: group", "std: batch")
 GROUP = 16
 TARGET = 0.25  # seconds for a cold step on 2 cores
 FRESH_TARGET = 1.5  # seconds from a fresh process to the end of its first step
@@ -317,18 +318,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory() as folder:
-        config, no_std = Path(folder) / "router.yaml", Path(folder) / "router_no_std.yaml"
+        config, batch_std = Path(folder) / "router.yaml", Path(folder) / "router_batch_std.yaml"
         config.write_text(ROUTER_YAML)
-        no_std.write_text(ROUTER_YAML.replace(*NO_STD))
+        batch_std.write_text(ROUTER_YAML.replace(*BATCH_STD))
         ours, base = [], []
-        first: dict[str, list[dict[str, float]]] = {"grpo": [], "no_std": [], "baseline": []}
+        first: dict[str, list[dict[str, float]]] = {"grpo": [], "batch_std": [], "baseline": []}
         for i in range(args.repeat):  # side by side: one process of each in turn
             seed = args.seed + 10 * i
             ours.append(_fresh_process("ours", config, args.prompts, seed))
             base.append(_fresh_process("baseline", config, args.prompts, seed))
             for name, side, path in (
                 ("grpo", "ours", config),
-                ("no_std", "ours", no_std),
+                ("batch_std", "ours", batch_std),
                 ("baseline", "baseline", config),
             ):
                 first[name].append(_fresh_process(side, path, args.prompts, seed, first_step=True))
@@ -359,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     print("fresh process -> first step (start-up and every import included):")
     for name, label in (
         ("grpo", "  slime hooks, grpo"),
-        ("no_std", "  slime hooks, Dr.GRPO"),
+        ("batch_std", "  slime hooks, batch std"),
         ("baseline", "  per-sample baseline"),
     ):
         runs = first[name]
@@ -376,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{'met' if median <= TARGET else 'NOT met'} (median)")  # fmt: skip
     agree_ours = statistics.mean(r["cold_agree"] for r in ours)
     agree_base = statistics.mean(r["cold_agree"] for r in base)
-    for name, label in (("grpo", "grpo"), ("no_std", "Dr.GRPO (grpo std: none)")):
+    for name, label in (("grpo", "grpo"), ("batch_std", "grpo std: batch")):
         fresh = statistics.median(r["wall"] for r in first[name])
         used = statistics.median(r["cpu"] for r in first[name])
         print(f"target: fresh process -> first step <= {FRESH_TARGET} s, {label}: median "
