@@ -22,6 +22,8 @@ import asyncio
 import json
 import multiprocessing
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -31,17 +33,22 @@ from aiohttp import web
 from rewardrouter import Sample, compile_router
 
 
-def serve(latency: float, conn: Connection) -> None:
-    """The reward server: every request waits ``latency`` s; one reward per sample of a batch."""
+def reward_reply(body: Any) -> Any:
+    """The reward server's reply: one reward per sample of a batch, else one reward."""
+    return [1.0] * len(body) if isinstance(body, list) else 1.0
 
-    async def reward(request: web.Request) -> web.Response:
+
+def serve(latency: float, conn: Connection, path: str, answer: Callable[[Any], Any]) -> None:
+    """A stub server: every POST to ``path`` waits ``latency`` s and gets ``answer(body)``."""
+
+    async def handle(request: web.Request) -> web.Response:
         body = await request.json()
         await asyncio.sleep(latency)
-        return web.json_response([1.0] * len(body) if isinstance(body, list) else 1.0)
+        return web.json_response(answer(body))
 
     async def main() -> None:
         app = web.Application()
-        app.router.add_post("/reward", reward)
+        app.router.add_post(path, handle)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", 0, backlog=1024).start()
@@ -49,6 +56,25 @@ def serve(latency: float, conn: Connection) -> None:
         await asyncio.Event().wait()
 
     asyncio.run(main())
+
+
+@contextmanager
+def stub_server(
+    latency: float, path: str = "/reward", answer: Callable[[Any], Any] = reward_reply
+) -> Iterator[str]:
+    """``serve`` in its own process (it does not share the client's interpreter lock), until the
+    block ends; yields the server's base URL. ``answer`` must be a module-level function."""
+    context = multiprocessing.get_context("spawn")
+    here, there = context.Pipe()
+    server = context.Process(target=serve, args=(latency, there, path, answer), daemon=True)
+    server.start()
+    try:
+        if not here.poll(30):
+            raise SystemExit("the benchmark server did not start within 30 s")
+        yield f"http://127.0.0.1:{here.recv()}"
+    finally:
+        server.terminate()
+        server.join(5)
 
 
 def measure(url: str, samples: list[Sample], settings: dict[str, Any]) -> float:
@@ -101,25 +127,16 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[16, 32, 64])
     opts = parser.parse_args()
 
-    context = multiprocessing.get_context("spawn")
-    here, there = context.Pipe()
-    server = context.Process(target=serve, args=(opts.latency, there), daemon=True)
-    server.start()
-    try:
-        if not here.poll(30):
-            raise SystemExit("the benchmark server did not start within 30 s")
-        url = f"http://127.0.0.1:{here.recv()}/reward"
+    with stub_server(opts.latency) as base:
+        url = f"{base}/reward"
         samples = [Sample(response=f"answer {i}", label="x") for i in range(opts.samples)]
         sequential = measure(url, samples[: opts.sequential_samples], {"concurrency": 1})
-        rows = [("sequential", 1, sequential, None)]
+        rows: list[tuple[str, int, float, float | None]] = [("sequential", 1, sequential, None)]
         for cap in opts.concurrency:
             rate = measure(url, samples, {"concurrency": cap})
             rows.append(("concurrent", cap, rate, measure_bare(url, opts.samples, cap)))
         batched = measure(url, samples, {"concurrency": 4, "batch": True, "batch_size": 64})
         rows.append(("batch of 64", 4, batched, None))
-    finally:
-        server.terminate()
-        server.join(5)
 
     print(
         f"{opts.samples} samples, {opts.latency * 1000:g} ms per request "

@@ -26,15 +26,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing
 import sys
 import tempfile
 import time
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
-
-from aiohttp import web
 
 from rewardrouter import Sample, compile_router
 
@@ -42,31 +38,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-from remote import measure_bare  # benchmarks/remote.py
+from remote import measure_bare, stub_server  # benchmarks/remote.py
 
 
-def serve(latency: float, conn: Connection) -> None:
-    """vLLM's /classify reply shape, after ``latency`` s: one logit per input."""
-
-    async def classify(request: web.Request) -> web.Response:
-        body = await request.json()
-        await asyncio.sleep(latency)
-        data = [
-            {"index": i, "label": "LABEL_0", "probs": [0.5], "num_classes": 1}
-            for i in range(len(body.get("input", [None])))  # the bare client: one
-        ]
-        return web.json_response({"object": "list", "model": "rm", "data": data})
-
-    async def main() -> None:
-        app = web.Application()
-        app.router.add_post("/classify", classify)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", 0, backlog=1024).start()
-        conn.send(runner.addresses[0][1])
-        await asyncio.Event().wait()
-
-    asyncio.run(main())
+def classify_reply(body: Any) -> Any:
+    """vLLM's /classify reply shape: one logit per input."""
+    data = [
+        {"index": i, "label": "LABEL_0", "probs": [0.5], "num_classes": 1}
+        for i in range(len(body.get("input", [None])))  # the bare client: one
+    ]
+    return {"object": "list", "model": "rm", "data": data}
 
 
 def rows(count: int, tag: str) -> list[Sample]:
@@ -102,15 +83,8 @@ def main() -> None:
     parser.add_argument("--local-samples", type=int, default=512)
     opts = parser.parse_args()
 
-    context = multiprocessing.get_context("spawn")
-    here, there = context.Pipe()
-    server = context.Process(target=serve, args=(opts.latency, there), daemon=True)
-    server.start()
     table: list[tuple[str, int, float, float | None, float | None]] = []
-    try:
-        if not here.poll(30):
-            raise SystemExit("the benchmark server did not start within 30 s")
-        base = f"http://127.0.0.1:{here.recv()}"
+    with stub_server(opts.latency, "/classify", classify_reply) as base:
         served = {"api": "vllm_classify", "url": base, "model": "rm", "template": "plain"}
         for cap in opts.concurrency:
             settings = {**served, "batch_size": 1, "concurrency": cap}
@@ -120,9 +94,6 @@ def main() -> None:
         settings = {**served, "batch_size": 32, "concurrency": 4}
         rate = measure(settings, rows(opts.samples, "b"), rows(128, "wb"))
         table.append(("served, 4 in flight", 32, rate, 4 * 32 / opts.latency, None))
-    finally:
-        server.terminate()
-        server.join(5)
 
     from rr_reward_model import tiny_reward_model  # tests/: nothing downloaded
 
