@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rr_remote import Reply, Seen
+from rr_tiny_llama import bpe_tokenizer, tiny_llama
 
 #: ChatML, as Qwen's reward models write it.
 CHATML = (
@@ -37,48 +38,18 @@ def tiny_reward_model(folder: Path, *, zero_head: bool = False, chat: bool = Tru
     ``chat``: the tokenizer has the ChatML template (and its two special tokens).
     """
     import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import (
-        AutoModelForSequenceClassification,
-        LlamaConfig,
-        PreTrainedTokenizerFast,
-    )
 
-    torch.manual_seed(0)
-    bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    specials = ["<pad>", "<eos>", "<|im_start|>", "<|im_end|>"]
-    bpe.train_from_iterator(
+    tokenizer = bpe_tokenizer(
         WORDS * 4,
-        trainers.BpeTrainer(
-            vocab_size=320,
-            special_tokens=specials,
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        ),
-    )
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=bpe,
-        pad_token="<pad>",
-        eos_token="<eos>",
+        vocab_size=320,
+        special_tokens=["<pad>", "<eos>", "<|im_start|>", "<|im_end|>"],
+        pad="<pad>",
+        eos="<eos>",
         additional_special_tokens=["<|im_start|>", "<|im_end|>"],
     )
     if chat:
         tokenizer.chat_template = CHATML
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=None,
-        num_labels=1,
-    )
-    model = AutoModelForSequenceClassification.from_config(config)
+    model = tiny_llama(tokenizer, head="score", max_positions=256)
     if zero_head:
         with torch.no_grad():
             model.score.weight.zero_()

@@ -39,6 +39,7 @@ from aiohttp.test_utils import TestServer
 from openrlhf.datasets import PromptDataset
 from openrlhf.datasets.utils import blending_datasets
 from openrlhf.utils.agent import SingleTurnAgentExecutor
+from rr_tiny_llama import bpe_tokenizer
 
 import rewardrouter.integrations.openrlhf as module
 from rewardrouter import Sample, compile_router, load_config
@@ -72,21 +73,13 @@ def _isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def tokenizer() -> Any:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    bpe.train_from_iterator(
+    return bpe_tokenizer(
         [p + r for p, r, _ in ROWS],
-        trainers.BpeTrainer(
-            vocab_size=400,
-            special_tokens=["<pad>", "</s>"],
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        ),
+        vocab_size=400,
+        special_tokens=["<pad>", "</s>"],
+        pad="<pad>",
+        eos="</s>",
     )
-    return PreTrainedTokenizerFast(tokenizer_object=bpe, pad_token="<pad>", eos_token="</s>")
 
 
 class Engine:

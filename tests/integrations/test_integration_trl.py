@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 from rr_frameworks import shaped_route_config
+from rr_tiny_llama import bpe_tokenizer, tiny_llama
 
 from rewardrouter import ConfigError, load_config
 from rewardrouter.integrations._router_cache import close_shared
@@ -304,34 +305,10 @@ class RecordingAsync(Recording):
 
 def tiny_model_and_tokenizer(texts: list[str]) -> tuple[Any, Any]:
     """A randomly initialised one-layer Llama and a byte-level BPE tokenizer trained on ``texts``."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import AutoModelForCausalLM, LlamaConfig, PreTrainedTokenizerFast
-
-    bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    bpe.train_from_iterator(
-        texts,
-        trainers.BpeTrainer(
-            vocab_size=300,
-            special_tokens=["<pad>", "<eos>"],
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        ),
+    tokenizer = bpe_tokenizer(
+        texts, vocab_size=300, special_tokens=["<pad>", "<eos>"], pad="<pad>", eos="<eos>"
     )
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, pad_token="<pad>", eos_token="<eos>")
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=128,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=None,
-    )
-    return AutoModelForCausalLM.from_config(config), tokenizer
+    return tiny_llama(tokenizer), tokenizer
 
 
 def expected_reward(completion: str, solution: str, dataset: str) -> float | None:

@@ -34,6 +34,7 @@ import verl
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 from rr_frameworks import shaped_route_config
+from rr_tiny_llama import bpe_tokenizer
 from verl import DataProto
 from verl.trainer.ppo.core_algos import (
     AdvantageEstimator,
@@ -598,21 +599,13 @@ UIDS = ["gsm8k"] * 4 + ["math", "squad", "squad", "math"]
 @pytest.fixture(scope="module")
 def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A byte-level BPE tokenizer saved where verl's workers load it (no network)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
+    path = tmp_path_factory.mktemp("tokenizer")
+    bpe_tokenizer(
+        [str(r[1]) for r in LOOP_ROWS],
         vocab_size=400,
         special_tokens=["<pad>", "</s>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    tok.train_from_iterator([str(r[1]) for r in LOOP_ROWS], trainer)
-    path = tmp_path_factory.mktemp("tokenizer")
-    PreTrainedTokenizerFast(
-        tokenizer_object=tok, pad_token="<pad>", eos_token="</s>"
+        pad="<pad>",
+        eos="</s>",
     ).save_pretrained(path)
     return path
 

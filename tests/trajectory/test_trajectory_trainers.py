@@ -14,6 +14,7 @@ import pytest
 import torch
 from rr_checkouts import SLIME, checkout
 from rr_frameworks import trainer_args
+from rr_tiny_llama import bpe_tokenizer, tiny_llama
 
 from rewardrouter.integrations._router_cache import close_shared
 from rewardrouter.integrations.trl import reward_function
@@ -121,24 +122,15 @@ def test_trl_conversational_completions_with_tools(router_yaml: Path, asynchrono
 def qwen3_tokenizer() -> Any:
     """A byte-level BPE tokenizer trained in memory, with Qwen3's tool-call tokens and TRL's copy
     of Qwen3's chat template, and the response schema TRL adds for that template."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
     from trl.chat_template_utils import add_response_schema, qwen3_chat_template
 
-    bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    bpe.train_from_iterator(
+    tokenizer = bpe_tokenizer(
         ['{"name": "get_weather", "arguments": {"city": "Paris"}}', "Sunny", "Weather in Paris?"]
         * 4,
-        trainers.BpeTrainer(
-            vocab_size=300,
-            special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        ),
-    )
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>"
+        vocab_size=300,
+        special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        pad="<|endoftext|>",
+        eos="<|im_end|>",
     )
     tokenizer.add_tokens(
         [
@@ -203,22 +195,7 @@ def get_weather(city: str) -> str:
 def model_that_calls_the_tool(tokenizer: Any, prompt: list[dict[str, Any]]) -> Any:
     """A tiny random Llama trained for a few seconds to answer ``prompt``, rendered with the
     tool as GRPOTrainer renders it, with one call of ``get_weather``."""
-    from transformers import AutoModelForCausalLM, LlamaConfig
-
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=4096,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=None,
-    )
-    model = AutoModelForCausalLM.from_config(config)
+    model = tiny_llama(tokenizer, hidden_size=64, layers=2, heads=4, max_positions=4096)
     call = {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
     asked = tokenizer.apply_chat_template(prompt, tools=[get_weather], add_generation_prompt=True)
     called = tokenizer.apply_chat_template(
