@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from rr_trajectory import weather_tool
 
 from rewardrouter import Router, compile_router
 
@@ -23,17 +24,7 @@ from .conftest import Canary, score_between_honest_rows
 #: Seconds a batch of three may take on a loaded machine: validation is linear and bounded.
 DEADLINE = 10.0
 
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    },
-}
+WEATHER = weather_tool()
 
 
 def asked(*messages: dict[str, Any]) -> list[dict[str, Any]]:

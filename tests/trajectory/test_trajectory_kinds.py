@@ -7,22 +7,15 @@ import pickle
 from typing import Any
 
 import pytest
+from rr_trajectory import weather_tool
 
 from rewardrouter import ConfigError, compile_router
 from rewardrouter.rewards.tools import ToolCallFormat, ToolFormatSettings
 
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
-            "required": ["city"],
-            "additionalProperties": False,
-        },
-    },
-}
+WEATHER = weather_tool(
+    {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
+    additionalProperties=False,
+)
 
 
 def calls(*arguments: Any, name: str = "get_weather") -> list[dict[str, Any]]:

@@ -19,19 +19,6 @@ from rr_tiny_llama import bpe_tokenizer, tiny_llama
 from rewardrouter.integrations._router_cache import close_shared
 from rewardrouter.integrations.trl import reward_function
 
-#: The tool the policy may call; its schema is declared in the router config.
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    },
-}
-
 ROUTER = """\
 route_by: [dataset, data_source]
 trajectory: {messages_field: messages}
