@@ -45,6 +45,17 @@ def _bits(values: Sequence[float]) -> list[int]:
     return np.array(values, dtype=np.float64).view(np.int64).tolist()
 
 
+def _assert_host_gives_the_torch_bits(
+    stage: AdvantageStage, rewards: Sequence[float | None], groups: Sequence[int] | None
+) -> None:
+    """The NumPy path answers, with the torch path's advantage bits and constant-group check."""
+    done = host_advantages(rewards, groups, stage)
+    assert done is not None
+    expected = _torch_path(stage, rewards, groups)
+    assert _bits(done[0]) == _bits(expected.advantages)
+    assert done[1] == expected.constant_groups
+
+
 def _batch(seed: int, n: int, missing: float) -> tuple[list[float | None], list[int]]:
     """Rewards of every kind a scorer returns, in groups of mixed sizes and scattered order."""
     rng = random.Random(seed)
@@ -88,11 +99,7 @@ def test_host_path_gives_the_torch_bits(
     stage: AdvantageStage, seed: int, n: int, missing: float
 ) -> None:
     rewards, groups = _batch(seed, n, missing)
-    done = host_advantages(rewards, groups, stage)
-    assert done is not None
-    expected = _torch_path(stage, rewards, groups)
-    assert _bits(done[0]) == _bits(expected.advantages)
-    assert done[1] == expected.constant_groups
+    _assert_host_gives_the_torch_bits(stage, rewards, groups)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -103,11 +110,7 @@ def test_grpo_group_std_gives_the_torch_bits_on_random_batches(seed: int, dtype:
     rng = random.Random(1000 + seed)
     rewards, groups = _batch(seed, rng.randrange(2, 3000), rng.choice([0.0, 0.05, 0.5]))
     stage = GRPOStage(device="cpu", dtype=dtype, eps=rng.choice([1e-6, 0.0, 0.01]))
-    done = host_advantages(rewards, groups, stage)
-    assert done is not None
-    expected = _torch_path(stage, rewards, groups)
-    assert _bits(done[0]) == _bits(expected.advantages)
-    assert done[1] == expected.constant_groups
+    _assert_host_gives_the_torch_bits(stage, rewards, groups)
 
 
 @pytest.mark.parametrize(
@@ -144,21 +147,13 @@ def test_grpo_group_std_policies(
 def test_host_path_numbers_any_group_ids(groups: list[int]) -> None:
     rewards, _ = _batch(5, 64, 0.1)
     stage = RLOOStage(device="cpu")
-    done = host_advantages(rewards, groups, stage)
-    assert done is not None
-    expected = _torch_path(stage, rewards, groups)
-    assert _bits(done[0]) == _bits(expected.advantages)
-    assert done[1] == expected.constant_groups
+    _assert_host_gives_the_torch_bits(stage, rewards, groups)
 
 
 def test_host_path_groups_by_position() -> None:
     rewards, _ = _batch(6, 64, 0.1)
     stage = RLOOStage(device="cpu", group_by="position", n_samples_per_prompt=8)
-    done = host_advantages(rewards, None, stage)
-    assert done is not None
-    expected = _torch_path(stage, rewards, None)
-    assert _bits(done[0]) == _bits(expected.advantages)
-    assert done[1] == expected.constant_groups
+    _assert_host_gives_the_torch_bits(stage, rewards, None)
 
 
 @pytest.mark.parametrize(
