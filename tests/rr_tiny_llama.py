@@ -7,6 +7,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
+#: Trainer arguments (transformers' ``TrainingArguments``, so TRL's configs too) of a short run
+#: here: float32 on the CPU, logged every step, nothing reported or saved, seeded.
+CPU_RUN: dict[str, Any] = {
+    "bf16": False,
+    "use_cpu": True,
+    "report_to": "none",
+    "logging_steps": 1,
+    "save_strategy": "no",
+    "seed": 0,
+}
+
 
 def bpe_tokenizer(
     texts: Iterable[str],

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 from rr_frameworks import shaped_route_config
-from rr_tiny_llama import bpe_tokenizer, tiny_llama
+from rr_tiny_llama import CPU_RUN, bpe_tokenizer, tiny_llama
 
 from rewardrouter import ConfigError, load_config
 from rewardrouter.integrations._router_cache import close_shared
@@ -349,12 +349,7 @@ def test_grpo_trainer_step_with_routed_rewards(
         per_device_train_batch_size=4,  # a multiple of num_generations
         num_generations=2,
         max_completion_length=8,
-        bf16=False,
-        use_cpu=True,
-        report_to="none",
-        logging_steps=1,
-        save_strategy="no",
-        seed=0,
+        **CPU_RUN,
     )
     record = recording(trainer.reward_funcs[0])  # same kind, same name: TRL calls it the same way
     trainer.reward_funcs[0] = record
@@ -504,11 +499,7 @@ def test_grpo_trainer_refuses_a_label_column_its_dataset_lacks(tmp_path: Path) -
             per_device_train_batch_size=4,
             num_generations=2,
             max_completion_length=8,
-            bf16=False,
-            use_cpu=True,
-            report_to="none",
-            save_strategy="no",
-            seed=0,
+            **CPU_RUN,
         ),
         train_dataset=Dataset.from_list(rows),
         processing_class=tokenizer,

@@ -14,7 +14,7 @@ import pytest
 import torch
 from rr_checkouts import SLIME, checkout
 from rr_frameworks import trainer_args
-from rr_tiny_llama import bpe_tokenizer, tiny_llama
+from rr_tiny_llama import CPU_RUN, bpe_tokenizer, tiny_llama
 
 from rewardrouter.integrations._router_cache import close_shared
 from rewardrouter.integrations.trl import reward_function
@@ -239,12 +239,7 @@ def test_grpo_trainer_step_runs_the_tool_and_the_router_grades_the_trajectory(
             max_completion_length=256,
             max_tool_calling_iterations=1,
             temperature=0.01,
-            bf16=False,
-            use_cpu=True,
-            report_to="none",
-            logging_steps=1,
-            save_strategy="no",
-            seed=0,
+            **CPU_RUN,
         ),
     )
     trainer.train()
