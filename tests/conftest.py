@@ -55,3 +55,13 @@ def make_router() -> Iterator[Any]:
     yield make
     for router in made:
         router.close()
+
+
+@pytest.fixture
+def servers() -> Iterator[Any]:
+    """An ``rr_remote.Servers``: the HTTP servers a test starts on 127.0.0.1, stopped after it."""
+    from rr_remote import Servers  # aiohttp, for the tests that serve only
+
+    started = Servers()
+    yield started
+    started.stop()

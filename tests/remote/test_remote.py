@@ -13,7 +13,6 @@ import pickle
 import random
 import time
 import warnings
-from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
@@ -26,13 +25,6 @@ from rewardrouter.remote.pool import SessionPool
 from rewardrouter.remote.retry import backoff_delay, retry_after
 
 SECRET = "s3cr3t-t0ken-value"
-
-
-@pytest.fixture
-def servers() -> Iterator[Servers]:
-    started = Servers()
-    yield started
-    started.stop()
 
 
 def judge(url: str, on_error: Any = "skip", key: str | None = None, **settings: Any) -> dict:

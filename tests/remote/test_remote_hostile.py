@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,13 +15,6 @@ from rr_testfns import row
 from rewardrouter import RewardError
 
 TOKEN = "Tok/EN-s3cr3t+Value"  # a slash and upper case: spelled differently by careless echoes
-
-
-@pytest.fixture
-def servers() -> Iterator[Servers]:
-    started = Servers()
-    yield started
-    started.stop()
 
 
 def _router(make_router: Any, url: str, on_error: Any = "skip", **settings: Any) -> Any:

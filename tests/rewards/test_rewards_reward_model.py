@@ -8,7 +8,6 @@ expected reward is known in advance; it records every request, so the tests see 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +29,6 @@ PATHS = {
 
 def score_of(text: str) -> float:
     return 2.0 if "good" in text else -1.0 if "bad" in text else 0.5
-
-
-@pytest.fixture
-def servers() -> Iterator[Servers]:
-    started = Servers()
-    yield started
-    started.stop()
 
 
 def rm_router(make_router: Any, url: str, api: str = "vllm_classify", **kwargs: Any) -> Any:
