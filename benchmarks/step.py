@@ -39,14 +39,38 @@ advantage stage imports torch.
 The baseline's fresh process imports torch and math-verify the same way, inside the span.
 CPU time is that of the process (all its threads), start-up included.
 
+The same batches, in processes of their own, go through each peer's default reward path, its
+imports done before timing:
+
+- **slime** (``--slime CHECKOUT``): ``rm_hub.batched_async_rm(args, samples)`` on slime's own
+  ``Sample`` objects, no custom function, each sample's ``metadata["rm_type"]`` naming its
+  grader as a mixed dataset does: ``math`` (``grade_answer_verl``: the last box, then mathd and
+  sympy equivalence; ``deepscaler`` would score 0 here, as it grades only after ``</think>``),
+  ``gpqa`` and ``f1``; the rewards stored on the samples, then slime's default normalization for
+  ``--advantage-estimator grpo`` (``RolloutManager._post_process_rewards`` in
+  ``slime/ray/rollout.py``, which imports sglang and Ray, so its arithmetic is done here as it
+  does it: float32, ``reshape(-1, n_samples_per_prompt)``, centred, divided by unbiased std +
+  1e-6);
+- **verl** (the installed package, or ``--verl CHECKOUT``): ``default_compute_score(data_source,
+  response, label)`` per sample, as its ``naive`` reward manager calls it, with the data sources
+  of verl's own preprocessing: ``DigitalLearningGmbH/MATH-lighteval`` for math
+  (``math_reward``: the last box, string equivalence). verl has no data source for multiple
+  choice or short QA: it raises ``NotImplementedError`` for them, counted here as reward 0 and
+  as not covered (a verl user writes a custom function for them). The scores are placed on the
+  last response token (``token_level_rewards``, as the reward manager does), then
+  ``core_algos.compute_grpo_outcome_advantage`` on torch tensors, groups by prompt (``uid``).
+
 The baseline grades one sample at a time, with no router: plain math-verify for math
 (``verify(parse(label), parse(response))``, as math-verify's README calls it), the same
-``gpqa`` and ``f1`` graders for the rest, then slime's default normalization (rewards reshaped to
-``(-1, 16)``, centred, divided by std + 1e-6); its imports (math-verify, the graders) are done
-before timing.
+``gpqa`` and ``f1`` graders for the rest, then slime's default normalization as above; its
+imports (math-verify, the graders) are done before timing. It is not a peer: no framework
+grades this way by default.
 
-    python benchmarks/step.py                # about three minutes on 2 cores
-    python benchmarks/step.py --repeat 1 --prompts 128
+Agreement: how many of the cold step's rewards each peer gives equal to ours, by dataset, and
+the math shapes where they differ most.
+
+    python benchmarks/step.py --slime path/to/slime   # several minutes on 2 cores
+    python benchmarks/step.py --repeat 1 --prompts 128 --slime path/to/slime
 """
 
 from __future__ import annotations
@@ -64,9 +88,12 @@ import sys
 import tempfile
 import time
 from argparse import Namespace
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import answer_mix
+import external_suites
 
 ROUTER_YAML = """\
 route_by: [dataset]
@@ -90,6 +117,13 @@ post_process:
 #: The estimator of the second fresh-process run: a batch std, which imports torch.
 BATCH_STD = ("std: group", "std: batch")
 GROUP = 16
+#: ``metadata["rm_type"]`` per dataset for slime's ``rm_hub``; verl's data source per dataset.
+SLIME_RM_TYPES = {"math": "math", "gpqa": "gpqa", "squad": "f1"}
+VERL_SOURCES = {
+    "math": "DigitalLearningGmbH/MATH-lighteval",
+    "gpqa": "Idavidrein/gpqa",
+    "squad": "rajpurkar/squad",
+}
 TARGET = 0.25  # seconds for a cold step on 2 cores
 FRESH_TARGET = 1.5  # seconds from a fresh process to the end of its first step
 
@@ -121,7 +155,7 @@ class _Collections:
             self.seconds += time.perf_counter() - self._started
 
 
-def _ours(config: Path, prompts: int, seed: int) -> dict[str, float]:
+def _ours(config: Path, prompts: int, seed: int) -> dict[str, Any]:
     """In this process: import the hooks, load the router, then a cold step and a warm one
     (seconds)."""
     args = _args(config)
@@ -131,7 +165,7 @@ def _ours(config: Path, prompts: int, seed: int) -> dict[str, float]:
     start = time.perf_counter()
     from rewardrouter.integrations.slime import batched_custom_rm, post_process_rewards
 
-    timings: dict[str, float] = {"import": time.perf_counter() - start}
+    timings: dict[str, Any] = {"import": time.perf_counter() - start}
     start = time.perf_counter()
     from rewardrouter.integrations._router_cache import shared_router
     from rewardrouter.integrations._source import config_source
@@ -168,6 +202,8 @@ def _ours(config: Path, prompts: int, seed: int) -> dict[str, float]:
             if s.metadata["dataset"] != "squad"
         )
         timings[f"{name}_agree"] = right / sum(s.metadata["dataset"] != "squad" for s in batch)
+        if name == "cold":
+            timings["rewards"] = [float(r) for r in raw]
     timings["graders"] = _graders_alone(answer_mix.step_batch(prompts, GROUP, seed + 3))
     return timings
 
@@ -190,7 +226,6 @@ def _graders_alone(batch: list[answer_mix.Sample]) -> float:
 
 def _baseline_step(batch: list[answer_mix.Sample]) -> list[float]:
     """The per-sample baseline's step on ``batch``: its rewards (it imports what it uses)."""
-    import torch
     from math_verify import parse, verify
 
     from rewardrouter.rewards.choice import gpqa
@@ -206,12 +241,117 @@ def _baseline_step(batch: list[answer_mix.Sample]) -> list[float]:
             rewards.append(gpqa(sample.response, sample.label, sample.metadata) or 0.0)
         else:
             rewards.append(f1(sample.response, sample.label, sample.metadata) or 0.0)
-    grouped = torch.tensor(rewards, dtype=torch.float32).reshape(-1, GROUP)
-    mean = grouped.mean(dim=-1, keepdim=True)
-    std = grouped.std(dim=-1, keepdim=True)
-    advantages = ((grouped - mean) / (std + 1e-6)).flatten().tolist()
-    assert len(advantages) == len(batch)
+    assert len(_slime_normalization(rewards)) == len(batch)
     return rewards
+
+
+def _slime_normalization(rewards: list[float]) -> list[float]:
+    """slime's default normalization for ``--advantage-estimator grpo`` (its arithmetic, as
+    ``RolloutManager._post_process_rewards`` does it): float32, one row per prompt, centred,
+    divided by the unbiased std + 1e-6."""
+    import torch
+
+    grouped = torch.tensor(rewards, dtype=torch.float).reshape(-1, GROUP)
+    centred = grouped - grouped.mean(dim=-1, keepdim=True)
+    result: list[float] = (centred / (centred.std(dim=-1, keepdim=True) + 1e-6)).flatten().tolist()
+    return result
+
+
+def _import_slime(checkout: Path) -> Any:
+    """slime's ``rm_hub`` and ``Sample`` from a checkout (its top packages registered without
+    their ``__init__``, as ``external_suites`` registers them)."""
+    external_suites._load_package("slime", checkout / "slime")
+    external_suites._load_package("slime.rollout", checkout / "slime" / "rollout")
+    return importlib.import_module("slime.rollout.rm_hub")
+
+
+def _slime(checkout: Path, prompts: int, seed: int) -> dict[str, Any]:
+    """In this process: slime's default reward path on a cold step and a warm one (seconds)."""
+    rm_hub = _import_slime(checkout)
+    slime_sample = importlib.import_module("slime.utils.types").Sample
+    args = Namespace(
+        custom_rm_path=None,
+        rm_type=None,
+        reward_key=None,
+        n_samples_per_prompt=GROUP,
+        rollout_batch_size=prompts,
+        advantage_estimator="grpo",
+        rewards_normalization=True,
+        grpo_std_normalization=True,
+    )
+    timings: dict[str, Any] = {}
+    for name, offset in (("cold", 0), ("warm", 1)):
+        batch = [
+            slime_sample(
+                prompt=s.prompt,
+                response=s.response,
+                label=s.label,
+                metadata={**s.metadata, "rm_type": SLIME_RM_TYPES[s.metadata["dataset"]]},
+                group_index=s.group_index,
+                index=s.index,
+                response_length=s.response_length,
+            )
+            for s in answer_mix.step_batch(prompts, GROUP, seed + offset)
+        ]
+        start, cpu = time.perf_counter(), time.process_time()
+        rewards = asyncio.run(rm_hub.batched_async_rm(args, batch))
+        for sample, reward in zip(batch, rewards, strict=True):
+            sample.reward = reward
+        raw = [sample.get_reward_value(args) for sample in batch]
+        assert len(_slime_normalization(raw)) == len(batch)
+        timings[name] = time.perf_counter() - start
+        timings[f"{name}_cpu"] = time.process_time() - cpu
+        if name == "cold":
+            timings["rewards"] = [float(r) for r in raw]
+    return timings
+
+
+def _import_verl(checkout: Path | None) -> tuple[Any, Any]:
+    """verl's ``default_compute_score`` and ``compute_grpo_outcome_advantage``: from the
+    installed package, or from a checkout put first on the path."""
+    if checkout is not None:
+        sys.path.insert(0, str(checkout))
+    score = importlib.import_module("verl.utils.reward_score").default_compute_score
+    grpo = importlib.import_module("verl.trainer.ppo.core_algos").compute_grpo_outcome_advantage
+    return score, grpo
+
+
+def _verl(checkout: Path | None, prompts: int, seed: int) -> dict[str, Any]:
+    """In this process: verl's default reward path on a cold step and a warm one (seconds)."""
+    import numpy as np
+    import torch
+
+    score, grpo = _import_verl(checkout)
+    timings: dict[str, Any] = {"source": sys.modules["verl"].__file__}
+    for name, offset in (("cold", 0), ("warm", 1)):
+        batch = answer_mix.step_batch(prompts, GROUP, seed + offset)
+        # the batch's tensors as verl's trainer holds them before rewards: the response mask
+        # (responses padded to the longest) and the prompt ids (``uid``)
+        lengths = torch.tensor([s.response_length for s in batch])
+        mask = (torch.arange(int(lengths.max())) < lengths[:, None]).float()
+        uid = np.array([str(s.group_index) for s in batch], dtype=object)
+        uncovered = 0
+        start, cpu = time.perf_counter(), time.process_time()
+        rewards: list[float] = []
+        for sample in batch:
+            try:
+                result = score(VERL_SOURCES[sample.metadata["dataset"]], sample.response,
+                               sample.label)  # fmt: skip
+            except NotImplementedError:
+                uncovered += 1
+                result = 0.0
+            rewards.append(float(result["score"] if isinstance(result, dict) else result))
+        token_level = torch.zeros_like(mask)
+        token_level[torch.arange(len(batch)), lengths - 1] = torch.tensor(rewards)
+        advantages, _ = grpo(token_level_rewards=token_level, response_mask=mask, index=uid,
+                             epsilon=1e-6, norm_adv_by_std_in_grpo=True)  # fmt: skip
+        timings[name] = time.perf_counter() - start
+        timings[f"{name}_cpu"] = time.process_time() - cpu
+        assert advantages.shape == mask.shape
+        if name == "cold":
+            timings["rewards"] = rewards
+            timings["uncovered"] = uncovered
+    return timings
 
 
 def _baseline(prompts: int, seed: int) -> dict[str, float]:
@@ -267,7 +407,8 @@ def _first_step(side: str, config: Path, prompts: int, seed: int) -> dict[str, f
 
 def _child(argv: list[str]) -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("side", choices=["ours", "baseline"])
+    parser.add_argument("side", choices=["ours", "baseline", "slime", "verl"])
+    parser.add_argument("--peer", type=Path, default=None)
     parser.add_argument("--config", type=Path)
     parser.add_argument("--prompts", type=int)
     parser.add_argument("--seed", type=int)
@@ -279,8 +420,13 @@ def _child(argv: list[str]) -> int:
         return 0
     import torch  # noqa: F401  (the trainer's, imported long before its first reward)
 
+    result: dict[str, Any]
     if args.side == "ours":
         result = _ours(args.config, args.prompts, args.seed)
+    elif args.side == "slime":
+        result = _slime(args.peer, args.prompts, args.seed)
+    elif args.side == "verl":
+        result = _verl(args.peer, args.prompts, args.seed)
     else:
         result = _baseline(args.prompts, args.seed)
     print(json.dumps(result))
@@ -288,12 +434,20 @@ def _child(argv: list[str]) -> int:
 
 
 def _fresh_process(
-    side: str, config: Path, prompts: int, seed: int, *, first_step: bool = False
-) -> dict[str, float]:
+    side: str,
+    config: Path,
+    prompts: int,
+    seed: int,
+    *,
+    first_step: bool = False,
+    peer: Path | None = None,
+) -> dict[str, Any]:
     """One child process's timings; with ``first_step``, its "fresh process → first step" wall
     time (from launching it) and CPU time, the batch's making left out."""
     command = [sys.executable, __file__, "--child", side, "--config", str(config),
                "--prompts", str(prompts), "--seed", str(seed)]  # fmt: skip
+    if peer is not None:
+        command += ["--peer", str(peer)]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
     launched = time.perf_counter()  # CLOCK_MONOTONIC: the child's clock reads the same
     done = subprocess.run(
@@ -301,10 +455,51 @@ def _fresh_process(
     )
     if done.returncode != 0:
         raise SystemExit(f"{side} step failed:\n{done.stderr[-3000:]}")
-    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     if first_step:
         result["wall"] = result["end"] - launched - result["batch"]
     return result
+
+
+def _ratios(ours: list[dict[str, Any]], others: dict[str, list[dict[str, Any]]]) -> None:
+    """How many times longer each other side took than ours: wall (best against best) and CPU
+    (median against median), cold and warm."""
+    print(
+        f"\n{'ours against':<24}{'cold wall':>11}{'cold CPU':>10}{'warm wall':>11}{'warm CPU':>10}"
+    )
+    for name, runs in others.items():
+        cells = ""
+        for step in ("cold", "warm"):
+            wall = min(r[step] for r in runs) / min(r[step] for r in ours)
+            cpu = statistics.median(r[f"{step}_cpu"] for r in runs) / statistics.median(
+                r[f"{step}_cpu"] for r in ours
+            )
+            cells += f"{wall:>10.1f}x{cpu:>9.1f}x"
+        print(f"{name:<24}{cells}")
+
+
+def _agreement(
+    batch: list[answer_mix.Sample], ours: list[float], peers: dict[str, list[float]]
+) -> None:
+    """How many of the cold step's rewards each peer gives equal to ours, by dataset, and
+    where they differ: higher or lower than ours, and the math shapes that differ most."""
+    for name, theirs in peers.items():
+        equal = sum(a == b for a, b in zip(ours, theirs, strict=True))
+        print(f"\n{name}: {equal:,} of {len(batch):,} rewards equal to ours")
+        for dataset in ("math", "gpqa", "squad"):
+            rows = [
+                (s, a, b)
+                for s, a, b in zip(batch, ours, theirs, strict=True)
+                if s.metadata["dataset"] == dataset
+            ]
+            differ = [(s, a, b) for s, a, b in rows if a != b]
+            higher = sum(b > a for _, a, b in differ)
+            line = (f"  {dataset:<6}{len(rows) - len(differ):>6,} of {len(rows):,} equal; "
+                    f"{higher:,} higher than ours, {len(differ) - higher:,} lower")  # fmt: skip
+            if dataset == "math" and differ:
+                shapes = Counter(s.metadata["shape"] for s, _, _ in differ).most_common(6)
+                line += "; by shape: " + ", ".join(f"{k} {v}" for k, v in shapes)
+            print(line)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -315,18 +510,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompts", type=int, default=512)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=3, help="fresh processes per side")
+    parser.add_argument("--slime", type=Path, help="a slime checkout (THUDM/slime); else no slime")
+    parser.add_argument("--verl", type=Path, help="a verl checkout; else the installed verl")
     args = parser.parse_args(argv)
+    peers: dict[str, Path | None] = {"verl": args.verl and args.verl.resolve()}
+    if args.slime:
+        peers = {"slime": args.slime.resolve(), **peers}
 
     with tempfile.TemporaryDirectory() as folder:
         config, batch_std = Path(folder) / "router.yaml", Path(folder) / "router_batch_std.yaml"
         config.write_text(ROUTER_YAML)
         batch_std.write_text(ROUTER_YAML.replace(*BATCH_STD))
         ours, base = [], []
+        peer_runs: dict[str, list[dict[str, Any]]] = {name: [] for name in peers}
         first: dict[str, list[dict[str, float]]] = {"grpo": [], "batch_std": [], "baseline": []}
         for i in range(args.repeat):  # side by side: one process of each in turn
             seed = args.seed + 10 * i
             ours.append(_fresh_process("ours", config, args.prompts, seed))
             base.append(_fresh_process("baseline", config, args.prompts, seed))
+            for name, path in peers.items():
+                peer_runs[name].append(_fresh_process(name, config, args.prompts, seed, peer=path))
             for name, side, path in (
                 ("grpo", "ours", config),
                 ("batch_std", "ours", batch_std),
@@ -357,6 +560,9 @@ def main(argv: list[str] | None = None) -> int:
     row("  the graders alone, cold caches", [r["graders"] for r in ours])
     row("cold step: per-sample baseline", [r["cold"] for r in base], [r["cold_cpu"] for r in base])
     row("warm step: per-sample baseline", [r["warm"] for r in base], [r["warm_cpu"] for r in base])
+    for name, runs in peer_runs.items():
+        row(f"cold step: {name}", [r["cold"] for r in runs], [r["cold_cpu"] for r in runs])
+        row(f"warm step: {name}", [r["warm"] for r in runs], [r["warm_cpu"] for r in runs])
     print("fresh process -> first step (start-up and every import included):")
     for name, label in (
         ("grpo", "  slime hooks, grpo"),
@@ -375,6 +581,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"target: a cold step <= {TARGET} s; best {best:.3f} s, median {median:.3f} s: "
           f"{'met' if best <= TARGET else 'NOT met'} (best), "
           f"{'met' if median <= TARGET else 'NOT met'} (median)")  # fmt: skip
+    _ratios(
+        ours, {**{f"{n} default path": r for n, r in peer_runs.items()}, "math-verify loop": base}
+    )
+    if "verl" in peer_runs:
+        print(f"(verl: imported from {peer_runs['verl'][0]['source']}; "
+              f"{peer_runs['verl'][0]['uncovered']:,} samples without a verl data source)")  # fmt: skip
+    _agreement(answer_mix.step_batch(args.prompts, GROUP, args.seed), ours[0]["rewards"],
+               {name: runs[0]["rewards"] for name, runs in peer_runs.items()})  # fmt: skip
     agree_ours = statistics.mean(r["cold_agree"] for r in ours)
     agree_base = statistics.mean(r["cold_agree"] for r in base)
     for name, label in (("grpo", "grpo"), ("batch_std", "grpo std: batch")):
