@@ -155,11 +155,17 @@ class _Collections:
             self.seconds += time.perf_counter() - self._started
 
 
-def _ours(config: Path, prompts: int, seed: int) -> dict[str, Any]:
+def _batch(prompts: int, seed: int, only: str | None = None) -> list[answer_mix.Sample]:
+    """A step's batch, or with ``only`` the samples of that dataset in it."""
+    batch = answer_mix.step_batch(prompts, GROUP, seed)
+    return [s for s in batch if s.metadata["dataset"] == only] if only else batch
+
+
+def _ours(config: Path, prompts: int, seed: int, only: str | None = None) -> dict[str, Any]:
     """In this process: import the hooks, load the router, then a cold step and a warm one
     (seconds)."""
     args = _args(config)
-    first = answer_mix.step_batch(prompts, GROUP, seed)
+    first = _batch(prompts, seed, only)
     collections = _Collections()
 
     start = time.perf_counter()
@@ -182,7 +188,7 @@ def _ours(config: Path, prompts: int, seed: int) -> dict[str, Any]:
     timings["workers"] = time.perf_counter() - start
     for name in ("cold", "warm"):
         # the next rollout's batch is generated after this step, as a trainer makes it
-        batch = first if name == "cold" else answer_mix.step_batch(prompts, GROUP, seed + 1)
+        batch = first if name == "cold" else _batch(prompts, seed + 1, only)
         collected = collections.seconds
         start, cpu = time.perf_counter(), time.process_time()
         rewards = asyncio.run(batched_custom_rm(args, batch))
@@ -204,7 +210,7 @@ def _ours(config: Path, prompts: int, seed: int) -> dict[str, Any]:
         timings[f"{name}_agree"] = right / sum(s.metadata["dataset"] != "squad" for s in batch)
         if name == "cold":
             timings["rewards"] = [float(r) for r in raw]
-    timings["graders"] = _graders_alone(answer_mix.step_batch(prompts, GROUP, seed + 3))
+    timings["graders"] = _graders_alone(_batch(prompts, seed + 3, only))
     return timings
 
 
@@ -316,7 +322,9 @@ def _import_verl(checkout: Path | None) -> tuple[Any, Any]:
     return score, grpo
 
 
-def _verl(checkout: Path | None, prompts: int, seed: int) -> dict[str, Any]:
+def _verl(
+    checkout: Path | None, prompts: int, seed: int, only: str | None = None
+) -> dict[str, Any]:
     """In this process: verl's default reward path on a cold step and a warm one (seconds)."""
     import numpy as np
     import torch
@@ -324,7 +332,7 @@ def _verl(checkout: Path | None, prompts: int, seed: int) -> dict[str, Any]:
     score, grpo = _import_verl(checkout)
     timings: dict[str, Any] = {"source": sys.modules["verl"].__file__}
     for name, offset in (("cold", 0), ("warm", 1)):
-        batch = answer_mix.step_batch(prompts, GROUP, seed + offset)
+        batch = _batch(prompts, seed + offset, only)
         # the batch's tensors as verl's trainer holds them before rewards: the response mask
         # (responses padded to the longest) and the prompt ids (``uid``)
         lengths = torch.tensor([s.response_length for s in batch])
@@ -413,6 +421,7 @@ def _child(argv: list[str]) -> int:
     parser.add_argument("--prompts", type=int)
     parser.add_argument("--seed", type=int)
     parser.add_argument("--fresh", action="store_true")
+    parser.add_argument("--only", help="the samples of this dataset alone")
     args = parser.parse_args(argv)
     logging.getLogger("math_verify").setLevel(logging.ERROR)
     if args.fresh:
@@ -422,11 +431,11 @@ def _child(argv: list[str]) -> int:
 
     result: dict[str, Any]
     if args.side == "ours":
-        result = _ours(args.config, args.prompts, args.seed)
+        result = _ours(args.config, args.prompts, args.seed, args.only)
     elif args.side == "slime":
         result = _slime(args.peer, args.prompts, args.seed)
     elif args.side == "verl":
-        result = _verl(args.peer, args.prompts, args.seed)
+        result = _verl(args.peer, args.prompts, args.seed, args.only)
     else:
         result = _baseline(args.prompts, args.seed)
     print(json.dumps(result))
@@ -441,6 +450,7 @@ def _fresh_process(
     *,
     first_step: bool = False,
     peer: Path | None = None,
+    only: str | None = None,
 ) -> dict[str, Any]:
     """One child process's timings; with ``first_step``, its "fresh process → first step" wall
     time (from launching it) and CPU time, the batch's making left out."""
@@ -448,6 +458,8 @@ def _fresh_process(
                "--prompts", str(prompts), "--seed", str(seed)]  # fmt: skip
     if peer is not None:
         command += ["--peer", str(peer)]
+    if only is not None:
+        command += ["--only", only]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
     launched = time.perf_counter()  # CLOCK_MONOTONIC: the child's clock reads the same
     done = subprocess.run(
@@ -461,21 +473,25 @@ def _fresh_process(
     return result
 
 
-def _ratios(ours: list[dict[str, Any]], others: dict[str, list[dict[str, Any]]]) -> None:
-    """How many times longer each other side took than ours: wall (best against best) and CPU
-    (median against median), cold and warm."""
+Runs = list[dict[str, Any]]
+
+
+def _ratios(pairs: dict[str, tuple[Runs, Runs]]) -> None:
+    """How many times longer each other side took than ours (same samples): wall (best against
+    best) and CPU (median against median), cold and warm."""
     print(
-        f"\n{'ours against':<24}{'cold wall':>11}{'cold CPU':>10}{'warm wall':>11}{'warm CPU':>10}"
+        f"\n{'their time / ours':<34}{'cold wall':>10}{'cold CPU':>10}{'warm wall':>10}"
+        f"{'warm CPU':>10}"
     )
-    for name, runs in others.items():
+    for name, (ours, runs) in pairs.items():
         cells = ""
         for step in ("cold", "warm"):
             wall = min(r[step] for r in runs) / min(r[step] for r in ours)
             cpu = statistics.median(r[f"{step}_cpu"] for r in runs) / statistics.median(
                 r[f"{step}_cpu"] for r in ours
             )
-            cells += f"{wall:>10.1f}x{cpu:>9.1f}x"
-        print(f"{name:<24}{cells}")
+            cells += f"{wall:>9.2f}x{cpu:>9.2f}x"
+        print(f"{name:<34}{cells}")
 
 
 def _agreement(
@@ -522,7 +538,8 @@ def main(argv: list[str] | None = None) -> int:
         config.write_text(ROUTER_YAML)
         batch_std.write_text(ROUTER_YAML.replace(*BATCH_STD))
         ours, base = [], []
-        peer_runs: dict[str, list[dict[str, Any]]] = {name: [] for name in peers}
+        peer_runs: dict[str, Runs] = {name: [] for name in peers}
+        math_alone: dict[str, Runs] = {"ours": [], "verl": []}
         first: dict[str, list[dict[str, float]]] = {"grpo": [], "batch_std": [], "baseline": []}
         for i in range(args.repeat):  # side by side: one process of each in turn
             seed = args.seed + 10 * i
@@ -530,6 +547,13 @@ def main(argv: list[str] | None = None) -> int:
             base.append(_fresh_process("baseline", config, args.prompts, seed))
             for name, path in peers.items():
                 peer_runs[name].append(_fresh_process(name, config, args.prompts, seed, peer=path))
+            if "verl" in peers:  # verl's coverage: the math samples alone, on both sides
+                for side in ("ours", "verl"):
+                    math_alone[side].append(
+                        _fresh_process(
+                            side, config, args.prompts, seed, peer=peers.get(side), only="math"
+                        )
+                    )
             for name, side, path in (
                 ("grpo", "ours", config),
                 ("batch_std", "ours", batch_std),
@@ -563,6 +587,12 @@ def main(argv: list[str] | None = None) -> int:
     for name, runs in peer_runs.items():
         row(f"cold step: {name}", [r["cold"] for r in runs], [r["cold_cpu"] for r in runs])
         row(f"warm step: {name}", [r["warm"] for r in runs], [r["warm_cpu"] for r in runs])
+    for name, label in (("ours", "slime hooks"), ("verl", "verl")):
+        if runs := math_alone[name]:
+            row(f"cold step, math alone: {label}", [r["cold"] for r in runs],
+                [r["cold_cpu"] for r in runs])  # fmt: skip
+            row(f"warm step, math alone: {label}", [r["warm"] for r in runs],
+                [r["warm_cpu"] for r in runs])  # fmt: skip
     print("fresh process -> first step (start-up and every import included):")
     for name, label in (
         ("grpo", "  slime hooks, grpo"),
@@ -581,9 +611,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"target: a cold step <= {TARGET} s; best {best:.3f} s, median {median:.3f} s: "
           f"{'met' if best <= TARGET else 'NOT met'} (best), "
           f"{'met' if median <= TARGET else 'NOT met'} (median)")  # fmt: skip
-    _ratios(
-        ours, {**{f"{n} default path": r for n, r in peer_runs.items()}, "math-verify loop": base}
-    )
+    pairs = {f"{n} default path": (ours, r) for n, r in peer_runs.items()}
+    if math_alone["verl"]:
+        pairs["verl default path, math alone"] = (math_alone["ours"], math_alone["verl"])
+    _ratios({**pairs, "math-verify loop": (ours, base)})
     if "verl" in peer_runs:
         print(f"(verl: imported from {peer_runs['verl'][0]['source']}; "
               f"{peer_runs['verl'][0]['uncovered']:,} samples without a verl data source)")  # fmt: skip
