@@ -314,8 +314,14 @@ def test_launchers_start_workers_that_serve_and_die_by_pid(launcher: Launcher) -
         worker.progress[LIMIT] = 2.0
         items = pickle.dumps([snapshot(Sample(response="abc")), snapshot(Sample(response="x"))])
         worker.conn.send((7, 1, blob, items, 2))
-        task_id, first, outcomes, _, done = worker.conn.recv()
-        assert (task_id, first, [o.value for o in outcomes], done) == (7, 0, [3.0, 1.0], True)
+        # A worker answers in parts when a part takes longer than its budget (a loaded machine)
+        replies, done = [], False
+        while not done:
+            task_id, first, outcomes, _, done = worker.conn.recv()
+            replies.append((task_id, first, [o.value for o in outcomes]))
+        assert [r[0] for r in replies] == [7] * len(replies)
+        assert [r[1] for r in replies] == [0, 1][: len(replies)]
+        assert [v for r in replies for v in r[2]] == [3.0, 1.0]
         assert _alive(worker.pid)
         launcher.kill(worker)
         assert launcher.reap(worker, 5.0) == -signal.SIGKILL
