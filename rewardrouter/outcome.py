@@ -61,9 +61,18 @@ class QuickPath(Protocol):
 
 
 class Outcome(NamedTuple):
+    """What one call gave one sample: its return ``value``, or a failed ``status`` and ``error``.
+
+    ``sample_fault``: the failure lies in the sample's own data (a malformed conversation, which
+    the policy wrote), not in the function, its config or the infrastructure; ``combine``
+    records it as that sample's status and never raises for it, whatever the term's
+    ``on_error``, so that one sample cannot stop the batch.
+    """
+
     value: Any
     status: CallStatus = "ok"
     error: str | None = None
+    sample_fault: bool = False
 
 
 class InvalidReturn(Exception):

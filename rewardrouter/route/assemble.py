@@ -112,15 +112,12 @@ def combine(
     total, applied, skip = 0.0, False, False
     status: Status = "ok"
     errors: list[str] = []
-    for term, (call_status, value, message, hint) in _read_each(calls, evaluation):
+    for term, (call_status, value, message, hint), sample_fault in _read_each(calls, evaluation):
         if value is not None and not math.isfinite(total + term.weight * value):
             message = _beyond_range(term, value, total)
             call_status, value = "invalid", None
         if call_status != "ok":
             fix = hint or failure_fix(term, call_status, message or "")
-            # A malformed conversation is the sample's data, written by the policy: recorded as
-            # its status, never raised, so that one sample cannot stop the batch.
-            malformed = message is not None and message.startswith(MALFORMED)
             value, skipped = _on_error(
                 index,
                 route.name,
@@ -128,13 +125,13 @@ def combine(
                 call_status,
                 message,
                 fix,
-                recorded is not None or malformed,
+                recorded is not None or sample_fault,  # the sample's own fault: never raised
             )
             skip |= skipped
             status = call_status if status == "ok" else status
             if term.on_error == "raise":  # recorded instead of raised
                 errors.append(f"{term.name}: {message} ({fix})")
-                if recorded is not None and not malformed and index not in recorded[-1:]:
+                if recorded is not None and not sample_fault and index not in recorded[-1:]:
                     recorded.append(index)
             else:
                 errors.append(f"{term.name}: {message}")
@@ -169,17 +166,19 @@ def _beyond_range(term: BoundTerm, value: float, total: float) -> str:
 
 def _read_each(
     calls: Calls, evaluation: bool
-) -> Iterator[tuple[BoundTerm, tuple[Status, float | None, str | None, str | None]]]:
+) -> Iterator[tuple[BoundTerm, tuple[Status, float | None, str | None, str | None], bool]]:
     """Each term with its call's status, training (or evaluation) value, error message and,
-    when the value's reader knows it, what to change."""
+    when the value's reader knows it, what to change; then whether the failure is the
+    sample's own fault (:attr:`Outcome.sample_fault`)."""
     for term, outcome in calls:
         if outcome.status != "ok":
-            yield term, (outcome.status, None, outcome.error, None)
+            yield term, (outcome.status, None, outcome.error, None), outcome.sample_fault
             continue
         try:
-            yield term, ("ok", to_value(outcome.value, term.key_for(evaluation)), None, None)
+            read = to_value(outcome.value, term.key_for(evaluation))
+            yield term, ("ok", read, None, None), False
         except InvalidReturn as exc:
-            yield term, ("invalid", None, str(exc), exc.hint)
+            yield term, ("invalid", None, str(exc), exc.hint), False
 
 
 def _on_error(

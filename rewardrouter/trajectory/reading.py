@@ -172,7 +172,7 @@ async def run_reading(
             else:
                 reading = read_conversation(parse_conversation(source, limits), reads)
         except TrajectoryError as exc:
-            failed[position] = Outcome(None, "error", str(exc))
+            failed[position] = Outcome(None, "error", str(exc), sample_fault=True)
             continue
         seen.append(sample if reading is response else with_response(sample, reading))
     outcomes = await run(seen) if seen else []
