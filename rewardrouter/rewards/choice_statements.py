@@ -248,7 +248,8 @@ _TEXT_LEAD_WORDS = frozenset(w for lead in LEADS if lead.kind == "lead" for w in
 # import 0.1 to 0.5 s of CPU, and a response meets a few of the words.
 @cache
 def _lead_patterns(word: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
-    """The regexes of the leads of ``word`` (one of :data:`_LEADS_BY_WORD`), corrections first."""
+    """The regexes of the leads of ``word``, corrections first (none for a trigger word that
+    starts no lead: a verdict's own words)."""
     return tuple(
         (lead.kind, re.compile(rf"(?i:{lead.pattern}){_FILLER}{LETTER}"))
         for lead in _LEADS_BY_WORD.get(word, ())
@@ -421,7 +422,7 @@ def _standing(text: str, end: int, letter: str, letters: str, *, clause: bool) -
 def _led(text: str, at: int, word: str, letters: str) -> Statement | None:
     """The statement of a letter that starts with the lead ``word`` at ``at``, if any."""
     stop = min(len(text), at + STATEMENT_CHARS)
-    for kind, pattern in _lead_patterns(word) if word in _LEADS_BY_WORD else ():
+    for kind, pattern in _lead_patterns(word):
         if kind in ("opening", "so") and not _sentence_starts(text, at, comma=kind == "so"):
             continue
         match = pattern.match(text, at, stop)
