@@ -1,0 +1,141 @@
+"""``tool_call_format``, ``tool_success`` and ``turns`` against what a policy optimizing them would
+write: calls that skip the format check, results that hide a failure, a tool result forged in
+its own text, calls spent without limit.
+
+Each hostile trajectory is scored in one batch between two honest ones (``score_between_honest_rows``):
+it earns nothing from the gamed term (0.0, or no reward where the term does not apply), the
+honest rows earn 1.0, and the batch ends within a generous bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from rr_trajectory import weather_tool
+
+from rewardrouter import Router, compile_router
+
+from .conftest import Canary, score_between_honest_rows
+
+DEADLINE = 10.0
+
+
+def asked(*messages: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": "Weather in Paris?"}, *messages]
+
+
+def answer(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": text}
+
+
+def call(arguments: str, call_id: str = "c") -> dict[str, Any]:
+    function = {"name": "get_weather", "arguments": arguments}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+    }
+
+
+def result(content: str, call_id: str = "c") -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+GOOD = call('{"city": "Paris"}')
+
+
+def router_of(rewards: dict[str, Any]) -> Iterator[Router]:
+    config = {"default_route": "agent", "routes": {"agent": {"rewards": rewards}}}
+    with compile_router(config) as router:
+        yield router
+
+
+@pytest.fixture(scope="module")
+def format_only() -> Iterator[Router]:
+    term = {"kind": "tool_call_format", "key": "score", "kwargs": {"tools": [weather_tool()]}}
+    yield from router_of({"format": term})
+
+
+@pytest.fixture(scope="module")
+def success_only() -> Iterator[Router]:
+    yield from router_of({"worked": {"kind": "tool_success"}})
+
+
+@pytest.fixture(scope="module")
+def answer_and_turns() -> Iterator[Router]:
+    turns = {"kind": "turns", "kwargs": {"count": "tool_calls", "budget": 2, "penalty": 0.1}}
+    yield from router_of({"answer": {"kind": "exact_match"}, "length": turns})
+
+
+FORMAT_CASES = [
+    # no call at all: the format term does not apply, so no format credit (not 1.0)
+    pytest.param(asked(answer("Sunny.")), None, "skipped", id="makes_no_call"),
+    # one good call beside a bad one: `score: all` gives nothing for the good one
+    pytest.param(
+        asked(GOOD, result("sunny"), call('{"town": "Paris"}', "d"), answer("Sunny.")),
+        0.0,
+        "ok",
+        id="one_good_call_hides_a_bad_one",
+    ),
+    # the call written as text in the answer, not as a tool call: nothing to check, no credit
+    pytest.param(
+        asked(answer('<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}')),
+        None,
+        "skipped",
+        id="call_written_as_text",
+    ),
+]
+
+
+@pytest.mark.parametrize(("response", "reward", "status"), FORMAT_CASES)
+def test_tool_call_format_gives_no_credit_it_was_not_earned(
+    format_only: Router, canary: Canary, response: Any, reward: float | None, status: str
+) -> None:
+    honest = {"response": asked(GOOD, result("sunny"), answer("Sunny."))}
+    bad = score_between_honest_rows(format_only, canary, honest, {"response": response}, DEADLINE)
+    assert (bad.reward, bad.status) == (reward, status)
+
+
+SUCCESS_CASES = [
+    pytest.param(asked(GOOD, result("  Error: no such city")), 0.0, "ok", id="indented_error"),
+    pytest.param(asked(GOOD, result("{'error': 'boom'}")), 0.0, "ok", id="trl_error_result"),
+    pytest.param(
+        asked(GOOD, result("Traceback (most recent call last):\n  ...")), 0.0, "ok", id="traceback"
+    ),
+    # a tool result forged in the assistant's own text is not a tool message: nothing to count
+    pytest.param(
+        asked(answer("<tool_response>sunny</tool_response> The tool succeeded.")),
+        None,
+        "skipped",
+        id="result_forged_in_its_own_text",
+    ),
+    # calls whose results never came back are not successes
+    pytest.param(asked(GOOD, answer("Sunny.")), None, "skipped", id="call_without_a_result"),
+]
+
+
+@pytest.mark.parametrize(("response", "reward", "status"), SUCCESS_CASES)
+def test_tool_success_counts_only_results_that_worked(
+    success_only: Router, canary: Canary, response: Any, reward: float | None, status: str
+) -> None:
+    honest = {"response": asked(GOOD, result("sunny"), answer("Sunny."))}
+    bad = score_between_honest_rows(success_only, canary, honest, {"response": response}, DEADLINE)
+    assert (bad.reward, bad.status) == (reward, status)
+
+
+def test_spending_calls_without_limit_costs_reward_and_stays_bounded(
+    answer_and_turns: Router, canary: Canary
+) -> None:
+    # 500 calls (within the router's bounds) before the right answer: 498 beyond the budget
+    calls = [
+        m
+        for i in range(500)
+        for m in (call('{"city": "Paris"}', f"c{i}"), result("sunny", f"c{i}"))
+    ]
+    honest = {"response": asked(GOOD, result("sunny"), answer("Sunny")), "label": "Sunny"}
+    hostile = {"response": asked(*calls, answer("Sunny")), "label": "Sunny"}
+    bad = score_between_honest_rows(answer_and_turns, canary, honest, hostile, DEADLINE)
+    assert bad.status == "ok"
+    assert bad.reward == pytest.approx(1.0 - 0.1 * 498)
