@@ -85,10 +85,14 @@ def test_nltk_doctests_that_need_the_english_model_pass_with_the_bundled_one(
     assert not still_failing & {f[0] for f in missing if "'german'" not in f[0]}
 
 
+#: Three sentences to a reader: "Dr.", "Mr.", "p.m." and "Jan." are abbreviations in English's
+#: model, not sentence ends.
+ABBREVIATED = "Dr. Lee met Mr. Smith at 5 p.m. on Jan. 3. They talked. Then they left!"
+
 # A worker's import of the checks: lm-eval asks NLTK to download punkt_tab (refused), and the
-# bundled model stands in. Prints the warnings logged and two counts lm-eval makes.
+# bundled model stands in. Prints the warnings logged and lm-eval's sentence count of argv[1].
 WORKER = """
-import json, logging
+import json, logging, sys
 records = []
 class Keep(logging.Handler):
     def emit(self, record):
@@ -97,15 +101,15 @@ logging.getLogger().addHandler(Keep(level=logging.WARNING))
 from rewardrouter.rewards import ifeval
 utils = ifeval.checks()
 util = utils.instructions_registry.instructions.instructions_util
-text = "Dr. Lee met Mr. Smith at 5 p.m. on Jan. 3. They talked. Then they left!"
-print(json.dumps({"warnings": records, "sentences": util.count_sentences(text)}))
+print(json.dumps({"warnings": records, "sentences": util.count_sentences(sys.argv[1])}))
 """
 
 
 def test_a_fresh_worker_scores_them_without_a_warning(tmp_path: Path) -> None:
-    report = json.loads(_fresh(WORKER, tmp_path=tmp_path).stdout.strip().splitlines()[-1])
+    report = json.loads(
+        _fresh(WORKER, ABBREVIATED, tmp_path=tmp_path).stdout.strip().splitlines()[-1]
+    )
     assert report["warnings"] == []
-    # three sentences: "Dr.", "Mr.", "p.m." and "Jan." are abbreviations in English's model
     assert report["sentences"] == 3
 
 
@@ -117,14 +121,14 @@ def _row(response: str, instruction: str, kwargs: dict[str, Any]) -> dict[str, A
 ROWS = [
     # counted as a reader counts: the abbreviations do not end sentences
     pytest.param(
-        "Dr. Lee met Mr. Smith at 5 p.m. on Jan. 3. They talked. Then they left!",
+        ABBREVIATED,
         SENTENCES,
         {"relation": "at least", "num_sentences": 3},
         1.0,
         id="three_sentences_at_least_three",
     ),
     pytest.param(
-        "Dr. Lee met Mr. Smith at 5 p.m. on Jan. 3. They talked. Then they left!",
+        ABBREVIATED,
         SENTENCES,
         {"relation": "at least", "num_sentences": 4},
         0.0,
