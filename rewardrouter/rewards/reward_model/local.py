@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 from rewardrouter.execute.process.boot import die_with_parent, start_python
 from rewardrouter.remote.errors import RemoteError, RemoteTimeout
 from rewardrouter.rewards.reward_model.conversation import Unusable
-from rewardrouter.rewards.reward_model.scores import ScoreCache, Scored, reward
+from rewardrouter.rewards.reward_model.scores import ScoreCache, Scored, score_samples
 from rewardrouter.rewards.reward_model.settings import RewardModelSettings
 
 #: Seconds a stopping worker has before it is killed.
@@ -57,25 +57,9 @@ class LocalRewardModel:
         return f"LocalRewardModel({self.name!r})"
 
     async def __call__(self, args: Any, samples: Any) -> list[Any]:
-        texts: list[str] = []
-        out: list[Any] = []
-        for sample in samples:
-            try:
-                texts.append(self.renderer.render(sample))
-                out.append(None)
-            except Unusable as exc:
-                out.append(exc)
-        raws = iter(await self._cache.scores(texts, self._score))
-        for i, entry in enumerate(out):
-            if entry is None:
-                raw = next(raws)
-                try:
-                    out[i] = (
-                        raw if isinstance(raw, Exception) else reward(raw, self.settings.normalize)
-                    )
-                except Unusable as exc:
-                    out[i] = exc
-        return out
+        return await score_samples(
+            samples, self.renderer.render, self._cache, self._score, self.settings.normalize
+        )
 
     async def _score(self, texts: list[str]) -> list[Scored]:
         loop = asyncio.get_running_loop()

@@ -56,6 +56,36 @@ def reward(raw: float, normalize: str | Affine) -> dict[str, float]:
     return {"score": score, "raw": raw}
 
 
+async def score_samples(
+    samples: Sequence[Any],
+    model_input: Callable[[Any], Any],
+    cache: ScoreCache,
+    compute: Compute,
+    normalize: str | Affine,
+) -> list[Any]:
+    """One reward (``{"score", "raw"}``) or failure per sample, in order: ``model_input`` makes
+    each sample's input (an :class:`Unusable` fails that sample alone), ``cache`` scores each
+    distinct input once through ``compute``, and :func:`reward` normalizes each raw score."""
+    inputs: list[Any] = []
+    out: list[Any] = []
+    for sample in samples:
+        try:
+            inputs.append(model_input(sample))
+            out.append(None)
+        except Unusable as exc:
+            out.append(exc)
+    raws = iter(await cache.scores(inputs, compute))
+    for i, entry in enumerate(out):
+        if entry is not None:
+            continue
+        raw = next(raws)
+        try:
+            out[i] = raw if isinstance(raw, Exception) else reward(raw, normalize)
+        except Unusable as exc:
+            out[i] = exc
+    return out
+
+
 class ScoreCache:
     """Each distinct input scored once per router (see the module doc)."""
 

@@ -48,7 +48,7 @@ from rewardrouter.rewards.reward_model.conversation import (
     refuse_markers,
     written,
 )
-from rewardrouter.rewards.reward_model.scores import ScoreCache, Scored, read_number, reward
+from rewardrouter.rewards.reward_model.scores import ScoreCache, Scored, read_number, score_samples
 from rewardrouter.rewards.reward_model.settings import RewardModelSettings
 
 if TYPE_CHECKING:  # the client (and aiohttp) loads when a reward model is built
@@ -115,25 +115,9 @@ class ServedRewardModel:
         return plain_text(sample, s.separator)
 
     async def __call__(self, args: Any, samples: Sequence[Any]) -> list[Any]:
-        inputs: list[Any] = []
-        out: list[Any] = []
-        for sample in samples:
-            try:
-                inputs.append(self.model_input(sample))
-                out.append(None)
-            except Unusable as exc:
-                out.append(exc)
-        raws = iter(await self._cache.scores(inputs, self._score))
-        normalize = self.settings.normalize
-        for i, entry in enumerate(out):
-            if entry is not None:
-                continue
-            raw = next(raws)
-            try:
-                out[i] = raw if isinstance(raw, Exception) else reward(raw, normalize)
-            except Unusable as exc:
-                out[i] = exc
-        return out
+        return await score_samples(
+            samples, self.model_input, self._cache, self._score, self.settings.normalize
+        )
 
     # -- requests --------------------------------------------------------------------------
 
