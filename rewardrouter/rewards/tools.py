@@ -272,6 +272,7 @@ class ToolSuccess:
         self.settings = settings
         fold = settings.ignore_case
         self._prefixes = tuple(p.casefold() if fold else p for p in settings.error_prefixes)
+        self._longest = max(map(len, self._prefixes))
 
     def __getstate__(self) -> ToolSuccessSettings:
         return self.settings
@@ -284,10 +285,9 @@ class ToolSuccess:
         results = conversation.tool_results
         if not results:
             return None
-        longest = max(map(len, self._prefixes))
         failed = 0
         for message in results:
-            head = message.text.lstrip()[:longest]
+            head = message.text.lstrip()[: self._longest]
             if self.settings.ignore_case:
                 head = head.casefold()
             failed += head.startswith(self._prefixes)
