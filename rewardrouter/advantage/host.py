@@ -44,11 +44,8 @@ import numpy as np
 import numpy.typing as npt
 
 from rewardrouter.advantage.checks import ConstantGroups
-from rewardrouter.advantage.kernels import SPLIT_FROM, rounded_product
+from rewardrouter.advantage.kernels import SPLIT_FROM, rounded_product, slot_shift
 from rewardrouter.config.stages import AdvantageStage, GRPOStage, NoAdvantageStage, RLOOStage
-
-# Group ids spanning at most this many slots per sample are slot numbers as they are.
-_MAX_SLOTS_PER_SAMPLE = 4
 
 _OUTPUT_DTYPES: dict[str, type[np.floating]] = {"float32": np.float32, "float64": np.float64}
 
@@ -124,13 +121,10 @@ def _group_ids(
         ids = np.array(group_index, dtype=np.int64)
     except (OverflowError, TypeError, ValueError):
         return None
-    lo, hi = int(ids.min()), int(ids.max())
-    limit = _MAX_SLOTS_PER_SAMPLE * n + 1024
-    if lo >= 0 and hi < limit:
-        return ids
-    if hi - lo < limit:
-        return ids - lo
-    return np.unique(ids, return_inverse=True)[1].reshape(-1)
+    shift = slot_shift(int(ids.min()), int(ids.max()), n)
+    if shift is None:
+        return np.unique(ids, return_inverse=True)[1].reshape(-1)
+    return ids - shift if shift else ids
 
 
 def _slots(ids: npt.NDArray[np.int64], valid: npt.NDArray[np.bool_]) -> tuple[int, Floats]:

@@ -23,11 +23,7 @@ import torch
 from torch import Tensor
 
 from rewardrouter.advantage import cpu
-
-# Group ids spanning at most this many slots per sample are used as slot numbers as they are
-# (empty slots cost one float each); wider or negative-heavy ids are renumbered by torch.unique,
-# which sorts and is an order of magnitude slower.
-_MAX_SLOTS_PER_SAMPLE = 4
+from rewardrouter.advantage.kernels import slot_shift
 
 
 @dataclass(frozen=True)
@@ -82,13 +78,11 @@ def segments_by_index(group_ids: Tensor, valid: Tensor | None = None) -> Segment
     if n == 0:
         return _finish(ids, 0, valid)
     lo, hi = (int(v) for v in torch.aminmax(ids))
-    limit = _MAX_SLOTS_PER_SAMPLE * n + 1024
-    if lo >= 0 and hi < limit:
-        return _finish(ids, hi + 1, valid)
-    if hi - lo < limit:
-        return _finish(ids - lo, hi - lo + 1, valid)
-    unique, inverse = torch.unique(ids, return_inverse=True)
-    return _finish(inverse, unique.numel(), valid)
+    shift = slot_shift(lo, hi, n)
+    if shift is None:
+        unique, inverse = torch.unique(ids, return_inverse=True)
+        return _finish(inverse, unique.numel(), valid)
+    return _finish(ids - shift if shift else ids, hi - shift + 1, valid)
 
 
 def segments_by_position(
