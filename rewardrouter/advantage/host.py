@@ -131,13 +131,12 @@ def _slots(ids: npt.NDArray[np.int64], valid: npt.NDArray[np.bool_]) -> tuple[in
     """Move the invalid samples into one extra slot of size 0 (in place); the slot count and
     the valid members per slot."""
     slots = int(ids.max()) + 1
-    if not valid.all():
-        ids[~valid] = slots
-        slots += 1
-    sizes = np.bincount(ids, minlength=slots).astype(np.float64)
-    if not valid.all():
-        sizes[-1] = 0.0
-    return slots, sizes
+    if valid.all():
+        return slots, np.bincount(ids, minlength=slots).astype(np.float64)
+    ids[~valid] = slots
+    sizes = np.bincount(ids, minlength=slots + 1).astype(np.float64)
+    sizes[-1] = 0.0
+    return slots + 1, sizes
 
 
 def _centered(
