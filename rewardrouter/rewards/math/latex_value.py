@@ -274,6 +274,17 @@ class _Parser:
             raise _Reject("an unbraced argument that is not a digit")
         return Ratio.of(int(token))
 
+    def argument(self, ambiguous: str) -> Ratio:
+        """A braced argument, or an unbraced one-digit one (``\\sqrt3``, the ``2`` of
+        ``\\frac12``); a longer unbraced token is refused, ``ambiguous`` naming its spelling."""
+        if self.peek()[1] == "{":
+            return self.group("{", "}")
+        if len(self.peek()[1]) != 1:
+            raise _Reject(f"{ambiguous} is ambiguous")
+        value = self.digit_argument()
+        self.pos += 1
+        return value
+
     def atom(self) -> Ratio:
         kind, token = self.peek()
         if kind == "num":
@@ -322,15 +333,7 @@ class _Parser:
         else:
             num = self.digit_argument()
             self.pos += 1
-        if self.peek()[1] == "{":
-            den = self.group("{", "}")
-        else:
-            kind, token = self.peek()
-            if len(token) != 1:
-                raise _Reject("\\frac1 23 is ambiguous")
-            den = self.digit_argument()
-            self.pos += 1
-        return num / den
+        return num / self.argument("\\frac1 23")
 
     def radical(self) -> Ratio:
         degree = 2
@@ -342,15 +345,7 @@ class _Parser:
             degree = int(digits)
             self.pos += 1
             self.take("]")
-        if self.peek()[1] == "{":
-            radicand = self.group("{", "}")
-        else:
-            kind, token = self.peek()
-            if len(token) != 1:
-                raise _Reject("\\sqrt12 is ambiguous")
-            radicand = self.digit_argument()
-            self.pos += 1
-        return radicand.root(degree)
+        return self.argument("\\sqrt12").root(degree)
 
 
 def parse_value(text: str) -> ParsedValue | None:
