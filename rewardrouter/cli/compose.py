@@ -215,7 +215,7 @@ def hydra_problem(exc: Exception, options: Callable[[str], list[str]] | None = N
     with a "did you mean" for a group option that does not exist (``shaping=grpoo``) when
     ``options(group)`` lists a group's options."""
     text = str(exc)
-    found = _MISSING_OPTION.search(text) if options is not None else None
+    found = _MISSING_OPTION.search(text)
     if found and options is not None:
         group, option = found.groups()
         known = options(group)
