@@ -141,6 +141,12 @@ def summary_table(stats: Sequence[RouteStats], title: str = "rewards per route")
             "; term n/a: rows where a term returned None, so the other terms alone gave the reward"
             if any(st.not_applied for st in stats)
             else ""
+        )
+        + (
+            f"; {NOT_SCORED}: rows that reached no route, by status (an aborted rollout gets no "
+            "reward)"
+            if any(st.route == NOT_SCORED for st in stats)
+            else ""
         ),
     )
     for column in ("route", "n", "mean", "std"):
