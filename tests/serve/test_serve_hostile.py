@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import rr_testfns
 from rr_remote import Servers
 from test_serve import CONFIG, EXE, _listening, command_env, stopped
 
@@ -31,6 +32,8 @@ from rewardrouter.config.models import RouterConfig
 from rewardrouter.serve import make_app
 from rewardrouter.serve.process import ScoringFailed, ScoringProcess
 from rewardrouter.serve.scoring import REWARD
+
+pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
 
 TOKEN = "serve-t0ken-value"
 SAMPLE = {"response": "Paris", "label": "Paris", "metadata": {"dataset": "rajpurkar/squad"}}
@@ -232,8 +235,9 @@ class HeldGrader:
         self._thread.start()
         self._conn, _ = self._listener.accept()
         self._conn.settimeout(60)
-        #: The process the grader runs in: the scoring process.
-        self.pid = int(self._conn.makefile().readline())
+        #: The process the grader runs in (the scoring process), and its thread.
+        self.pid, thread = map(int, self._conn.makefile().readline().split())
+        rr_testfns.wait_in_recv(self.pid, thread)
 
     def _post(self, base: str, body: bytes) -> None:
         self.reply = send(base + "/reward", body)[:2]
