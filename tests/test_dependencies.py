@@ -10,13 +10,14 @@ requirement is imported somewhere.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.metadata
 import importlib.util
 import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,8 @@ from packaging.utils import canonicalize_name
 
 import rewardrouter
 from rewardrouter.rewards import ifeval
+
+pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
 
 PACKAGE = Path(rewardrouter.__file__).resolve().parent
 ROOT = PACKAGE.parent
@@ -69,8 +72,14 @@ def _runtime_requirements() -> set[str]:
     return {name.lower().replace("_", "-") for name in names}
 
 
+@functools.cache
+def _packages_distributions() -> Mapping[str, list[str]]:
+    """Top-level module → distributions: read once (it reads every installed package)."""
+    return importlib.metadata.packages_distributions()
+
+
 def _distributions(module: str) -> set[str]:
-    dists = importlib.metadata.packages_distributions().get(module, [])
+    dists = _packages_distributions().get(module, [])
     return {d.lower().replace("_", "-") for d in dists}
 
 
