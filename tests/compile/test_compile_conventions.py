@@ -10,9 +10,6 @@ import pickle
 from typing import Any
 
 import pytest
-from trl.rewards import accuracy_reward, think_format_reward
-from verl.utils.reward_score import default_compute_score
-from verl.utils.reward_score.gsm8k import compute_score as gsm8k_score
 
 from rewardrouter import ConfigError, Sample
 from rewardrouter.compile.conventions import TRLStyle, VerlStyle
@@ -24,6 +21,34 @@ MATH = [
     ("<think>\nsum\n</think>\n\\boxed{5}", "5"),
     ("\\boxed{5}", "no number here"),
 ]
+
+
+# The trainers' functions, imported by the tests that call them (importing TRL and verl takes
+# seconds, which every test worker would pay when it collects this file).
+
+
+def accuracy_reward(**kwargs: Any) -> Any:
+    from trl.rewards import accuracy_reward
+
+    return accuracy_reward(**kwargs)
+
+
+def think_format_reward(**kwargs: Any) -> Any:
+    from trl.rewards import think_format_reward
+
+    return think_format_reward(**kwargs)
+
+
+def default_compute_score(*args: Any, **kwargs: Any) -> Any:
+    from verl.utils.reward_score import default_compute_score
+
+    return default_compute_score(*args, **kwargs)
+
+
+def gsm8k_score(*args: Any, **kwargs: Any) -> Any:
+    from verl.utils.reward_score.gsm8k import compute_score
+
+    return compute_score(*args, **kwargs)
 
 
 def samples(rows: list[tuple[str, str]], **metadata: Any) -> list[Sample]:
@@ -159,11 +184,14 @@ def test_foreign_functions_that_cannot_be_called_are_refused(
 
 
 def test_adapters_pickle() -> None:
+    from trl.rewards import accuracy_reward
+    from verl.utils.reward_score.gsm8k import compute_score
+
     trl = TRLStyle(accuracy_reward, {}, "accuracy_reward")
     copy = pickle.loads(pickle.dumps(trl))
     assert (copy.label, copy.messages) == ("solution", True)
     assert copy(None, samples(MATH[:2])) == accuracy_reward(**as_trl_does(MATH[:2]))
-    assert pickle.loads(pickle.dumps(VerlStyle(gsm8k_score))).params == (
+    assert pickle.loads(pickle.dumps(VerlStyle(compute_score))).params == (
         "solution_str",
         "ground_truth",
     )
