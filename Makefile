@@ -55,9 +55,13 @@ $(STAMP): $(RUNTIME)
 run: $(RUNTIME) bubblewrap
 	$(BIN)/rewardrouter router=mixed
 
-# Two workers, each test file on one of them (a file's servers and clusters are its own).
+# Two workers, each test file on one of them (a file's servers and clusters are its own), the
+# files with slow tests first (tests/conftest.py orders them; xdist keeps that order). Bytecode
+# is written even where PYTHONDONTWRITEBYTECODE is set: the suite starts hundreds of
+# interpreters (workers, commands, servers, Ray actors) that would each compile rewardrouter,
+# and each pytest worker would rewrite every test module again.
 test: $(STAMP) bubblewrap
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=10
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=10
 
 lint: $(STAMP)
 	$(BIN)/ruff check rewardrouter tests benchmarks

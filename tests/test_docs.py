@@ -36,6 +36,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [
     ROOT / "README.md",

@@ -27,6 +27,8 @@ from rewardrouter.config.stages import (
     RLOOStage,
 )
 
+pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
+
 
 @dataclass(frozen=True)
 class Batch:

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
+
 ROOT = Path(__file__).resolve().parents[2]
 EXE = shutil.which("rewardrouter", path=str(Path(sys.executable).parent)) or "rewardrouter"
 

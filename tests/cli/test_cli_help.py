@@ -14,6 +14,8 @@ import pytest
 from rewardrouter.cli.command import installed_version
 from rewardrouter.cli.main import SUBCOMMANDS
 
+pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
+
 RunCli = Callable[..., tuple[int, str]]
 ERROR = "error: invalid reward router config in the command line (1 problem): - <command>: "
 EXE = shutil.which("rewardrouter", path=str(Path(sys.executable).parent)) or "rewardrouter"

@@ -26,6 +26,8 @@ from rewardrouter.cli.compose import compose_job
 from rewardrouter.cli.score import run_job
 from rewardrouter.errors import RewardRouterError
 
+pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
+
 MATH = {"metadata": {"dataset": "openai/gsm8k"}}
 
 

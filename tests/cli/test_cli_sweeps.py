@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
+
 EXE = shutil.which("rewardrouter", path=str(Path(sys.executable).parent)) or "rewardrouter"
 
 #: reward = weight * exact_match; every row is right and hand-scored 0.3, so abs_error is

@@ -21,6 +21,8 @@ from rewardrouter.cli.paths import conf_dir
 from rewardrouter.config import JobConfig, to_container, validate
 from rewardrouter.schema import render_all
 
+pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
+
 ROOT = Path(__file__).resolve().parents[2]
 YAMLS = sorted(p for p in (ROOT / "conf").rglob("*.yaml")) + sorted(
     (ROOT / "examples").rglob("*.yaml")
@@ -98,7 +100,6 @@ def _tracked_files() -> list[str]:
     return [line for line in listed.stdout.splitlines() if (ROOT / line).is_file()]
 
 
-@pytest.mark.slow
 def test_wheel_from_clean_tree_contains_every_yaml(tmp_path: Path) -> None:
     tree = tmp_path / "tree"
     for name in _tracked_files():

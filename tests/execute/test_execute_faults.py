@@ -17,6 +17,8 @@ import pytest
 import rr_execution
 from rr_execution import router_config, row
 
+pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
+
 T = TypeVar("T")
 
 #: A sample of about 50 MB: a whole book of reasoning, or a runaway generation.

@@ -25,6 +25,8 @@ from rewardrouter.execute.process.launch import FreshLauncher, Launcher, Templat
 from rewardrouter.execute.process.worker import LIMIT, READY
 from rewardrouter.execute.wire import snapshot
 
+pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
+
 TIMEOUT = 1.0
 MARGIN = 1.5  # start-up of replacement workers and a loaded machine, never a second timeout
 

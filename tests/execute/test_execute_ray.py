@@ -35,6 +35,8 @@ from rewardrouter.execute.executor import Call
 from rewardrouter.execute.ray.pool import RayPool
 from rewardrouter.execute.ray.settings import RaySettings
 
+pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
+
 TESTS = Path(__file__).resolve().parents[1]
 TIMEOUT = 1.0
 #: Generous bound on a batch with one overrun: a second deadline for the call run alone, and a

@@ -34,6 +34,8 @@ from rewardrouter import Router
 from rewardrouter.execute.ray import pool as ray_pool
 from rewardrouter.execute.ray.pool import RayPool
 
+pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
+
 ray = pytest.importorskip("ray")
 
 TESTS = Path(__file__).resolve().parents[1]

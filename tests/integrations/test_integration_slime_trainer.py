@@ -37,6 +37,8 @@ from rewardrouter import SampleError
 from rewardrouter.integrations import _metrics
 from rewardrouter.integrations._router_cache import close_shared
 
+pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
+
 HOOKS = "rewardrouter.integrations.slime"
 GSM8K, JUDGED = "openai/gsm8k", "HuggingFaceH4/ultrafeedback_binarized"
 
@@ -303,7 +305,6 @@ CALLING_REWARDROUTER = (
 )
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("launch", list(LAUNCHES))
 def test_slime_plugin_contracts_pass_for_each_launch_line(
     launch: str, slime_root: Path, tmp_path: Path

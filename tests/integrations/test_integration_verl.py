@@ -55,6 +55,8 @@ from rewardrouter.integrations._router_cache import close_shared
 from rewardrouter.integrations._verl_launch import launch_problems, layout_problems
 from rewardrouter.integrations.verl import compute_score
 
+pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "verl"
 ROUTER = EXAMPLE / "router.yaml"

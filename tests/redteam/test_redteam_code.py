@@ -35,6 +35,8 @@ from rewardrouter.rewards.code.settings import CodeLimits
 
 from .conftest import CANARY_ENV, Canary
 
+pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
+
 LIMITS = {"timeout": 2, "memory_mb": 256, "processes": 8, "output_kb": 64, "disk_mb": 8}
 INPUTS = ["alpha\n", "beta\n"]
 

@@ -22,6 +22,8 @@ from rewardrouter.rewards import ifeval
 
 from .conftest import Canary, score_between_honest_rows
 
+pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
+
 #: An instruction id of lm-eval's IFEval registry and its kwargs.
 Instruction = tuple[str, dict[str, Any]]
 #: A row of :data:`HOSTILE`: the route (strict, loose, unbounded), the instruction, the hostile

@@ -24,6 +24,8 @@ from rewardrouter import Router, compile_router
 
 from .conftest import Canary, score_between_honest_rows
 
+pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
+
 #: A row of :data:`HOSTILE`: the route (``boxed``, the default extraction, or ``any``), the
 #: hostile response, and the labels it must earn 0.0 against.
 Case = tuple[str, str, tuple[str, ...]]

@@ -27,6 +27,8 @@ from rr_serve import HONEST, ServeThread, closed_by_server, request, status_of, 
 
 from .conftest import CANARY_ENV, Canary
 
+pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
+
 #: The server's options in every case unless a case says otherwise: short timeouts, so that each
 #: case ends in seconds.
 OPTIONS: dict[str, Any] = {

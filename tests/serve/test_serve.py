@@ -27,6 +27,8 @@ from rr_remote import Servers
 from rewardrouter import Router, compile_router
 from rewardrouter.serve import make_app
 
+pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
+
 EXE = shutil.which("rewardrouter", path=str(Path(sys.executable).parent)) or "rewardrouter"
 
 CONFIG: dict[str, Any] = {

@@ -25,6 +25,8 @@ from rewardrouter.errors import ConfigError
 from rewardrouter.serve import ServeOptions, add_serve_arguments
 from rewardrouter.serve.main import options_from
 
+pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
+
 
 @pytest.fixture
 def server() -> Iterator[Any]:

@@ -19,6 +19,8 @@ from rr_tiny_llama import CPU_RUN, bpe_tokenizer, tiny_llama
 from rewardrouter.integrations._router_cache import close_shared
 from rewardrouter.integrations.trl import reward_function
 
+pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
+
 ROUTER = """\
 route_by: [dataset, data_source]
 trajectory: {messages_field: messages}
@@ -202,7 +204,6 @@ def model_that_calls_the_tool(tokenizer: Any, prompt: list[dict[str, Any]]) -> A
     return model
 
 
-@pytest.mark.slow
 def test_grpo_trainer_step_runs_the_tool_and_the_router_grades_the_trajectory(
     router_yaml: Path, tmp_path: Path
 ) -> None:
