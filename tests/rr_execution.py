@@ -107,6 +107,16 @@ def warmth(args: Any, sample: Any) -> Any:
     return float(ran_before)
 
 
+def log_call(args: Any, sample: Any) -> Any:
+    """Append the response, one line, to the file ``metadata["log"]`` (a side effect: the file
+    shows every call, a template's replays included); then 1.0, or misbehave if ``bad``."""
+    with open(sample.metadata["log"], "a") as out:
+        out.write(sample.response + "\n")
+    if sample.metadata.get("bad"):
+        return misbehave(args, sample)
+    return 1.0
+
+
 def pid(args: Any, sample: Any) -> float:
     """The id of the process that scored the sample."""
     return float(os.getpid())
@@ -162,13 +172,18 @@ def router_config(
     on_error: Any = "raise",
     timeout: float = 1.0,
     workers: int = 2,
+    warm_calls: int | None = None,
     **term: Any,
 ) -> dict[str, Any]:
-    """A one-route, one-term router config scoring every sample with ``path``."""
+    """A one-route, one-term router config scoring every sample with ``path``; ``warm_calls``
+    sets ``executors.process.warm_calls`` (None: its default)."""
+    process: dict[str, Any] = {"workers": workers}
+    if warm_calls is not None:
+        process["warm_calls"] = warm_calls
     return {
         "default_route": "r",
         "timeout": timeout,
-        "executors": {"process": {"workers": workers}},
+        "executors": {"process": process},
         "routes": {
             "r": {
                 "rewards": {"t": {"path": path, "executor": executor, "on_error": on_error, **term}}

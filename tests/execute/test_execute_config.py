@@ -96,6 +96,12 @@ def test_every_executor_problem_is_reported_at_once() -> None:
             "executors.process.workers",
             id="no_workers_in_the_older_spelling",
         ),
+        pytest.param(
+            {"executors": {"process": {"warm_calls": -1}}},
+            {},
+            "executors.process.warm_calls",
+            id="negative_warm_calls",
+        ),
     ],
 )
 def test_bad_settings_are_config_errors_at_their_path(
@@ -170,7 +176,8 @@ def test_executor_and_timeout_are_part_of_the_call_key() -> None:
 def test_process_pool_defaults() -> None:
     pool = settings_of("process", RouterConfig())
     assert isinstance(pool, ProcessSettings)
-    assert (pool.workers, pool.chunk_seconds, pool.start_method) == (None, 0.05, "auto")
+    fields = (pool.workers, pool.chunk_seconds, pool.start_method, pool.warm_calls)
+    assert fields == (None, 0.05, "auto", 8)
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,10 @@ import signal
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from enum import Enum
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -297,12 +299,57 @@ def test_replacement_workers_start_warm_from_the_template(
     assert after.reward == replacement_warm
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers fork from a template")
+@pytest.mark.parametrize(
+    ("warm_calls", "replays"),
+    [
+        # For a function with side effects: the template never calls it.
+        pytest.param(0, 0, id="zero_never_replays"),
+        pytest.param(3, 3, id="replays_up_to_the_setting"),
+        pytest.param(None, 8, id="replays_up_to_the_default"),
+    ],
+)
+def test_the_template_calls_a_function_again_at_most_warm_calls_times(
+    make_router: Any, tmp_path: Path, warm_calls: int | None, replays: int
+) -> None:
+    log = str(tmp_path / "calls")
+    # One worker: no idle worker takes back calls of a busy one (where a race may run a call
+    # twice), so every extra call in the log is the template's.
+    config = router_config(
+        "rr_execution.log_call", on_error="skip", workers=1, timeout=TIMEOUT, warm_calls=warm_calls
+    )
+    router = make_router(config)
+    first = [row(f"first {i}", log=log) for i in range(12)]
+    sleeper = row("sleeper", "sleep", log=log)
+    second = [row(f"second {i}", log=log) for i in range(12)]
+    assert {r.status for r in router.score_sync(first)} == {"ok"}
+    before = _pids(router)
+    [killed] = router.score_sync([sleeper])
+    assert killed.status == "timeout"
+    assert set(_pids(router)).isdisjoint(before)  # its worker was killed and replaced
+    assert {r.status for r in router.score_sync(second)} == {"ok"}
+    router.close()  # the template runs every replay it was sent before it stops
+    scored = Counter(s["response"] for s in [*first, sleeper, *second])
+    calls = Counter(Path(log).read_text().splitlines())
+    assert scored - calls == Counter()  # every sample was called
+    extra = calls - scored
+    assert sum(extra.values()) == replays
+    assert set(extra) <= {s["response"] for s in first + second}  # successful calls only
+    assert set(extra.values()) <= {1}  # each replayed once
+
+
 def _launchers() -> list[Any]:
     found = [pytest.param(FreshLauncher([], 0.05), id="fresh")]
     if sys.platform.startswith("linux"):
         found += [
-            pytest.param(TemplateLauncher([], 0.05, slots=2), id="template_forked_by_the_server"),
-            pytest.param(TemplateLauncher([], 0.05, slots=2, fork_server=False), id="template"),
+            pytest.param(
+                TemplateLauncher([], 0.05, slots=2, warm_calls=8),
+                id="template_forked_by_the_server",
+            ),
+            pytest.param(
+                TemplateLauncher([], 0.05, slots=2, warm_calls=8, fork_server=False),
+                id="template",
+            ),
         ]
     return found
 

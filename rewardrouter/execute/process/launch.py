@@ -43,8 +43,6 @@ StartMethod = Literal["auto", "forkserver", "spawn"]
 
 #: Seconds a template may take to fork a worker (it may be finishing a warm-up call).
 FORK_SECONDS = 60.0
-#: Successful calls per function replayed in the worker template, so new workers start warm.
-WARM_CALLS = 8
 
 
 def exit_text(code: int | None) -> str:
@@ -90,8 +88,8 @@ class Launcher(Protocol):
         """One of :meth:`waitables` is ready."""
 
     def warm(self, key: Hashable, blob: bytes, item: Callable[[], Any]) -> None:
-        """A call of job ``blob`` (function ``key``) on ``item()`` succeeded: future workers
-        may start warmed by it."""
+        """A call of job ``blob`` (function ``key``) on ``item()`` succeeded: the launcher may
+        call it again, on the same input, so that future workers start warm."""
 
     def close(self) -> None:
         """Stop what the launcher runs (the pool has stopped the workers)."""
@@ -200,10 +198,21 @@ class _Template:
 
 
 class TemplateLauncher:
-    """Workers forked from a warm template process (see :mod:`~rewardrouter.execute.process.template`)."""
+    """Workers forked from a warm template process (see :mod:`~rewardrouter.execute.process.template`).
+
+    The template replays up to ``warm_calls`` calls per function that succeeded in a worker
+    (``executors.process.warm_calls``): a second call on an input already scored, side effects
+    included. With 0 it never calls a reward function.
+    """
 
     def __init__(
-        self, modules: Sequence[str], flush_seconds: float, slots: int, *, fork_server: bool = True
+        self,
+        modules: Sequence[str],
+        flush_seconds: float,
+        slots: int,
+        *,
+        warm_calls: int,
+        fork_server: bool = True,
     ) -> None:
         self._modules = list(modules)
         self._flush_seconds = flush_seconds
@@ -211,7 +220,8 @@ class TemplateLauncher:
         self._progress = SharedDoubles(4 * slots)
         self._free = list(range(slots))
         self._templates: list[_Template] = []
-        self._warming = True
+        self._warm_limit = warm_calls
+        self._warming = warm_calls > 0
         self._warm_calls: list[tuple[bytes, Any]] = []  # replayed in every new template
         self._warmed: Counter[Hashable] = Counter()
 
@@ -322,7 +332,7 @@ class TemplateLauncher:
             self._retire(template)
 
     def warm(self, key: Hashable, blob: bytes, item: Callable[[], Any]) -> None:
-        if not self._warming or self._warmed[key] >= WARM_CALLS:
+        if not self._warming or self._warmed[key] >= self._warm_limit:
             return
         self._warmed[key] += 1
         self._warm_calls.append((blob, item()))
@@ -344,12 +354,22 @@ class TemplateLauncher:
 
 
 def launcher_for(
-    method: StartMethod, modules: Sequence[str], flush_seconds: float, workers: int
+    method: StartMethod,
+    modules: Sequence[str],
+    flush_seconds: float,
+    workers: int,
+    *,
+    warm_calls: int,
 ) -> Launcher:
     """The launcher this platform supports best: workers forked from a template on Linux (the
-    template forked by the fork server, or with ``spawn`` started fresh), else fresh workers."""
+    template forked by the fork server, or with ``spawn`` started fresh, and warmed by up to
+    ``warm_calls`` replayed calls per function), else fresh workers."""
     if sys.platform == "linux" and hasattr(os, "fork"):
         return TemplateLauncher(
-            modules, flush_seconds, slots=2 * workers + 2, fork_server=method != "spawn"
+            modules,
+            flush_seconds,
+            slots=2 * workers + 2,
+            warm_calls=warm_calls,
+            fork_server=method != "spawn",
         )
     return FreshLauncher(modules, flush_seconds)

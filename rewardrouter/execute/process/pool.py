@@ -24,7 +24,7 @@ may run subprocesses but not multiprocessing children of its own.
 >>> from rewardrouter.execute.executor import Call
 >>> from rewardrouter.sample import Sample
 >>> samples = [Sample(response="Paris", label="paris"), Sample(response="Rome", label="paris")]
->>> pool = ProcessPool(1, chunk_seconds=0.05, start_method="auto", modules=[])
+>>> pool = ProcessPool(1, chunk_seconds=0.05, start_method="auto", warm_calls=8, modules=[])
 >>> call = Call(resolve_builtin("exact_match", {}), None, timeout=60.0, key="exact_match")
 >>> future = pool.submit(call, samples)
 >>> [outcome.value for outcome in future.result()]
@@ -93,11 +93,14 @@ class ProcessPool(TaskPool):
         *,
         chunk_seconds: float,
         start_method: StartMethod,
+        warm_calls: int,
         modules: Sequence[str],
     ) -> None:
         super().__init__()
         self.size = workers
-        self._launcher = launcher_for(start_method, modules, chunk_seconds, workers)
+        self._launcher = launcher_for(
+            start_method, modules, chunk_seconds, workers, warm_calls=warm_calls
+        )
         self._sizer = ChunkSizer(chunk_seconds)
         self._lock = threading.Lock()
         self._incoming: list[Job] = []
@@ -431,6 +434,7 @@ class ProcessExecutor(PoolExecutor):
             settings.workers or available_cpus(),
             chunk_seconds=settings.chunk_seconds,
             start_method=settings.start_method,
+            warm_calls=settings.warm_calls,
             modules=setup.modules,
         )
 

@@ -34,3 +34,11 @@ class ProcessSettings(BaseModel):
         "per process (forkserver; auto), or as a fresh interpreter (spawn). Neither runs the "
         "caller's script again, so scripts need no `if __name__ == '__main__':` guard.",
     )
+    warm_calls: int = Field(
+        default=8,
+        ge=0,
+        description="Calls per reward function that succeeded and are replayed in the template "
+        "so new workers start warm; each is a second call of the function on an input it "
+        "already scored, side effects included. 0: never, for functions with side effects "
+        "(files written, processes started, paid APIs called).",
+    )

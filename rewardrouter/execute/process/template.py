@@ -4,7 +4,9 @@ A worker started from scratch has imported the reward modules but never run them
 half a second and more — enough to overrun a tight deadline, and paid again by every replacement
 of a killed worker. So a pool starts one *template* process that imports the modules, replays a
 few calls that succeeded (``warm``), and forks the workers: a new worker is a copy of a warm
-process, serving in milliseconds.
+process, serving in milliseconds. A replay calls the reward function a second time on an input
+it already scored, side effects included (a file written, a process started, a paid request);
+``executors.process.warm_calls`` bounds the replays per function, and 0 turns them off.
 
 Forking is safe only from a process whose threads are known to survive it. The template starts
 no threads; after each warm-up call it counts its threads (every OS thread, on Linux) and, if the
