@@ -185,6 +185,8 @@ SESSIONS = [
 def test_a_process_started_by_a_call_dies_with_the_worker_at_its_deadline(
     make_router: Any, tmp_path: Path
 ) -> None:
+    # The call times out, and only calls that succeeded are replayed in the worker template:
+    # nothing else writes the pid file.
     router = make_router(router_config("rr_execution.leave_child", on_error="skip", timeout=1.0))
     pid_file = tmp_path / "child"
     [result] = router.score_sync([row("x", "hang", pid_file=str(pid_file))])
@@ -197,7 +199,9 @@ def test_a_process_started_by_a_call_dies_with_the_worker_at_its_deadline(
 def test_processes_started_by_calls_die_when_the_router_closes(
     make_router: Any, tmp_path: Path, session: bool
 ) -> None:
-    router = make_router(router_config("rr_execution.leave_child", timeout=5.0))
+    # warm_calls 0: the worker template would otherwise call leave_child again on the same
+    # sample, truncating and rewriting the pid file while the test reads it.
+    router = make_router(router_config("rr_execution.leave_child", timeout=5.0, warm_calls=0))
     pid_file = tmp_path / "child"
     [result] = router.score_sync([row("x", pid_file=str(pid_file), session=session)])
     assert result.reward == 1.0
@@ -213,7 +217,8 @@ sys.path.insert(0, {tests!r})
 from rr_execution import router_config, row
 from rewardrouter import compile_router
 
-router = compile_router(router_config("rr_execution.leave_child", timeout=5.0))
+# warm_calls 0: no replay in the worker template rewrites the pid file as the process exits.
+router = compile_router(router_config("rr_execution.leave_child", timeout=5.0, warm_calls=0))
 print(router.score_sync([row("x", pid_file={pid_file!r}, session={session!r})])[0].reward)
 sys.stdout.flush()
 os._exit(0)  # no close, no finalizers: as a trainer killed by its scheduler
