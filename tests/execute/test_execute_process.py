@@ -300,6 +300,23 @@ def test_replacement_workers_start_warm_from_the_template(
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers fork from a template")
+def test_a_module_a_later_pool_needs_is_imported_once_for_every_pool(make_router: Any) -> None:
+    """Pools of several routers in one process (a sweep's jobs, a server's lanes), the first
+    with other modules: the fork server imports what a later pool needs before it forks that
+    pool's template, so the pools after it are forked from the same import and pay nothing."""
+    make_router(router_config("rr_execution.warmth")).score_sync([row("a")])  # the server runs
+    pids = set()
+    for _ in range(2):
+        router = make_router(router_config("rr_imported_once.imported_in", workers=1))
+        [result] = router.score_sync([row("a")])
+        assert result.status == "ok", result.error_message
+        pids.add(int(result.reward))
+        router.close()
+    [imported_in] = pids  # one import for both pools: their templates are two processes
+    assert imported_in != os.getpid()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers fork from a template")
 @pytest.mark.parametrize(
     ("warm_calls", "replays"),
     [

@@ -3,7 +3,10 @@
 A template started from scratch imports rewardrouter and the reward modules — seconds, with
 sympy — and every pool of the process would pay that again. So the first pool starts a server, a
 fresh interpreter (:mod:`~rewardrouter.execute.process.boot`, never the caller's script) that
-imports that pool's modules, and every template is forked from it, ready at once. The server
+imports that pool's modules, and every template is forked from it, ready at once. A later pool
+that needs modules the server has not imported (another router of the process, with other
+graders) has the server import them before it forks that template: each module is imported once
+per process, not once per pool. The server
 lives as long as the process that started it: when that process exits, its end of the server's
 socket closes and the server exits; the templates it forked follow (their parent died: the
 kernel sends them ``SIGTERM``), killing their workers.
@@ -28,7 +31,8 @@ from rewardrouter.execute.process.boot import ChildExits, SharedDoubles, start_p
 from rewardrouter.execute.process.template import run_template
 from rewardrouter.introspect import import_quietly
 
-#: Seconds the server may take to start (importing the first pool's modules) and fork.
+#: Seconds the server may take to answer a pool: start (the first time), import the pool's
+#: modules it has not imported yet, and fork.
 FORK_SECONDS = 120.0
 
 
@@ -93,6 +97,7 @@ def serve_forks(fd: int, preload: list[str]) -> None:
                 _, modules, flush_seconds, count = conn.recv()
                 template_fd = reduction.recv_handle(conn)
                 progress_fd = reduction.recv_handle(conn)
+                import_quietly(modules)  # once here, for this pool and every later one
                 pid = os.fork()
                 if pid == 0:
                     code = 1
