@@ -12,7 +12,7 @@ TORCH_SPEC ?= torch==2.13.0
 # `frameworks` extra. A constraints file keeps every install on $(TORCH_SPEC).
 FRAMEWORKS := verl==0.9.1 openrlhf==0.11.2 tensordict==0.10.0
 
-.PHONY: run test lint schema bench clean bubblewrap
+.PHONY: run test test-quick lint schema bench clean bubblewrap
 
 # The code sandbox's walls: bubblewrap (Debian's `bubblewrap`). Installed here when this user
 # may (root with apt-get); otherwise the line says how, and `kind: code` refuses to compile
@@ -62,6 +62,11 @@ run: $(RUNTIME) bubblewrap
 # and each pytest worker would rewrite every test module again.
 test: $(STAMP) bubblewrap
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=10
+
+# While working: the files without slow tests (no Ray, verl, served commands, sandbox runs or
+# trainer steps); `make test` runs everything and is what CI runs.
+test-quick: $(STAMP)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not slow" --durations=10
 
 lint: $(STAMP)
 	$(BIN)/ruff check rewardrouter tests benchmarks
