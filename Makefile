@@ -65,7 +65,7 @@ test: $(STAMP) bubblewrap
 
 # While working: the files without slow tests (no Ray, verl, served commands, sandbox runs or
 # trainer steps); `make test` runs everything and is what CI runs.
-test-quick: $(STAMP)
+test-quick: $(STAMP) bubblewrap
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not slow" --durations=10
 
 lint: $(STAMP)
