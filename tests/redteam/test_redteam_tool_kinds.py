@@ -89,12 +89,18 @@ FORMAT_CASES = [
 ]
 
 
+def between_honest_rows(router: Router, canary: Canary, response: Any) -> Any:
+    """The result of ``response`` scored between two honest conversations (call, result,
+    answer), which must score as usual."""
+    honest = {"response": asked(GOOD, result("sunny"), answer("Sunny."))}
+    return score_between_honest_rows(router, canary, honest, {"response": response}, DEADLINE)
+
+
 @pytest.mark.parametrize(("response", "reward", "status"), FORMAT_CASES)
 def test_tool_call_format_gives_no_credit_it_was_not_earned(
     format_only: Router, canary: Canary, response: Any, reward: float | None, status: str
 ) -> None:
-    honest = {"response": asked(GOOD, result("sunny"), answer("Sunny."))}
-    bad = score_between_honest_rows(format_only, canary, honest, {"response": response}, DEADLINE)
+    bad = between_honest_rows(format_only, canary, response)
     assert (bad.reward, bad.status) == (reward, status)
 
 
@@ -120,8 +126,7 @@ SUCCESS_CASES = [
 def test_tool_success_counts_only_results_that_worked(
     success_only: Router, canary: Canary, response: Any, reward: float | None, status: str
 ) -> None:
-    honest = {"response": asked(GOOD, result("sunny"), answer("Sunny."))}
-    bad = score_between_honest_rows(success_only, canary, honest, {"response": response}, DEADLINE)
+    bad = between_honest_rows(success_only, canary, response)
     assert (bad.reward, bad.status) == (reward, status)
 
 
