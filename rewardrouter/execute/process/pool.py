@@ -260,10 +260,13 @@ class ProcessPool(TaskPool):
         launcher_side = self._launcher.waitables()
         for ready in wait([self._wake_r, *launcher_side, *owners], timeout):
             if ready is self._wake_r:
+                # Drained under the lock that _wake sends under: a byte drained outside it
+                # could be a later wake's, leaving _woken set with the pipe empty, so that the
+                # next wake (close() among them) sent nothing and this wait never returned.
                 with self._lock:
                     self._woken = False
-                while self._wake_r.poll():
-                    self._wake_r.recv_bytes()
+                    while self._wake_r.poll():
+                        self._wake_r.recv_bytes()
             elif ready in launcher_side:
                 self._launcher.service(ready)
             elif owners[ready] in self._workers:
