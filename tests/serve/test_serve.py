@@ -63,10 +63,11 @@ ROUTED_SAMPLES: list[dict[str, Any]] = [
 ]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def served() -> Iterator[tuple[str, Router]]:
     """The test config served on an ephemeral port (its scoring process a child of this one):
-    (base url, the same router compiled here, for the expected rewards)."""
+    (base url, the same router compiled here, for the expected rewards). One server for the
+    module: no test changes what it serves, and each bad request is followed by a good one."""
     servers = Servers()
     with compile_router(CONFIG) as router:
         server = servers.app(make_app(CONFIG))

@@ -89,6 +89,14 @@ def serving() -> Iterator[Any]:
 # -- authentication -------------------------------------------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def with_token() -> Iterator[str]:
+    """CONFIG served with TOKEN (one server for the tests below: they only send requests)."""
+    servers = Servers()
+    yield servers.app(make_app(CONFIG, token=TOKEN)).url("").rstrip("/")
+    servers.stop()
+
+
 @pytest.mark.parametrize(
     ("token", "status"),
     [
@@ -99,9 +107,9 @@ def serving() -> Iterator[Any]:
     ],
 )
 def test_a_server_with_a_token_scores_only_for_its_holder(
-    serving: Any, token: str | None, status: int
+    with_token: str, token: str | None, status: int
 ) -> None:
-    base = serving(token=TOKEN)
+    base = with_token
     for path, body in (("/reward", SAMPLE), ("/batch", [SAMPLE])):
         got, reply, headers = send(base + path, json.dumps(body).encode(), token)
         assert got == status, reply
@@ -110,8 +118,8 @@ def test_a_server_with_a_token_scores_only_for_its_holder(
             assert headers["WWW-Authenticate"] == "Bearer"
 
 
-def test_health_answers_anyone_but_names_routes_only_to_the_token_holder(serving: Any) -> None:
-    base = serving(token=TOKEN)
+def test_health_answers_anyone_but_names_routes_only_to_the_token_holder(with_token: str) -> None:
+    base = with_token
     assert send(base + "/health")[:2] == (200, {"status": "ok"})
     status, reply, _ = send(base + "/health", token=TOKEN)
     assert (status, reply["status"], reply["default_route"]) == (200, "ok", "squad")
