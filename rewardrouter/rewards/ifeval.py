@@ -40,10 +40,13 @@ The checks are four modules of lm-eval (``lm_eval.tasks.ifeval``'s ``instruction
 langdetect, immutabledict and packaging, while the package above them (``lm_eval.tasks``, its
 task manager) needs lm-eval's own dependencies: datasets, pandas, pyarrow, scikit-learn, about
 0.5 GB. ``pip install 'rewardrouter[ifeval-lean]'`` with ``pip install --no-deps lm-eval``
-installs the checks without them (as ``make run`` does), and :func:`checks` then loads the four
-modules without running that package (:func:`_load_without_task_manager`); with lm-eval's
-dependencies installed, lm-eval is imported as usual. Both load the same files, and a test
-compares their verdicts row for row.
+installs the checks without them (as ``make run`` does). Either way, :func:`checks` loads the
+four modules without running that package (:func:`_load_without_task_manager`), on the part of
+NLTK they use (NLTK's ``__init__`` imports all of it, and scipy and scikit-learn where they are
+installed): with lm-eval's dependencies installed, 0.6–0.8 s instead of 2.7 s. In a process that
+has imported ``lm_eval.tasks`` and NLTK already (lm-eval's own evaluation), the checks are
+lm-eval's as imported there. Both load the same files, and a test compares their verdicts row
+for row.
 
 Bounds. The response is written by the policy under training, and some of lm-eval's checks are
 super-linear on text it can write (the placeholder regex on 100,000 ``[`` ran for over a
@@ -132,6 +135,9 @@ LM_EVAL_TASKS = "lm_eval.tasks"
 LM_EVAL_CHECKS = "lm_eval.tasks.ifeval.utils"
 #: lm-eval's module of checks, whose logger may show whole responses.
 LM_EVAL_INSTRUCTIONS = "lm_eval.tasks.ifeval.instructions"
+#: What the checks use of NLTK: its data loader and its tokenizers (``nltk.word_tokenize``,
+#: ``nltk.tokenize.RegexpTokenizer``, the Punkt sentence tokenizer).
+NLTK_PARTS = ("nltk.data", "nltk.tokenize")
 
 _import_lock = threading.Lock()
 
@@ -275,26 +281,23 @@ def checks() -> ModuleType:
     Imported once per process that scores: a worker process imports it when it starts
     (:data:`IfevalReward.worker_imports`), any other at its first sample. Its import would try
     to download NLTK's ``punkt_tab`` and print to stdout; a grader reaches no network and writes
-    nothing to a trainer's stdout, so both are held off. It also puts :class:`_Langdetect` in
-    lm-eval's language checks and a filter on its logger (:class:`_Excerpts`) that keeps whole
-    responses out of log records.
+    nothing to a trainer's stdout, so both are held off. It gets only the part of NLTK it uses
+    (:func:`_nltk_for_the_checks`). It also puts :class:`_Langdetect` in lm-eval's language
+    checks and a filter on its logger (:class:`_Excerpts`) that keeps whole responses out of log
+    records.
     """
     with _import_lock:  # scoring threads share the swapped-out downloader
-        import nltk
-
         asked: list[Any] = []
 
         def refuse(*args: Any, **kwargs: Any) -> bool:
             asked.append(args)
             return False
 
-        download = nltk.download
-        nltk.download = refuse
-        try:
-            with contextlib.redirect_stdout(io.StringIO()):
-                utils = _import_checks()
-        finally:
-            nltk.download = download
+        with _nltk_for_the_checks(refuse) as whole, contextlib.redirect_stdout(io.StringIO()):
+            utils = _import_checks(whole)
+            # reached through the modules, not imported by name: `lm_eval.tasks` may be absent
+            instructions = utils.instructions_registry.instructions
+            punkt = ifeval_punkt.install(instructions.instructions_util)
         # langdetect loads its language profiles on the first detect() and publishes the
         # factory before they are loaded: a second scoring thread then sees no profiles (or
         # some) and the language checks answer wrongly. Load them here, once, under the lock;
@@ -304,9 +307,6 @@ def checks() -> ModuleType:
 
         DetectorFactory.seed = 0
         init_factory()
-        # reached through the modules, not imported by name: `lm_eval.tasks` may be absent
-        instructions = utils.instructions_registry.instructions
-        punkt = ifeval_punkt.install(instructions.instructions_util)
         _install_langdetect(instructions)
         if _EXCERPTS not in logging.getLogger(LM_EVAL_INSTRUCTIONS).filters:
             logging.getLogger(LM_EVAL_INSTRUCTIONS).addFilter(_EXCERPTS)
@@ -321,31 +321,78 @@ def checks() -> ModuleType:
     return module
 
 
-def _import_checks() -> ModuleType:
+@contextlib.contextmanager
+def _nltk_for_the_checks(download: Callable[..., bool]) -> Iterator[bool]:
+    """What ``import nltk`` gives while the block runs, with ``download`` as its
+    ``nltk.download``; yields whether that is the whole of NLTK.
+
+    Where this process has imported NLTK, it is that package. Elsewhere it is a package holding
+    only :data:`NLTK_PARTS`, loaded from NLTK's own files without its ``__init__`` (which imports
+    all of NLTK, and scipy and scikit-learn where they are installed: 1.5 s and more in every
+    worker), and the two functions the checks call through it. When the block ends, the modules
+    of NLTK it loaded leave ``sys.modules``: the checks keep those they hold, and a later
+    ``import nltk`` anywhere in the process imports the whole package, as its own.
+    """
+    loaded: Any = sys.modules.get("nltk")
+    if loaded is not None:
+        kept = loaded.download
+        loaded.download = download
+        try:
+            yield True
+        finally:
+            loaded.download = kept
+        return
+    spec = importlib.util.find_spec("nltk")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("No module named 'nltk'", name="nltk")
+    before = set(sys.modules)
+    part: Any = importlib.util.module_from_spec(
+        importlib.machinery.ModuleSpec("nltk", None, is_package=True)
+    )
+    part.__path__ = list(spec.submodule_search_locations)
+    sys.modules["nltk"] = part
+    try:
+        for name in NLTK_PARTS:
+            importlib.import_module(name)
+        part.word_tokenize = part.tokenize.word_tokenize
+        part.sent_tokenize = part.tokenize.sent_tokenize
+        part.download = download
+        yield False
+    finally:
+        for name in set(sys.modules) - before:
+            if name == "nltk" or name.startswith("nltk."):
+                del sys.modules[name]
+
+
+def _import_checks(whole_nltk: bool = True) -> ModuleType:
     """lm-eval's :data:`LM_EVAL_CHECKS`, imported as usual when its parent packages import, else
     loaded without running ``lm_eval.tasks`` (:func:`_load_without_task_manager`).
 
-    A failure below ``lm_eval.tasks`` (NLTK or langdetect missing) is raised as it is: only a
-    package that did not import is stepped over, so a working ``lm_eval.tasks`` is always the
-    one used.
+    With only part of NLTK (``whole_nltk`` False), ``lm_eval.tasks`` is not run either, unless
+    this process has imported it already: its task manager's imports could reach for the parts
+    of NLTK that are not there. A failure below ``lm_eval.tasks`` (NLTK or langdetect missing)
+    is raised as it is: only a package that did not import is stepped over, so a working
+    ``lm_eval.tasks`` that was imported is always the one used.
     """
-    try:
-        return importlib.import_module(LM_EVAL_CHECKS)
-    except ImportError:
-        if LM_EVAL_TASKS in sys.modules:
-            raise  # the package imported: the checks themselves did not
+    if whole_nltk or LM_EVAL_TASKS in sys.modules:
+        try:
+            return importlib.import_module(LM_EVAL_CHECKS)
+        except ImportError:
+            if LM_EVAL_TASKS in sys.modules:
+                raise  # the package imported: the checks themselves did not
     return _load_without_task_manager()
 
 
 def _load_without_task_manager() -> ModuleType:
     """lm-eval's IFEval modules, loaded from lm-eval's own files without its ``lm_eval.tasks``
-    package, whose ``__init__`` failed to import (lm-eval installed with ``--no-deps``).
+    package: its ``__init__`` failed to import (lm-eval installed with ``--no-deps``), or is not
+    run (see :func:`_import_checks`).
 
     For the length of the import only, ``sys.modules`` holds a bare package in place of
     ``lm_eval.tasks`` whose ``__path__`` is that package's folder: the IFEval modules are found
     and run from there (with :data:`_import_lock` held, by :func:`checks`). The bare package is
     removed afterwards, from ``sys.modules`` and from ``lm_eval``, so that ``import
-    lm_eval.tasks`` still runs (and fails) as lm-eval's own; the four modules stay registered
+    lm_eval.tasks`` still runs as lm-eval's own; the four modules stay registered
     under their names, as an import would leave them.
     """
     spec = importlib.util.find_spec(LM_EVAL_TASKS)

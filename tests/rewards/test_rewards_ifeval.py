@@ -201,7 +201,9 @@ def test_instruction_ids_read_from_source_are_the_registrys() -> None:
 
 def test_lm_eval_is_imported_where_the_checks_run_never_by_compiling() -> None:
     # auto: in worker processes (where a deadline can stop a check), so never in the router's
-    # own; a thread executor checks in this process and imports it with its first row
+    # own; a thread executor checks in this process and imports it with its first row, on the
+    # part of NLTK the checks use (not scipy through NLTK's __init__), which then leaves
+    # sys.modules: a later `import nltk` is the whole package
     code = (
         "import sys, rewardrouter\n"
         "def router(**term):\n"
@@ -217,7 +219,11 @@ def test_lm_eval_is_imported_where_the_checks_run_never_by_compiling() -> None:
         "    assert not heavy & set(sys.modules), heavy & set(sys.modules)\n"
         "with router(executor='thread') as r:\n"
         "    assert r.score_sync([{'response': 'a, b', 'label': label}]).rewards == [0.0]\n"
-        "    assert heavy <= set(sys.modules)\n"
+        "    assert {'lm_eval.tasks.ifeval.utils', 'langdetect'} <= set(sys.modules)\n"
+        "    assert not {'nltk', 'scipy', 'lm_eval.tasks'} & set(sys.modules)\n"
+        "    assert r.score_sync([{'response': 'a b', 'label': label}]).rewards == [1.0]\n"
+        "import nltk\n"
+        "assert nltk.pos_tag and nltk.tokenize.RegexpTokenizer(r'\\w+').tokenize('a b') == ['a', 'b']\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 

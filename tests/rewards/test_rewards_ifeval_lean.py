@@ -2,11 +2,12 @@
 the verdicts of lm-eval imported as usual, instruction for instruction.
 
 Two fresh interpreters score the same rows. One imports lm-eval as usual (``lm_eval.tasks``,
-its task manager, datasets). The other sees only what the lean install holds: every module of a
-distribution outside the closure of rewardrouter's requirements, the ``ifeval-lean`` extra and
-lm-eval itself is refused, as an interpreter of that install would refuse it, so that
-``lm_eval.tasks`` cannot import and :func:`rewardrouter.rewards.ifeval.checks` loads the IFEval
-modules without it. Every instruction of lm-eval's registry is drawn with kwargs by lm-eval's own
+its task manager, datasets, the whole of NLTK) before the checks. The other sees only what the
+lean install holds: every module of a distribution outside the closure of rewardrouter's
+requirements, the ``ifeval-lean`` extra and lm-eval itself is refused, as an interpreter of
+that install would refuse it, so that ``lm_eval.tasks`` cannot import and
+:func:`rewardrouter.rewards.ifeval.checks` loads the IFEval modules without it, on the part of
+NLTK they use. Every instruction of lm-eval's registry is drawn with kwargs by lm-eval's own
 builders (``build_description`` with seeded randomness) and checked on each response, by lm-eval's
 strict and loose tests and by this kind, in both interpreters.
 """
@@ -60,6 +61,8 @@ class Refused(importlib.abc.MetaPathFinder):
 if mode == "lean":
     assert not refused & set(sys.modules), sorted(refused & set(sys.modules))
     sys.meta_path.insert(0, Refused())
+else:  # as lm-eval's own evaluation imports them: the checks then use these
+    import lm_eval.tasks, nltk
 
 from rewardrouter.rewards import ifeval
 
@@ -128,6 +131,7 @@ print(json.dumps({
     "verdicts": verdicts,
     "files": {name: sys.modules[name].__file__ for name in sorted(names)},
     "task_manager": hasattr(tasks, "TaskManager"),
+    "whole_nltk": hasattr(utils.instructions_registry.instructions.instructions_util.nltk, "pos_tag"),
     "import_lm_eval_tasks_after": after,
     "heavy": sorted(set(given["heavy"]) & set(sys.modules)),
 }))
@@ -261,6 +265,12 @@ def test_the_lean_interpreter_lacks_what_lm_evals_dependencies_bring(scored: Sco
 def test_the_full_interpreter_uses_lm_evals_own_package(scored: Scored) -> None:
     assert scored.full["task_manager"] is True
     assert scored.full["import_lm_eval_tasks_after"] == "imported"
+    assert scored.full["whole_nltk"] is True
+
+
+def test_the_lean_checks_run_on_the_part_of_nltk_they_use(scored: Scored) -> None:
+    # NLTK's tokenizers and data loader, not its __init__ (which imports all of NLTK)
+    assert scored.lean["whole_nltk"] is False
 
 
 def test_the_lean_load_leaves_no_stand_in_for_lm_eval_tasks(scored: Scored) -> None:
