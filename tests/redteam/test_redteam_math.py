@@ -31,7 +31,7 @@ pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
 Case = tuple[str, str, tuple[str, ...]]
 
 #: The term's timeout, in seconds: a stalled sample is killed and scored 0.0 at about this.
-TIMEOUT = 3.0
+TIMEOUT = 2.0
 #: What a batch may take beyond its stalls' deadlines on a loaded machine (a killed worker's
 #: replacement imports sympy and math-verify before the next call).
 SLACK = 8.0
