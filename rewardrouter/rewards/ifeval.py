@@ -364,7 +364,7 @@ def _nltk_for_the_checks(download: Callable[..., bool]) -> Iterator[bool]:
                 del sys.modules[name]
 
 
-def _import_checks(whole_nltk: bool = True) -> ModuleType:
+def _import_checks(whole_nltk: bool) -> ModuleType:
     """lm-eval's :data:`LM_EVAL_CHECKS`, imported as usual when its parent packages import, else
     loaded without running ``lm_eval.tasks`` (:func:`_load_without_task_manager`).
 
