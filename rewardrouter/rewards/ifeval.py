@@ -43,7 +43,7 @@ task manager) needs lm-eval's own dependencies: datasets, pandas, pyarrow, sciki
 installs the checks without them (as ``make run`` does). Either way, :func:`checks` loads the
 four modules without running that package (:func:`_load_without_task_manager`), on the part of
 NLTK they use (NLTK's ``__init__`` imports all of it, and scipy and scikit-learn where they are
-installed): with lm-eval's dependencies installed, 0.6–0.8 s instead of 2.7 s. In a process that
+installed): with lm-eval's dependencies installed, 0.6 to 0.8 s instead of 2.7 s. In a process that
 has imported ``lm_eval.tasks`` and NLTK already (lm-eval's own evaluation), the checks are
 lm-eval's as imported there. Both load the same files, and a test compares their verdicts row
 for row.
