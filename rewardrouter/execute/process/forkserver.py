@@ -2,14 +2,13 @@
 
 A template started from scratch imports rewardrouter and the reward modules — seconds, with
 sympy — and every pool of the process would pay that again. So the first pool starts a server, a
-fresh interpreter (:mod:`~rewardrouter.execute.process.boot`, never the caller's script) that
-imports that pool's modules, and every template is forked from it, ready at once. A later pool
-that needs modules the server has not imported (another router of the process, with other
-graders) has the server import them before it forks that template: each module is imported once
-per process, not once per pool. The server
-lives as long as the process that started it: when that process exits, its end of the server's
-socket closes and the server exits; the templates it forked follow (their parent died: the
-kernel sends them ``SIGTERM``), killing their workers.
+fresh interpreter (:mod:`~rewardrouter.execute.process.boot`, never the caller's script), and
+every template is forked from it. Before it forks a pool's template the server imports that
+pool's modules it has not imported yet, so each module is imported once per process, not once
+per pool (another router of the process, with other graders, pays only for what is new). The
+server lives as long as the process that started it: when that process exits, its end of the
+server's socket closes and the server exits; the templates it forked follow (their parent died:
+the kernel sends them ``SIGTERM``), killing their workers.
 
 Protocol over the server's socket: the pool sends ``("template", modules, flush_seconds,
 count)`` followed by two descriptors (``SCM_RIGHTS``): the template's end of its socket to the
@@ -50,7 +49,7 @@ class ForkServer:
         """The pid of a new template serving on ``conn_fd`` with ``progress`` as its records."""
         with self._lock:
             for attempt in range(2):
-                conn = self._connection(modules)
+                conn = self._connection()
                 try:
                     conn.send(("template", list(modules), flush_seconds, progress.count))
                     reduction.send_handle(conn, conn_fd, 0)
@@ -65,13 +64,13 @@ class ForkServer:
                         raise
             raise AssertionError("unreachable")
 
-    def _connection(self, modules: Sequence[str]) -> Connection:
+    def _connection(self) -> Connection:
         if self._conn is not None and self._owner == os.getpid():
             return self._conn
         if self._conn is not None:  # inherited by a fork of the process: the parent's, not ours
             self._conn.close()
         ours, theirs = socket.socketpair()
-        start_python(serve_forks, [theirs.fileno(), list(modules)], [theirs.fileno()])
+        start_python(serve_forks, [theirs.fileno()], [theirs.fileno()])
         theirs.close()
         self._conn, self._owner = Connection(ours.detach()), os.getpid()
         return self._conn
@@ -81,11 +80,11 @@ class ForkServer:
 SERVER = ForkServer()
 
 
-def serve_forks(fd: int, preload: list[str]) -> None:
-    """The server's main loop: fork a template per request until the parent's end closes."""
+def serve_forks(fd: int) -> None:
+    """The server's main loop: fork a template per request (after importing the modules of
+    that request's pool) until the parent's end closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     conn = Connection(fd)
-    import_quietly(preload)
     exits = ChildExits()  # an exiting template wakes the loop, to be reaped
     try:
         while True:
