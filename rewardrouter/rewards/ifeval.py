@@ -342,25 +342,18 @@ def _nltk_for_the_checks(download: Callable[..., bool]) -> Iterator[bool]:
         finally:
             loaded.download = kept
         return
-    spec = importlib.util.find_spec("nltk")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("No module named 'nltk'", name="nltk")
     before = set(sys.modules)
-    part: Any = importlib.util.module_from_spec(
-        importlib.machinery.ModuleSpec("nltk", None, is_package=True)
-    )
-    part.__path__ = list(spec.submodule_search_locations)
-    sys.modules["nltk"] = part
     try:
-        for name in NLTK_PARTS:
-            importlib.import_module(name)
-        part.word_tokenize = part.tokenize.word_tokenize
-        part.sent_tokenize = part.tokenize.sent_tokenize
-        part.download = download
-        yield False
+        with _bare_package("nltk") as part:
+            for name in NLTK_PARTS:
+                importlib.import_module(name)
+            part.word_tokenize = part.tokenize.word_tokenize
+            part.sent_tokenize = part.tokenize.sent_tokenize
+            part.download = download
+            yield False
     finally:
         for name in set(sys.modules) - before:
-            if name == "nltk" or name.startswith("nltk."):
+            if name.startswith("nltk."):
                 del sys.modules[name]
 
 
@@ -388,30 +381,38 @@ def _load_without_task_manager() -> ModuleType:
     package: its ``__init__`` failed to import (lm-eval installed with ``--no-deps``), or is not
     run (see :func:`_import_checks`).
 
-    For the length of the import only, ``sys.modules`` holds a bare package in place of
-    ``lm_eval.tasks`` whose ``__path__`` is that package's folder: the IFEval modules are found
-    and run from there (with :data:`_import_lock` held, by :func:`checks`). The bare package is
-    removed afterwards, from ``sys.modules`` and from ``lm_eval``, so that ``import
-    lm_eval.tasks`` still runs as lm-eval's own; the four modules stay registered
-    under their names, as an import would leave them.
+    For the length of the import only, ``lm_eval.tasks`` is a bare package
+    (:func:`_bare_package`): the IFEval modules are found and run from its folder (with
+    :data:`_import_lock` held, by :func:`checks`), and ``import lm_eval.tasks`` afterwards still
+    runs lm-eval's own; the four modules stay registered under their names, as an import would
+    leave them.
     """
-    spec = importlib.util.find_spec(LM_EVAL_TASKS)
+    with _bare_package(LM_EVAL_TASKS):
+        return importlib.import_module(LM_EVAL_CHECKS)
+
+
+@contextlib.contextmanager
+def _bare_package(name: str) -> Iterator[Any]:
+    """Package ``name`` in ``sys.modules`` while the block runs, with its folder but without
+    running its ``__init__``: its submodules import from their own files. Afterwards it leaves
+    ``sys.modules`` and its parent package; the submodules the block imported stay registered."""
+    spec = importlib.util.find_spec(name)
     locations = list(spec.submodule_search_locations or ()) if spec is not None else []
     if not locations:
-        raise ImportError(f"no package {LM_EVAL_TASKS} in lm-eval", name=LM_EVAL_TASKS)
-    bare = importlib.util.module_from_spec(
-        importlib.machinery.ModuleSpec(LM_EVAL_TASKS, None, is_package=True)
+        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+    bare: Any = importlib.util.module_from_spec(
+        importlib.machinery.ModuleSpec(name, None, is_package=True)
     )
     bare.__path__ = locations
-    sys.modules[LM_EVAL_TASKS] = bare
+    sys.modules[name] = bare
     try:
-        return importlib.import_module(LM_EVAL_CHECKS)
+        yield bare
     finally:
-        if sys.modules.get(LM_EVAL_TASKS) is bare:
-            del sys.modules[LM_EVAL_TASKS]
-        lm_eval = sys.modules.get("lm_eval")
-        if getattr(lm_eval, "tasks", None) is bare:
-            delattr(lm_eval, "tasks")
+        if sys.modules.get(name) is bare:
+            del sys.modules[name]
+        parent, _, child = name.rpartition(".")
+        if parent and getattr(sys.modules.get(parent), child, None) is bare:
+            delattr(sys.modules[parent], child)
 
 
 def instruction_ids() -> list[str]:
