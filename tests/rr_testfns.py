@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import functools
 import os
 import socket
 import threading
@@ -80,6 +81,7 @@ def holds_the_interpreter(args: Any, sample: Any) -> float:
     return 1.0
 
 
+@functools.cache
 def _recv_syscall() -> str:
     """The number of the system call that libc's ``recv`` blocks in on this machine: read off a
     thread of this process blocked in it (numbers differ between architectures)."""
