@@ -6,7 +6,9 @@ each router reward is compared with the function called directly, the way its tr
 
 from __future__ import annotations
 
+import importlib
 import pickle
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -23,32 +25,20 @@ MATH = [
 ]
 
 
-# The trainers' functions, imported by the tests that call them (importing TRL and verl takes
-# seconds, which every test worker would pay when it collects this file).
+def _imported_when_called(module: str, name: str) -> Callable[..., Any]:
+    """A trainer's function ``module.name``, imported at its first call: importing TRL and
+    verl takes seconds, which every test worker would pay when it collects this file."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    return call
 
 
-def accuracy_reward(**kwargs: Any) -> Any:
-    from trl.rewards import accuracy_reward
-
-    return accuracy_reward(**kwargs)
-
-
-def think_format_reward(**kwargs: Any) -> Any:
-    from trl.rewards import think_format_reward
-
-    return think_format_reward(**kwargs)
-
-
-def default_compute_score(*args: Any, **kwargs: Any) -> Any:
-    from verl.utils.reward_score import default_compute_score
-
-    return default_compute_score(*args, **kwargs)
-
-
-def gsm8k_score(*args: Any, **kwargs: Any) -> Any:
-    from verl.utils.reward_score.gsm8k import compute_score
-
-    return compute_score(*args, **kwargs)
+accuracy_reward = _imported_when_called("trl.rewards", "accuracy_reward")
+think_format_reward = _imported_when_called("trl.rewards", "think_format_reward")
+default_compute_score = _imported_when_called("verl.utils.reward_score", "default_compute_score")
+gsm8k_score = _imported_when_called("verl.utils.reward_score.gsm8k", "compute_score")
 
 
 def samples(rows: list[tuple[str, str]], **metadata: Any) -> list[Sample]:
