@@ -55,18 +55,21 @@ $(STAMP): $(RUNTIME)
 run: $(RUNTIME) bubblewrap
 	$(BIN)/rewardrouter router=mixed
 
-# Two workers, each test file on one of them (a file's servers and clusters are its own), the
-# files with slow tests first (tests/conftest.py orders them; xdist keeps that order). Bytecode
-# is written even where PYTHONDONTWRITEBYTECODE is set: the suite starts hundreds of
-# interpreters (workers, commands, servers, Ray actors) that would each compile rewardrouter,
-# and each pytest worker would rewrite every test module again.
+# Two workers, each test file on one of them (a file's servers and clusters are its own), and the
+# 10 slowest tests at the end. Bytecode is written even where PYTHONDONTWRITEBYTECODE is set: the
+# suite starts hundreds of interpreters (workers, commands, servers, Ray actors) that would each
+# compile rewardrouter, and each pytest worker would rewrite every test module again.
+PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=10
+
+# Every test, the files with slow tests first (tests/conftest.py orders them; xdist keeps that
+# order).
 test: $(STAMP) bubblewrap
-	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=10
+	$(PYTEST) --no-loadscope-reorder
 
 # While working: the files without slow tests (no Ray, verl, served commands, sandbox runs or
 # trainer steps); `make test` runs everything and is what CI runs.
 test-quick: $(STAMP) bubblewrap
-	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not slow" --durations=10
+	$(PYTEST) -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check rewardrouter tests benchmarks
