@@ -34,7 +34,7 @@ USAGE = """\
 usage: rewardrouter          [--config FILE] [KEY=VALUE ...]    score a JSONL file (the main job)
        rewardrouter check    [--config FILE] [KEY=VALUE ...]    run the hand-scored examples
        rewardrouter explain  [--config FILE] [KEY=VALUE ...]    how one sample is scored
-                             (--data FILE --line N | --response TEXT [--label L] [--metadata JSON])
+                             (--data FILE [--line N] | --response TEXT [--label L] [--metadata JSON])
        rewardrouter validate [--config FILE] [FILE.yaml ...] [KEY=VALUE ...]
        rewardrouter serve    [--config FILE] [KEY=VALUE ...] [--host H] [--port P]
 

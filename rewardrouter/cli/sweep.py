@@ -6,7 +6,7 @@ best parameters. :class:`BestJob` (a Hydra callback set in ``conf/config.yaml``)
 both: after the last job it prints the best objective and the overrides that gave it, and writes
 them next to the jobs' folders::
 
-    best of 3 jobs: agreement = 0.8333 (higher is better) with routes.gsm8k.rewards.format.weight=0.0
+    best of 3 jobs: agreement = 0.8889 (higher is better) with routes.gsm8k.rewards.format.weight=0.0
 """
 
 from __future__ import annotations

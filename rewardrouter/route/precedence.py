@@ -1,4 +1,4 @@
-"""Which route scores a sample: DESIGN's precedence, first match wins.
+"""Which route scores a sample (the manual's routing page), first match wins.
 
 1. ``sample.custom_rm_path`` (slime/vime), ``sample.reward_spec.custom_rm_path`` (miles) or
    ``metadata.custom_rm_path`` — only for modules under ``allowed_modules``;

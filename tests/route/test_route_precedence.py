@@ -1,4 +1,4 @@
-"""Per-sample precedence (DESIGN §3): each level, and which level wins over which."""
+"""Per-sample precedence (docs/routing.md): each level, and which level wins over which."""
 
 from __future__ import annotations
 
