@@ -22,8 +22,11 @@ import os
 import platform
 import re
 import shutil
+import socket
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -111,8 +114,15 @@ def earns_nothing(result: Any) -> bool:
 
 # -- 1. the program sees no host data --------------------------------------------------------
 
-#: Each prints what it found where the expected output should be; `{data}` and `{secret}` are
-#: the host paths of the trainer's data and its secret file, `{env}` the secret's variable.
+#: Each snoop prints the right answer only when it reached what it looks for: the answer is
+#: simple to compute, so a snoop that works earns 1.0, and the test fails. Run on the host, with
+#: no sandbox, each one does earn it (`test_each_snoop_works_without_the_sandbox`), so what stops
+#: them is the sandbox. `{data}`, `{secret}` and `{env}`: the trainer's data file, its secret file
+#: and the secret's variable; `{pid}`: a process of the trainer's, launched with the data file's
+#: path on its command line; `{port}` and `{sock}`: a TCP port on 127.0.0.1 and a Unix socket of
+#: the host, both listening.
+ANSWER = "import hashlib\nname = input().strip()\n"
+WON = "print(hashlib.sha256(name.encode()).hexdigest()[:24])\n"
 SNOOPS = [
     pytest.param(
         "import json\nrow = json.loads(open({data!r}).readline())\n"
@@ -122,77 +132,143 @@ SNOOPS = [
     pytest.param(
         "import glob, json\nname = input().strip()\n"
         "for f in glob.glob('/proc/*/cmdline'):\n"
-        "    for arg in open(f, 'rb').read().split(b'\\0'):\n"
-        "        if arg.endswith(b'.jsonl'):\n"
+        "    try:\n        args = open(f, 'rb').read().split(b'\\0')\n"
+        "    except OSError:\n        continue\n"
+        "    for arg in args:\n"
+        "        if arg.endswith(b'train.jsonl'):\n"
         "            row = json.loads(open(arg).readline())\n"
-        "            print(row['label']['outputs'][['alpha','beta'].index(name)].strip())\n",
+        "            print(row['label']['outputs'][['alpha','beta'].index(name)].strip())\n"
+        "            raise SystemExit\n",
         id="finds_the_data_file_through_proc_cmdlines",
     ),
     pytest.param(
-        "import os\nfor root in ('/work', '/root', '/home', '/srv', '/data', '/mnt', '/opt'):\n"
-        "    for dirpath, _, files in os.walk(root):\n"
-        "        for f in files:\n"
-        "            if f.endswith('.jsonl'):\n"
-        "                print(open(os.path.join(dirpath, f)).read())\n",
-        id="walks_home_dirs_for_data",
+        "import json, os\nname = input().strip()\n"
+        "for root in ('/tmp', '/home', '/root', '/srv', '/data', '/mnt'):\n"
+        "    for dirpath, dirs, files in os.walk(root):\n"
+        "        dirs[:] = [d for d in dirs if not d.startswith('.') and d != 'site-packages']\n"
+        "        if 'train.jsonl' in files:\n"
+        "            row = json.loads(open(os.path.join(dirpath, 'train.jsonl')).readline())\n"
+        "            print(row['label']['outputs'][['alpha','beta'].index(name)].strip())\n"
+        "            raise SystemExit\n",
+        id="walks_the_host_for_data",
     ),
-    pytest.param("print(open({secret!r}).read())\n", id="reads_the_secret_file"),
-    pytest.param("import os\nprint(os.environ.get({env!r}))\n", id="reads_the_environment"),
     pytest.param(
-        "import glob\nfor f in glob.glob('/proc/*/environ'):\n"
-        "    try:\n        print(open(f, 'rb').read())\n    except OSError:\n        pass\n",
+        ANSWER + "try:\n    open({secret!r}).read()\nexcept OSError:\n    raise SystemExit\n" + WON,
+        id="reads_the_secret_file",
+    ),
+    pytest.param(
+        ANSWER + "import os\nif os.environ.get({env!r}):\n    " + WON, id="reads_the_environment"
+    ),
+    pytest.param(
+        ANSWER + "import glob\nfor f in glob.glob('/proc/*/environ'):\n"
+        "    try:\n        environ = open(f, 'rb').read()\n    except OSError:\n        continue\n"
+        "    if {env!r}.encode() + b'=' in environ:\n        " + WON + "        break\n",
         id="reads_every_process_environment",
     ),
     pytest.param(
-        "import glob\nfor f in glob.glob('/proc/*/status'):\n    print(open(f).read()[:60])\n"
-        "print(open('/proc/1/cmdline').read())\n",
-        id="lists_host_processes",
+        ANSWER + "try:\n    seen = open('/proc/{pid}/cmdline', 'rb').read()\n"
+        "except OSError:\n    seen = b''\nif b'train.jsonl' in seen:\n    " + WON,
+        id="sees_the_trainers_processes",
     ),
     pytest.param(
         "import gc\nname = input().strip()\n"
         "found = [o for o in gc.get_objects() if isinstance(o, dict) and 'outputs' in o]\n"
-        "print(found[0]['outputs'][0] if found else '')\n",
+        "print(found[0]['outputs'][['alpha','beta'].index(name)].strip() if found else '')\n",
         id="searches_its_memory_for_expected_outputs",
     ),
     pytest.param(
-        "import re\nraw = open('/proc/self/mem', 'rb')\n"
+        "import hashlib, re\nraw = open('/proc/self/mem', 'rb')\n"
         "maps = [l.split()[0] for l in open('/proc/self/maps') if 'rw' in l.split()[1]]\n"
         "hexes = set()\nfor m in maps:\n    a, b = (int(x, 16) for x in m.split('-'))\n"
         "    try:\n        raw.seek(a); hexes |= set(re.findall(rb'[0-9a-f]{{24}}', raw.read(b - a)))\n"
         "    except (OSError, ValueError, OverflowError):\n        pass\n"
-        "print(sorted(hexes)[0].decode() if hexes else '')\n",
-        id="scans_its_memory_for_hashes",
+        "name = input().strip()\n"  # read only now: the answer below is not in memory yet
+        "answer = hashlib.sha256(name.encode()).hexdigest()[:24]\n"
+        "print(answer if answer.encode() in hexes else '')\n",
+        id="scans_its_memory_for_the_expected_output",
     ),
     pytest.param(
-        "import socket, glob\nfor path in glob.glob('/run/**', recursive=True) + "
-        "glob.glob('/var/run/**', recursive=True) + ['/var/run/docker.sock']:\n"
-        "    s = socket.socket(socket.AF_UNIX)\n"
-        "    try:\n        s.connect(path); print('connected', path)\n"
-        "    except OSError:\n        pass\n",
-        id="connects_to_host_unix_sockets",
+        ANSWER + "import socket\ns = socket.socket(socket.AF_UNIX)\n"
+        "try:\n    s.connect({sock!r})\nexcept OSError:\n    raise SystemExit\n" + WON,
+        id="connects_to_a_host_unix_socket",
     ),
     pytest.param(
-        "import socket\ns = socket.create_connection(('127.0.0.1', 22), timeout=1)\nprint(s.recv(9))\n",
-        id="connects_to_host_network",
+        ANSWER + "import socket\n"
+        "try:\n    socket.create_connection(('127.0.0.1', {port}), timeout=1)\n"
+        "except OSError:\n    raise SystemExit\n" + WON,
+        id="connects_to_the_host_network",
     ),
     pytest.param(
-        "import os\nprint(os.listdir('/'), os.listdir('/etc'))\nprint(open('/etc/shadow').read())\n",
+        ANSWER
+        + "try:\n    open('/etc/shadow').read()\nexcept OSError:\n    raise SystemExit\n"
+        + WON,
         id="reads_etc_shadow",
     ),
 ]
 
 
+@pytest.fixture
+def host(data_file: Path, canary: Canary, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """The host a snoop looks for: a process of the trainer's launched with the data file's
+    path, a TCP port and a Unix socket listening; the format fields of :data:`SNOOPS`."""
+    trainer = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(300)", str(data_file)]
+    )
+    listener = socket.create_server(("127.0.0.1", 0))
+    unix = socket.socket(socket.AF_UNIX)
+    path = str(tmp_path / "trainer.sock")  # short: a Unix socket path has at most 107 bytes
+    unix.bind(path)
+    unix.listen()
+    os.chmod(path, 0o777)  # a socket any user may connect to: only the walls keep it out of reach
+    try:
+        yield {
+            "data": str(data_file), "secret": str(canary.path), "env": CANARY_ENV,
+            "pid": trainer.pid, "port": listener.getsockname()[1], "sock": path,
+        }  # fmt: skip
+    finally:
+        trainer.kill()
+        trainer.wait()
+        listener.close()
+        unix.close()
+
+
 @pytest.mark.parametrize("snoop", SNOOPS)
 def test_a_program_sees_no_host_data(
-    router: Any, canary: Canary, data_file: Path, snoop: str
+    router: Any, canary: Canary, host: dict[str, Any], snoop: str
 ) -> None:
-    program = snoop.format(data=str(data_file), secret=str(canary.path), env=CANARY_ENV)
-    hostile = grade(router, program, STDIN_LABEL, canary)[1]
+    hostile = grade(router, snoop.format(**host), STDIN_LABEL, canary)[1]
     assert earns_nothing(hostile), hostile
+
+
+@pytest.mark.parametrize("snoop", SNOOPS)
+def test_each_snoop_works_without_the_sandbox(host: dict[str, Any], snoop: str) -> None:
+    """The control: run on the host as a plain process that has read the data file (as a
+    runner that held the labels in the program's interpreter would), each snoop finds what it
+    looks for and prints the right answer, so the test above can fail."""
+    if "/etc/shadow" in snoop and os.geteuid() != 0:
+        pytest.skip("only root reads /etc/shadow on the host")
+    held = f"import json as _json\n_row = _json.loads(open({host['data']!r}).readline())\n"
+    done = subprocess.run(
+        [sys.executable, "-c", held + snoop.format(**host)],
+        input="alpha\n", capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.stdout == digest("alpha") + "\n", done.stdout[-300:] + done.stderr[-2000:]
 
 
 # -- 2. a pass cannot be forged ----------------------------------------------------------------
 
+#: Returns the expected value that it finds in a test's code held anywhere in its memory.
+MEMORY_FORGERY = (
+    "import gc, re\ndef solve(s):\n"
+    "    pattern = re.compile(r\"\\(%r\\) == '([0-9a-f]{24})'\" % s)\n"
+    "    for o in gc.get_objects():\n"
+    "        values = o.values() if isinstance(o, dict) else o if isinstance(o, list | tuple) else ()\n"
+    "        for v in values:\n"
+    "            found = pattern.search(v) if isinstance(v, str) else None\n"
+    "            if found:\n"
+    "                return found.group(1)\n"
+    "    return ''\n"
+)
 FORGERIES = [
     pytest.param(
         "class Yes(str):\n    def __eq__(self, other):\n        return True\n"
@@ -241,13 +317,7 @@ FORGERIES = [
         "def solve(s):\n    return Num(0)\n",
         id="returns_an_int_subclass_equal_to_everything",
     ),
-    pytest.param(
-        "import gc\ndef solve(s):\n"
-        "    for o in gc.get_objects():\n"
-        "        if isinstance(o, str) and 'assert candidate' in o:\n"
-        "            return o\n    return ''\n",
-        id="looks_for_the_test_code_in_memory",
-    ),
+    pytest.param(MEMORY_FORGERY, id="looks_for_the_test_code_in_memory"),
     pytest.param(
         "import sys\nsys.modules['math'] = None\nsys.setrecursionlimit(10)\n"
         "def solve(s):\n    return ''\n",
@@ -263,6 +333,20 @@ def test_a_pass_cannot_be_forged(
 ) -> None:
     hostile = grade(router, program, label, canary)[1]
     assert earns_nothing(hostile), hostile
+
+
+@pytest.mark.parametrize("label", [CHECK_LABEL, MBPP_LABEL], ids=["humaneval", "mbpp"])
+def test_the_memory_forgery_passes_where_the_test_code_is_in_its_memory(
+    label: dict[str, Any],
+) -> None:
+    """The control of ``looks_for_the_test_code_in_memory``: in an interpreter that holds the
+    tests' code it returns the expected values, so its 0 above is the sandbox's doing."""
+    code = label.get("test") or "\n".join(label["test_list"])
+    program = f"TESTS = {code!r}\n{MEMORY_FORGERY}print(solve('alpha'), solve('beta'))\n"
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.split() == [digest("alpha\n"), digest("beta\n")]
 
 
 @pytest.mark.parametrize(
@@ -305,8 +389,8 @@ ESCAPES = [
         id="kills_every_process_it_can",
     ),
     pytest.param(
-        "import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
-        "        time.sleep(600)\n    os._exit(0)\nprint('daemon left')\n",
+        "import os\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+        "        os.execvp('sleep', ['sleep', '737'])\n    os._exit(0)\nprint('daemon left')\n",
         id="leaves_a_daemon",
     ),
     pytest.param(
@@ -357,9 +441,36 @@ def test_nothing_escapes_or_persists_and_the_batch_is_scored(
     hostile = grade(router, program, STDIN_LABEL, canary)[1]
     assert earns_nothing(hostile), hostile
     assert not any(m.exists() for m in markers)
-    # and the next program sees a clean sandbox
-    after = grade(router, "import os\nprint(os.listdir('/tmp'))\n", STDIN_LABEL, canary)[1]
-    assert earns_nothing(after)
+    assert not _daemons(), "the daemon outlived its program"
+    # and the next program sees a clean sandbox: it answers right only if so
+    after = grade(router, CLEAN, STDIN_LABEL, canary)[1]
+    assert (after.status, after.reward) == ("ok", 1.0), after
+
+
+#: Prints the right answer only in a sandbox as a fresh program finds it: /tmp holding only its
+#: own work folder, /dev/shm empty.
+CLEAN = (
+    ANSWER
+    + "import os\nif os.listdir('/tmp') == ['work'] and not os.listdir('/dev/shm'):\n    "
+    + WON
+)
+
+
+def _daemons(within: float = 5.0) -> list[str]:
+    """Host processes still running the daemon of ``leaves_a_daemon`` (``sleep 737``) after
+    ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        found = []
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                if cmdline.read_bytes() == b"sleep\x00737\x00":
+                    found.append(cmdline.parent.name)
+            except OSError:
+                pass
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.1)
 
 
 def test_memory_is_bounded_for_the_whole_process_tree() -> None:
