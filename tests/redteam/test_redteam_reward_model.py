@@ -153,7 +153,8 @@ def test_a_template_marker_in_a_response_sent_for_the_server_to_render_is_refuse
     bad = score_hostile(canary, settings, hostile, deadline=10)
     assert (bad.reward, bad.status) == (0.0, "invalid")
     assert repr(marker) in bad.error_message
-    assert all(hostile not in json.dumps(s.body) for s in server.seen)  # never sent
+    sent = [json.dumps(s.body, ensure_ascii=False) for s in server.seen]
+    assert sent and not [body for body in sent if marker in body]  # the honest rows only
 
 
 def test_a_tokenizers_special_token_in_a_response_is_refused(
