@@ -111,7 +111,14 @@ def test_concurrent_callers_with_different_thread_counts_share_one_pool(
     # replace or shut down the pool another caller is using.
     monkeypatch.setattr(cpu, "_MIN_CHUNK", 64)
     rewards, ids, valid = _batch(5000, seed=3)
-    expected = {t: group_advantages(rewards, ids, valid=valid) for t in (1, 2, 3, 4)}
+    main_threads = torch.get_num_threads()
+    expected = {}
+    try:
+        for count in (1, 2, 3, 4):  # computed alone with each thread count first
+            torch.set_num_threads(count)
+            expected[count] = group_advantages(rewards, ids, valid=valid)
+    finally:
+        torch.set_num_threads(main_threads)
     failures: list[BaseException] = []
     mismatches: list[int] = []
 
@@ -125,7 +132,6 @@ def test_concurrent_callers_with_different_thread_counts_share_one_pool(
         except BaseException as error:  # reported below, with the thread's count
             failures.append(error)
 
-    main_threads = torch.get_num_threads()
     workers = [threading.Thread(target=call, args=(t,)) for t in (1, 2, 3, 4, 2, 3)]
     try:
         for worker in workers:

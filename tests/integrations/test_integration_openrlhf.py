@@ -369,6 +369,7 @@ def test_readme_rows_score_right_above_wrong_through_openrlhfs_loaders(
     dataset = PromptDataset(rows, tokenizer, strategy, input_template=args.data.input_template)
     executor = SingleTurnAgentExecutor(args.reward.remote_url)
     params = SimpleNamespace(max_tokens=32, logprobs=None)
+    assert len(dataset) == len(readme_rows()) > 0  # every README row, and at least one, is checked
     for _, prompt, label, _ in dataset:
         answer = json.loads(label)
         scored = {

@@ -11,7 +11,6 @@ sample of the same batch that is scored right.
 from __future__ import annotations
 
 import logging
-import os
 import secrets
 import time
 from collections.abc import Iterator, Sequence
@@ -62,12 +61,11 @@ def canary(
     path.write_text(value)
     path.chmod(0o600)
     monkeypatch.setenv(CANARY_ENV, value)
-    pid = os.getpid()
     caplog.set_level(logging.DEBUG)
     found = Canary(value, path)
     yield found
     assert value not in caplog.text, "the secret reached a log record"
-    assert os.getpid() == pid and path.read_text() == value, "the trainer's state was changed"
+    assert path.read_text() == value, "the trainer's secret file was changed"
 
 
 def score_between_honest_rows(

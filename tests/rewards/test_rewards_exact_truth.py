@@ -64,5 +64,5 @@ def test_unequal_only_families_are_decided(tally: Any) -> None:
     assert tally.unequal_decided["decimals_vs_irrationals"] >= 50
 
 
-def test_enough_pairs() -> None:
-    assert PAIRS >= 5000
+def test_every_generated_pair_is_counted(tally: Any) -> None:
+    assert sum(tally.decided.values()) + sum(tally.declined.values()) == PAIRS >= 5000

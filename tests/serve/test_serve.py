@@ -121,17 +121,19 @@ def test_slime_remote_rm_gets_what_score_sync_gives(served: tuple[str, Router]) 
 
 
 @pytest.mark.parametrize(
-    "samples",
+    ("samples", "by_hand"),
     [
-        pytest.param(SLIME_SAMPLES, id="slime_bodies_to_the_default_route"),
-        pytest.param(ROUTED_SAMPLES, id="metadata_routes_them"),
+        pytest.param(SLIME_SAMPLES, [1.0, 0.0, 1.0], id="slime_bodies_to_the_default_route"),
+        # gsm8k: the boxed match plus 0.01 per character of the response; squad: its match
+        pytest.param(ROUTED_SAMPLES, [1 + 0.13, 0 + 0.09, 1.0], id="metadata_routes_them"),
     ],
 )
 def test_single_and_batch_endpoints_agree_with_score_sync(
-    served: tuple[str, Router], samples: list[dict[str, Any]]
+    served: tuple[str, Router], samples: list[dict[str, Any]], by_hand: list[float]
 ) -> None:
     base, router = served
     expected = [r.reward for r in router.score_sync(samples)]
+    assert expected == pytest.approx(by_hand, abs=1e-12)
     assert [post(f"{base}/reward", s) for s in samples] == [(200, r) for r in expected]
     assert post(f"{base}/batch", samples) == (200, expected)
 
