@@ -3,6 +3,7 @@ each entry to the command line answers as the console script does."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -103,3 +104,19 @@ def test_python_m_rewardrouter_is_the_console_script(
     script, module = run(EXE), run(sys.executable, "-m", "rewardrouter")
     assert (module.returncode, script.returncode) == (status, status), module.stderr
     assert (module.stdout, module.stderr) == (script.stdout, script.stderr)
+
+
+def test_the_routing_pages_pasted_errors_are_what_the_commands_print(run_cli: RunCli) -> None:
+    """docs/routing.md pastes the errors of a typo in a term's key and of an override that would
+    create a term; the commands print them (line-wrapped: compared word for word)."""
+    page = (Path(__file__).parents[2] / "docs" / "routing.md").read_text()
+    [pasted] = [b for b in re.findall(r"```text\n(.*?)```", page, re.S) if "wieght" in b]
+    printed = [
+        run_cli(override)
+        for override in (
+            "routes.exact.rewards.correct.wieght=1",
+            "routes.exact.rewards.corect.weight=1",
+        )
+    ]
+    assert [status for status, _ in printed] == [2, 2]
+    assert " ".join(out for _, out in printed) == " ".join(pasted.split())
