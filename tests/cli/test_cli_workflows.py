@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -391,6 +392,10 @@ def test_three_job_multirun_writes_outputs_and_objectives(tmp_path: Path) -> Non
         values.append(summary["objective"]["value"])
     # Without the format bonus the gsm8k rewards are the hand scores' 0/1; with it they are not.
     assert values[0] > values[1] and values[0] > values[2]
+    # the best line docs/workflows.md pastes for this command
+    page = (ROOT / "docs" / "workflows.md").read_text()
+    [pasted] = [b for b in re.findall(r"```text\n(.*?)```", page, re.S) if "best of 3" in b]
+    assert " ".join(pasted.split()) in " ".join(done.stdout.split())
 
 
 def test_optuna_sweeper_runs_the_shipped_sweep(tmp_path: Path) -> None:
