@@ -116,6 +116,8 @@ def test_a_server_with_a_token_scores_only_for_its_holder(
         if status == 401:
             assert reply == {"error": "this server needs `Authorization: Bearer <token>`"}
             assert headers["WWW-Authenticate"] == "Bearer"
+        else:  # the holder is scored: Paris for Paris
+            assert reply == (1.0 if path == "/reward" else [1.0])
 
 
 def test_health_answers_anyone_but_names_routes_only_to_the_token_holder(with_token: str) -> None:
