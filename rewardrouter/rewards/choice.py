@@ -24,9 +24,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rewardrouter.rewards.choice_statements import LETTER, final_choice, fold, last_fix
-from rewardrouter.rewards.labels import after_thinking, label_missing, unwrapped
+from rewardrouter.rewards.labels import label_missing, unwrapped
 from rewardrouter.rewards.registry import BoxedAnswer, boxed_at, builtin, last_box_start
 from rewardrouter.rewards.squad import normalize_answer
+from rewardrouter.rewards.thinking import after_thinking
 
 # an answer that is nothing but the option: a label, a box's content (each run of spaces is
 # taken by one quantifier: no split of it is ever tried twice)

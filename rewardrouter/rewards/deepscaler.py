@@ -7,9 +7,10 @@ from typing import Any
 
 from rewardrouter.outcome import UNDECIDED, Undecided
 from rewardrouter.rewards.boxes import final_answer
-from rewardrouter.rewards.labels import THINK_END, label_texts
+from rewardrouter.rewards.labels import label_texts
 from rewardrouter.rewards.math.equivalence import answers_match, decided_match
 from rewardrouter.rewards.registry import BoxedAnswer, builtin
+from rewardrouter.rewards.thinking import THINK_END
 
 RESPONSE_MARKER = "###Response"
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rewardrouter.rewards.labels import after_thinking, label_texts
+from rewardrouter.rewards.labels import label_texts
 from rewardrouter.rewards.registry import builtin
 from rewardrouter.rewards.squad import normalize_answer
+from rewardrouter.rewards.thinking import after_thinking
 
 
 @builtin("exact_match")

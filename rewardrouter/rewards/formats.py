@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rewardrouter.rewards.labels import THINK_END, after_thinking
 from rewardrouter.rewards.registry import builtin, last_boxed
+from rewardrouter.rewards.thinking import THINK_END, after_thinking
 
 THINK_START = "<think>"
 

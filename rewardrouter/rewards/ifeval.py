@@ -108,8 +108,9 @@ from rewardrouter.errors import did_you_mean
 from rewardrouter.introspect import ResolveError
 from rewardrouter.rewards import ifeval_punkt
 from rewardrouter.rewards.ifeval_punkt import INSTALL
-from rewardrouter.rewards.labels import after_thinking, label_missing
+from rewardrouter.rewards.labels import label_missing
 from rewardrouter.rewards.registry import Bound, Resources, resource_kind
+from rewardrouter.rewards.thinking import after_thinking
 from rewardrouter.sample import metadata_of
 
 log = logging.getLogger("rewardrouter.ifeval")

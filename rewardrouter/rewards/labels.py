@@ -1,4 +1,4 @@
-"""What the graders read besides the answer: label texts and the part of a response after thinking.
+"""What the graders read besides the answer: label texts.
 
 Labels arrive as whatever a dataset stored. :func:`label_texts` turns them into the list of
 non-blank strings a grader compares against, and ``None`` when there is nothing to compare
@@ -31,8 +31,6 @@ from typing import Any
 from rewardrouter.errors import short_repr
 from rewardrouter.rewards.boxes import final_answer
 from rewardrouter.rewards.statements import answer_stated, last_statement
-
-THINK_END = "</think>"
 
 #: What a label may be, in words, for :class:`LabelError` messages.
 LABEL_SHAPES = (
@@ -203,9 +201,3 @@ def _text_of(item: Any, unbox: bool) -> str:
 def clear_label_cache() -> None:
     """Forget the labels read so far (benchmarks time a cold grader with this)."""
     _texts_of.cache_clear()
-
-
-def after_thinking(response: str) -> str:
-    """The text after the last ``</think>``; the whole response when it has none."""
-    _, found, tail = response.rpartition(THINK_END)
-    return tail if found else response

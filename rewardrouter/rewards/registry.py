@@ -15,8 +15,8 @@ so built-ins and user functions travel through one dispatch path (and across pro
 boundaries).
 
 Every grader whose ``boxable`` is true also exists as ``boxed_<name>``: the grader sees only the
-content of the response's last ``\\boxed{...}`` (an empty string when there is none), handed over
-as a :class:`BoxedAnswer`. A grader that extracts an answer itself (``math`` looks for the last
+content of the last ``\\boxed{...}`` after the response's thinking (an empty string when there is
+none), handed over as a :class:`BoxedAnswer`. A grader that extracts an answer itself (``math`` looks for the last
 ``\\boxed{}``, ``dapo`` for ``Answer:``) checks for that type and grades the content as the answer
 instead of searching it again, so ``boxed_math`` scores what ``math`` scores.
 
@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, runtime_checkable
 
 from rewardrouter.outcome import UNDECIDED
+from rewardrouter.rewards.thinking import after_thinking
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -159,7 +160,7 @@ class BuiltinReward:
         # A conversation reaches a grader as the text its term reads (rewardrouter.trajectory).
         response = cast("str", sample.response or "")
         if self.boxed:
-            response = BoxedAnswer(last_boxed(response) or "")
+            response = BoxedAnswer(last_boxed(after_thinking(response)) or "")
         return response, sample.metadata or {}
 
     def __call__(self, args: Any, sample: SampleLike, **kwargs: Any) -> Any:

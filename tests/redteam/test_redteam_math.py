@@ -75,6 +75,17 @@ HOSTILE = [
     pytest.param("boxed", EVERY_NUMBER_LISTED, ("90", "99"), id="every_number_boxed_listed"),
     pytest.param("any", "The final answer is 41 or 42.", BOTH, id="stated_alternatives"),
     pytest.param("any", "Answer: \\boxed{41} \\boxed{42}", BOTH, id="stated_two_boxes"),
+    # one answer boxed in the thinking, another given after it
+    pytest.param("boxed", "<think>\\boxed{41}</think>\\boxed{42}", ("41",), id="boxed_in_thinking"),
+    pytest.param(
+        "boxed",
+        "<think>So \\boxed{42}</think>The answer is 41.",
+        ("42",),
+        id="boxed_in_thinking_only",
+    ),
+    pytest.param(
+        "any", "<think>\\boxed{42}</think>Answer: 41", ("42",), id="thinking_box_stated_after"
+    ),
     # -- nothing committed to
     pytest.param("boxed", "", ("42",), id="empty"),
     pytest.param("boxed", "\\boxed{}", ("42",), id="empty_box"),
@@ -167,6 +178,7 @@ HONEST = [
     # the same shapes, committed to one answer, still score: the rules above refuse hedges only
     pytest.param("boxed", "\\boxed{42}", "42", id="one_box"),
     pytest.param("boxed", "\\boxed{41}, so \\boxed{42}", "42", id="self_corrected"),
+    pytest.param("boxed", "<think>\\boxed{41}?</think>So \\boxed{42}", "42", id="after_thinking"),
     pytest.param("boxed", "\\boxed{41} \\boxed{42}", "41, 42", id="two_parts_for_two_parts"),
     pytest.param("boxed", "\\boxed{x = 41 \\lor x = 42}", "41, 42", id="roots_by_or"),
     pytest.param("boxed", "\\boxed{\\{41, 42\\}}", "\\{41, 42\\}", id="the_set_itself"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from rewardrouter.rewards.labels import after_thinking
+from rewardrouter.rewards.thinking import after_thinking
 
 #: Tags that name each language in a fence (```py, ```python3, ...), lower case.
 LANGUAGE_TAGS: dict[str, frozenset[str]] = {

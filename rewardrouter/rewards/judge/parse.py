@@ -69,7 +69,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from rewardrouter.rewards.labels import after_thinking
+from rewardrouter.rewards.thinking import after_thinking
 
 Parser = Literal["number", "tag", "json"]
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from rewardrouter.remote.errors import RemoteInvalid
 from rewardrouter.rewards.judge.parse import UnreadableScore, read_score, tag_placeholders
 from rewardrouter.rewards.judge.settings import JudgeSettings
-from rewardrouter.rewards.labels import after_thinking
+from rewardrouter.rewards.thinking import after_thinking
 from rewardrouter.sample import metadata_of
 
 if TYPE_CHECKING:  # the client (and aiohttp) loads when a judge is built

@@ -11,6 +11,7 @@ from rewardrouter.rewards.labels import label_texts
 from rewardrouter.rewards.math.equivalence import answers_match, decided_match, free_form_match
 from rewardrouter.rewards.registry import BoxedAnswer, builtin
 from rewardrouter.rewards.statements import stated_answer
+from rewardrouter.rewards.thinking import after_thinking
 
 # How much of the end of an unboxed response math-verify's own extraction reads.
 _FALLBACK_TAIL = 2000
@@ -31,6 +32,7 @@ def _math(response: str, label: Any, extract: str, *, exact: bool) -> float | Un
 
     if isinstance(response, BoxedAnswer):
         return judged(response)
+    response = after_thinking(response)  # a box in the thinking is not the answer
     run = final_run(response)
     if extract == "any":
         if run is None and ("\\boxed" in response or "\\fbox" in response):
@@ -72,7 +74,8 @@ def math_answer(
 ) -> float | None:
     """1.0 when the response's final answer equals the label mathematically, else 0.0.
 
-    Contract: the answer is the content of the last complete ``\\boxed{}`` / ``\\fbox{}``, or of
+    Contract: read after the last ``</think>`` (the whole response without one), the answer is
+    the content of the last complete ``\\boxed{}`` / ``\\fbox{}``, or of
     the last run of boxes joined by connectors only (``\\boxed{2} and \\boxed{3}`` answers
     "2, 3"); see :mod:`~rewardrouter.rewards.boxes`. With ``extract: any`` an answer stated after
     the last box (``The final answer is $X$``, ``Answer: X``) wins over it, and a response with
