@@ -7,7 +7,7 @@ from typing import Any
 
 from rewardrouter.rewards.labels import label_texts
 from rewardrouter.rewards.registry import builtin
-from rewardrouter.rewards.squad import normalize_answer
+from rewardrouter.rewards.squad import normalize_answer, normalized_truths
 from rewardrouter.rewards.thinking import after_thinking
 
 
@@ -22,14 +22,13 @@ def exact_match(
     (Unicode too), the articles a / an / the and extra whitespace, and are lowercased unless
     ``case_sensitive``; then they must be equal. A label listing several answers (a list, SQuAD's
     ``answers`` dict, a JSON list stored as text) accepts any of them; a label of another shape
-    raises :class:`~rewardrouter.rewards.labels.LabelError`. An empty
-    answer scores 0.0; ``None`` (not applicable) when the label is missing or blank.
+    raises :class:`~rewardrouter.rewards.labels.LabelError`, as does a label that normalizes to
+    nothing (``"A"``: no answer could equal it). An empty answer scores 0.0; ``None`` (not applicable) when the label is missing or blank.
     """
     truths = label_texts(label, unbox=False)
     if truths is None:
         return None
     lowercase = not case_sensitive
+    expected = normalized_truths(truths, lowercase=lowercase)
     got = normalize_answer(after_thinking(response), lowercase=lowercase)
-    if not got:
-        return 0.0
-    return float(any(got == normalize_answer(t, lowercase=lowercase) for t in truths))
+    return float(got in expected) if got else 0.0

@@ -7,7 +7,7 @@ from typing import Any
 
 from rewardrouter.rewards.labels import label_texts
 from rewardrouter.rewards.registry import builtin
-from rewardrouter.rewards.squad import normalize_answer, token_f1
+from rewardrouter.rewards.squad import normalize_answer, normalized_truths, token_f1
 from rewardrouter.rewards.thinking import after_thinking
 
 
@@ -21,11 +21,12 @@ def f1(response: str, label: Any, metadata: Mapping[str, Any]) -> float | None:
     scored by token overlap; a label listing several answers (a list, Hugging Face SQuAD's
     ``answers`` dict, a JSON list stored as text: see
     :func:`~rewardrouter.rewards.labels.label_texts`) scores its best entry, and a label of
-    another shape raises :class:`~rewardrouter.rewards.labels.LabelError`. An empty answer scores 0.0 (1.0
-    only if the label also normalizes to nothing). ``None`` when the label is missing or blank.
+    another shape raises :class:`~rewardrouter.rewards.labels.LabelError`, as does a label that
+    normalizes to nothing (``"A"``, ``"The"``: an empty answer would match it). An empty answer
+    scores 0.0. ``None`` when the label is missing or blank.
     """
     truths = label_texts(label, unbox=False)
     if truths is None:
         return None
     prediction = normalize_answer(after_thinking(response))
-    return max(token_f1(prediction, normalize_answer(truth)) for truth in truths)
+    return max(token_f1(prediction, truth) for truth in normalized_truths(truths))

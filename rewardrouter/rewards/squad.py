@@ -11,6 +11,10 @@ import re
 import string
 import unicodedata
 from collections import Counter
+from collections.abc import Sequence
+
+from rewardrouter.errors import short_repr
+from rewardrouter.rewards.labels import LabelError
 
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b", re.IGNORECASE)
 _ASCII_PUNCTUATION = dict.fromkeys(map(ord, string.punctuation))
@@ -31,6 +35,26 @@ def normalize_answer(text: str, *, lowercase: bool = True) -> str:
     """
     text = _strip_punctuation(text.lower() if lowercase else text)
     return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def normalized_truths(truths: Sequence[str], *, lowercase: bool = True) -> list[str]:
+    """The label's answers normalized, those that normalize to nothing left out.
+
+    Raises :class:`~rewardrouter.rewards.labels.LabelError` when every one does (``"A"``,
+    ``"The"``, ``"?"``): no answer can be told right from wrong against it, and an empty
+    response would match it.
+
+    >>> normalized_truths(["A", "Apple"])
+    ['apple']
+    """
+    kept = [n for n in (normalize_answer(t, lowercase=lowercase) for t in truths) if n]
+    if not kept:
+        raise LabelError(
+            f"the label {short_repr(truths[0] if len(truths) == 1 else list(truths))} is only "
+            "articles or punctuation once SQuAD-normalized: no answer can be compared with it "
+            "(for option letters use kind `multiple_choice` or `gpqa`)"
+        )
+    return kept
 
 
 def token_f1(prediction: str, truth: str) -> float:

@@ -48,8 +48,6 @@ F1_CASES = [
     pytest.param("", "Denver Broncos", 0.0, id="empty_response"),
     # cut off mid-answer: partial credit
     pytest.param("Denver Bron", "Denver Broncos", 0.5, id="cut_mid_answer"),
-    # a label that normalizes to nothing matches only an empty answer
-    pytest.param("", "the", 1.0, id="label_of_articles"),
     # no label: not applicable
     pytest.param("Broncos", None, None, id="none_label"),
     # a blank label: not applicable
@@ -63,6 +61,19 @@ F1_CASES = [
 def test_f1(response: str, label: Any, expected: float | None) -> None:
     got = f1(response, label, {})
     assert got == (pytest.approx(expected) if expected is not None else None)
+
+
+@pytest.mark.parametrize("grader", [f1, exact_match])
+@pytest.mark.parametrize("label", ["A", "the", "?", ["An", "the"]])
+def test_a_label_that_normalizes_to_nothing_is_refused(grader: Any, label: Any) -> None:
+    # an empty or a content-free answer would match it: the sample's error, never a reward
+    for response in ("", "A", "the", "!!!"):
+        with pytest.raises(LabelError, match="only articles or punctuation once SQuAD-normalized"):
+            grader(response, label, {})
+    assert (
+        grader("an apple", [*label, "Apple"] if isinstance(label, list) else [label, "Apple"], {})
+        == 1.0
+    )
 
 
 EXACT_CASES = [
