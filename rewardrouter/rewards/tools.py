@@ -114,7 +114,8 @@ def tool_schema(tool: Any) -> tuple[str, Validator]:
             f"tool {name!r}: `parameters` is not a valid JSON Schema at {where} "
             f"({short_repr(exc.message, 120)})"
         ) from None
-    return name, kind(schema)
+    # `format` (date, email, ipv4, ...) is an assertion here, as tool servers treat it
+    return name, kind(schema, format_checker=kind.FORMAT_CHECKER)
 
 
 class ToolCallFormat:

@@ -144,3 +144,30 @@ def test_spending_calls_without_limit_costs_reward_and_stays_bounded(
     bad = score_between_honest_rows(answer_and_turns, canary, honest, hostile, DEADLINE)
     assert bad.status == "ok"
     assert bad.reward == pytest.approx(1.0 - 0.1 * 498)
+
+
+@pytest.fixture(scope="module")
+def format_with_formats() -> Iterator[Router]:
+    dated = {"city": {"type": "string"}, "day": {"type": "string", "format": "date"}}
+    dated |= {"notify": {"type": "string", "format": "email"}}
+    term = {"kind": "tool_call_format", "key": "score", "kwargs": {"tools": [weather_tool(dated)]}}
+    yield from router_of({"format": term})
+
+
+@pytest.mark.parametrize(
+    ("arguments", "reward"),
+    [
+        pytest.param('{"city": "Paris", "day": "2024-05-01", "notify": "a@b.co"}', 1.0, id="met"),
+        pytest.param('{"city": "Paris", "day": "tomorrow"}', 0.0, id="not_a_date"),
+        pytest.param('{"city": "Paris", "day": "2024-13-45"}', 0.0, id="no_such_date"),
+        pytest.param('{"city": "Paris", "notify": "not an email"}', 0.0, id="not_an_email"),
+    ],
+)
+def test_a_declared_format_is_held_to(
+    format_with_formats: Router, canary: Canary, arguments: str, reward: float
+) -> None:
+    """What a tool declares as `format: date` gets a date: a policy's "tomorrow" is not
+    well-formed arguments, as a tool server validating them would refuse it."""
+    response = asked(call(arguments), result("sunny"), answer("Sunny."))
+    scored = between_honest_rows(format_with_formats, canary, response)
+    assert (scored.reward, scored.status) == (reward, "ok")
