@@ -86,6 +86,9 @@ HOSTILE = [
     pytest.param(
         "any", "<think>\\boxed{42}</think>Answer: 41", ("42",), id="thinking_box_stated_after"
     ),
+    # -- the label's value, negated: an answer that says what it is not
+    pytest.param("boxed", "\\boxed{x \\not= 42}", ("42",), id="not_equal_spelled_not"),
+    pytest.param("boxed", "\\boxed{\\neg(x = 42)}", ("42",), id="logical_negation"),
     # -- nothing committed to
     pytest.param("boxed", "", ("42",), id="empty"),
     pytest.param("boxed", "\\boxed{}", ("42",), id="empty_box"),

@@ -95,6 +95,13 @@ class Named:
 
 
 @dataclass(frozen=True)
+class Negated:
+    """An answer that negates (``x \\not= 5``, ``\\neg(x = 5)``): it names no value."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class Text:
     words: str
 
@@ -106,7 +113,7 @@ class Unknown:
     text: str
 
 
-Form: TypeAlias = Number | Infinity | Collection | Union | Matrix | Named | Text | Unknown
+Form: TypeAlias = Number | Infinity | Collection | Union | Matrix | Named | Negated | Text | Unknown
 
 #: The empty set, however it is written (``\\{\\}``, ``\\emptyset``, ``\\varnothing``, ``∅``).
 EMPTY_SET = Collection("set", ())
@@ -194,6 +201,9 @@ def _top_level(text: str, separators: re.Pattern[str]) -> list[str] | None:
 
 
 _COMMA = re.compile(r",|;")
+#: ``\\not`` before a relation (``\\not=``, ``\\not<``) and logical negation (math-verify
+#: reads ``x \\not= 5`` as ``x = 5``); ``\\notin`` and ``\\neq`` are relations of their own.
+_NEGATION = re.compile(r"\\(?:not|neg|lnot)(?![A-Za-z])")
 _MAYBE_OR = re.compile(r"or|\\vee")
 _NOTHING = re.compile(r"(?!)")
 _CUP = re.compile(r"\\cup(?![A-Za-z])")
@@ -236,6 +246,8 @@ def _read(text: str, depth: int) -> Form:
 def _read_normalized(text: str, depth: int) -> Form:
     if text in _EMPTY_SET_NAMES:
         return EMPTY_SET
+    if _NEGATION.search(text):
+        return Negated(text)
     matrix = _MATRIX.match(text)
     if matrix is not None:
         return _read_matrix(matrix.group(2), depth)

@@ -16,6 +16,7 @@ inequalities, matrices, assignments, text) and compared by :func:`compare_forms`
   unordered lists as sets, each element by these same rules; an inequality in one variable as the
   interval it describes;
 - ``x = 5`` against ``5`` by its right side (the last side of a chain, as math-verify reads it);
+- a negation (``x \\not= 5``, ``\\neg(x = 5)``) as no value: it equals no number;
 - alternatives (``41 \\vee 42``, ``41 \\text{ or } 42``) as a list of answers, every one
   compared, so that naming several is no hedge;
 - a percentage against a plain number: equal when the number is the percentage's number (``28\\%``
@@ -56,6 +57,7 @@ from rewardrouter.rewards.math.answer_forms import (
     Infinity,
     Matrix,
     Named,
+    Negated,
     Number,
     Text,
     Union,
@@ -205,6 +207,10 @@ def _is_unordered(form: Form) -> TypeGuard[Collection]:
 
 def compare_forms(gold: Form, answer: Form) -> bool | None:
     """The exact verdict on two answer forms, or None when these rules cannot decide it."""
+    if isinstance(answer, Negated) or isinstance(gold, Negated):
+        # a negation names no value: it equals no value, and another negation only as
+        # math-verify reads the two
+        return None if isinstance(answer, Negated) and isinstance(gold, Negated) else False
     if isinstance(gold, Named) or isinstance(answer, Named):
         if isinstance(gold, Named) and isinstance(answer, Named):
             return compare_forms(gold.value, answer.value) if gold.name == answer.name else None
