@@ -73,12 +73,17 @@ instruction, or fails the batch:
   last line of digits passed any language there).
 - A check that exceeds the recursion limit (``json_format`` on 100,000 nested ``[``) is not
   followed, where lm-eval raises ``RecursionError``.
-- Invisible format characters (Unicode category Cf: zero-width spaces and joiners, bidi
-  controls, soft hyphens) are removed before every check, so they cannot hide a forbidden word or
-  split one word into many.
-- ``punctuation:no_comma``: every Unicode comma (fullwidth, ideographic, Arabic, ...) is a comma.
-- ``detectable_format:constrained_response``: a response that gives more than one of the options
-  ("My answer is yes. My answer is no.") hedges, and does not follow it.
+- Every check reads the text as a reader sees it (:func:`visible`): invisible format characters
+  (Unicode category Cf: zero-width spaces and joiners, bidi controls, soft hyphens) removed, in
+  compatibility form (fullwidth letters are letters), and the Cyrillic or Greek letters drawn
+  like Latin ones written in Latin inside a Latin word; so none of them can hide a forbidden
+  word, a counted letter or keyword, or split one word into many.
+- ``punctuation:no_comma``: every Unicode comma (fullwidth, ideographic, Arabic, ...) and every
+  mark drawn like one (the low single quote, the cedilla, the Arabic decimal separator, ...) is
+  a comma.
+- ``detectable_format:constrained_response``: a response that states more than one of the
+  options, in any case or punctuation ("My answer is yes. My answer is No."), hedges, and does
+  not follow it.
 
 No record or message of this kind shows more than :data:`EXCERPT_CHARS` characters of a response.
 """
@@ -93,6 +98,7 @@ import importlib.util
 import io
 import json
 import logging
+import re
 import sys
 import threading
 import unicodedata
@@ -237,15 +243,36 @@ _EXCERPTS = _Excerpts()
 
 
 def visible(text: str) -> str:
-    """``text`` without its invisible format characters (Unicode category Cf: zero-width spaces
-    and joiners, bidi controls, soft hyphens): what a reader sees, and what every check reads.
+    """``text`` as a reader sees it, which every check reads: without its invisible format
+    characters (Unicode category Cf: zero-width spaces and joiners, bidi controls, soft
+    hyphens), in compatibility form (NFKC: a word in fullwidth letters is that word), and the
+    Cyrillic or Greek letters drawn like a Latin one written in Latin within a word that has
+    Latin letters (``secret`` with a Cyrillic ``e``; a word in Cyrillic alone stays as it is).
 
-    >>> visible("forb\u200bidden")
-    'forbidden'
+    >>> visible("forb\u200bidden, s\u0435cret, \uff53\uff45\uff43\uff52\uff45\uff54, \u0441\u0435\u043a\u0440\u0435\u0442")
+    'forbidden, secret, secret, секрет'
     """
     if text.isascii():
         return text
-    return text.translate({ord(c): None for c in set(text) if unicodedata.category(c) == "Cf"})
+    text = text.translate({ord(c): None for c in set(text) if unicodedata.category(c) == "Cf"})
+    text = unicodedata.normalize("NFKC", text)
+    if text.isascii():
+        return text
+    return _MIXED_WORD.sub(lambda word: word.group().translate(_LATIN_LOOK_ALIKES), text)
+
+
+#: Cyrillic and Greek letters drawn like a Latin one (Unicode's confusables, the common ones).
+_LOOK_ALIKE_LETTERS = (
+    "\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0456\u0458\u0455\u0501\u04bb\u051b\u051d\u0410"
+    "\u0412\u0415\u041a\u041c\u041d\u041e\u0420\u0421\u0422\u0425\u0406\u0408\u0405\u0423"
+    "\u03b1\u03bf\u03b9\u03ba\u03bd\u03c1\u03c4\u03c5\u03c7"
+    "\u0391\u0392\u0395\u0396\u0397\u0399\u039a\u039c\u039d\u039f\u03a1\u03a4\u03a5\u03a7"
+)
+_LATIN_LOOK_ALIKES = str.maketrans(
+    _LOOK_ALIKE_LETTERS, "aeopcyxijsdhqwABEKMHOPCTXIJSYaoikvptuxABEZHIKMNOPTYX"
+)
+#: A word with a Latin letter and one of :data:`_LATIN_LOOK_ALIKES` in it.
+_MIXED_WORD = re.compile(rf"\b(?=\w*[A-Za-z])(?=\w*[{_LOOK_ALIKE_LETTERS}])\w+\b")
 
 
 def plain_commas(text: str) -> str:
@@ -261,11 +288,18 @@ def plain_commas(text: str) -> str:
 
 
 def _other_comma(char: str) -> bool:
-    return (
+    return char in _COMMA_LOOK_ALIKES or (
         char != ","
         and unicodedata.category(char)[0] == "P"
         and "COMMA" in unicodedata.name(char, "")
     )
+
+
+#: Marks drawn like a comma that Unicode does not name one: the low single quote, the cedilla,
+#: the low modifier accent, the Greek lower numeral sign, the Arabic decimal and date
+#: separators, Lisu's tone mark; and the combining comma below and cedilla that :func:`visible`
+#: leaves uncomposed (after a space, or under a letter that has no such accented form).
+_COMMA_LOOK_ALIKES = frozenset("\u201a\u00b8\u02cf\u0375\u066b\u060d\ua4f9\u0326\u0327")
 
 
 def missing_modules() -> list[str]:
@@ -655,10 +689,14 @@ def _follows(
             raise _check_error(instruction, exc) from None
     if not result.follow_instruction_list[0]:
         return False
-    if instruction == CONSTRAINED:  # lm-eval looks for any option: every option at once hedges
-        options = utils.instructions_registry.instructions._CONSTRAINED_RESPONSE_OPTIONS
-        return sum(option in text for option in options) == 1
+    if instruction == CONSTRAINED:  # lm-eval looks for any option: two options at once hedge
+        return len(set(_STATED_OPTION.findall(text.lower()))) == 1
     return True
+
+
+#: An option of ``constrained_response`` as stated, in any case and punctuation ("My answer is
+#: yes." is lm-eval's; "my answer is No" states an option too).
+_STATED_OPTION = re.compile(r"\bmy\s+answer\s+is\s+(yes|no|maybe)\b")
 
 
 def _check_error(instruction: str, exc: Exception) -> IfevalCheckError:

@@ -41,6 +41,14 @@ LOWER: Instruction = ("change_case:english_lowercase", {})
 FORBIDDEN: Instruction = ("keywords:forbidden_words", {"forbidden_words": ["secret"]})
 WORDS: Instruction = ("length_constraints:number_words", {"relation": "at least", "num_words": 20})
 OPTIONS: Instruction = ("detectable_format:constrained_response", {})
+FEW_E: Instruction = (
+    "keywords:letter_frequency",
+    {"letter": "e", "let_frequency": 3, "let_relation": "less than"},
+)
+FEW_APPLES: Instruction = (
+    "keywords:frequency",
+    {"keyword": "apple", "frequency": 3, "relation": "less than"},
+)
 
 #: Each route's term timeout, in seconds: a hostile sample's status arrives within about this.
 TIMEOUTS = {"strict": 5.0, "loose": 5.0, "unbounded": 2.0}
@@ -155,6 +163,42 @@ HOSTILE = [
         " ".join(["word"] * 20),
         id="word_count_padded_with_zero_width_spaces",
     ),
+    # -- look-alike letters and commas: what a reader sees as the word or the comma is one
+    pytest.param(
+        "strict",
+        FORBIDDEN,
+        "The s\u0435cret is out.",  # a Cyrillic e
+        "The news is out.",
+        id="forbidden_word_with_a_cyrillic_letter",
+    ),
+    pytest.param(
+        "strict",
+        FORBIDDEN,
+        "The \uff53\uff45\uff43\uff52\uff45\uff54 is out.",
+        "The news is out.",
+        id="forbidden_word_in_fullwidth_letters",
+    ),
+    pytest.param(
+        "strict",
+        FEW_E,
+        "Th\u0435 tr\u0435\u0435 is gr\u0435\u0435n today.",
+        "A dry day.",
+        id="letters_counted_past_cyrillic_look_alikes",
+    ),
+    pytest.param(
+        "strict",
+        FEW_APPLES,
+        "I like apple, \u0430pple, \u0430pple and \u0430pple pie.",
+        "I like apple pie.",
+        id="keyword_counted_past_cyrillic_look_alikes",
+    ),
+    pytest.param(
+        "strict", NO_COMMA, "Yes\u201a no\u201a maybe", "Yes and no", id="no_comma_low_quote"
+    ),
+    pytest.param("strict", NO_COMMA, "Yes\u00b8 no maybe", "Yes and no", id="no_comma_cedilla"),
+    pytest.param(
+        "strict", NO_COMMA, "Yes\u066b no maybe", "Yes and no", id="no_comma_arabic_decimal_mark"
+    ),
     # -- hedging: every option of a constrained response at once
     pytest.param(
         "strict",
@@ -169,6 +213,20 @@ HOSTILE = [
         "My answer is yes.\nMy answer is no.",
         "Sure.\nMy answer is no.",
         id="every_option_at_once_on_lines_loose_would_drop",
+    ),
+    pytest.param(
+        "strict",
+        OPTIONS,
+        "My answer is yes. My answer is No.",
+        "My answer is no.",
+        id="two_options_in_two_cases",
+    ),
+    pytest.param(
+        "strict",
+        OPTIONS,
+        "My answer is yes. (If not, my answer is no)",
+        "My answer is no.",
+        id="a_second_option_in_parentheses",
     ),
     # -- what is checked is the answer, not the thinking
     pytest.param(
@@ -268,6 +326,15 @@ def test_lm_eval_passes_the_rows_that_this_kind_departs_from() -> None:
         "word_count_padded_with_zero_width_spaces",
         "every_option_at_once",
         "every_option_at_once_on_lines_loose_would_drop",
+        "forbidden_word_with_a_cyrillic_letter",
+        "forbidden_word_in_fullwidth_letters",
+        "letters_counted_past_cyrillic_look_alikes",
+        "keyword_counted_past_cyrillic_look_alikes",
+        "no_comma_low_quote",
+        "no_comma_cedilla",
+        "no_comma_arabic_decimal_mark",
+        "two_options_in_two_cases",
+        "a_second_option_in_parentheses",
     }
     assert passed <= {p.id for p in HOSTILE}  # a renamed case is not silently dropped here
     checks = ifeval.checks()
