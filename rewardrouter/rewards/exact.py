@@ -23,7 +23,8 @@ def exact_match(
     ``case_sensitive``; then they must be equal. A label listing several answers (a list, SQuAD's
     ``answers`` dict, a JSON list stored as text) accepts any of them; a label of another shape
     raises :class:`~rewardrouter.rewards.labels.LabelError`, as does a label that normalizes to
-    nothing (``"A"``: no answer could equal it). An empty answer scores 0.0; ``None`` (not applicable) when the label is missing or blank.
+    nothing (``"A"``: no answer could equal it). An empty answer scores 0.0; ``None`` (not
+    applicable) when the label is missing or blank.
     """
     truths = label_texts(label, unbox=False)
     if truths is None:

@@ -16,9 +16,10 @@ boundaries).
 
 Every grader whose ``boxable`` is true also exists as ``boxed_<name>``: the grader sees only the
 content of the last ``\\boxed{...}`` after the response's thinking (an empty string when there is
-none), handed over as a :class:`BoxedAnswer`. A grader that extracts an answer itself (``math`` looks for the last
-``\\boxed{}``, ``dapo`` for ``Answer:``) checks for that type and grades the content as the answer
-instead of searching it again, so ``boxed_math`` scores what ``math`` scores.
+none), handed over as a :class:`BoxedAnswer`. A grader that extracts an answer itself (``math``
+looks for the last ``\\boxed{}``, ``dapo`` for ``Answer:``) checks for that type and grades the
+content as the answer instead of searching it again, so ``boxed_math`` scores what ``math``
+scores.
 
 A CPU-heavy grader may also register a *quick* path: the same grader restricted to work whose
 time is bounded (``math`` without math-verify). It returns the reward when it can decide it, and

@@ -114,7 +114,7 @@ def tool_schema(tool: Any) -> tuple[str, Validator]:
             f"tool {name!r}: `parameters` is not a valid JSON Schema at {where} "
             f"({short_repr(exc.message, 120)})"
         ) from None
-    # `format` (date, email, ipv4, ...) is an assertion here, as tool servers treat it
+    # `format` is an assertion: a parameter declared `format: date` asks for a date
     return name, kind(schema, format_checker=kind.FORMAT_CHECKER)
 
 

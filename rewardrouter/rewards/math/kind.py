@@ -75,9 +75,9 @@ def math_answer(
     """1.0 when the response's final answer equals the label mathematically, else 0.0.
 
     Contract: read after the last ``</think>`` (the whole response without one), the answer is
-    the content of the last complete ``\\boxed{}`` / ``\\fbox{}``, or of
-    the last run of boxes joined by connectors only (``\\boxed{2} and \\boxed{3}`` answers
-    "2, 3"); see :mod:`~rewardrouter.rewards.boxes`. With ``extract: any`` an answer stated after
+    the content of the last complete ``\\boxed{}`` / ``\\fbox{}``, or of the last run of boxes
+    joined by connectors only (``\\boxed{2} and \\boxed{3}`` answers "2, 3"); see
+    :mod:`~rewardrouter.rewards.boxes`. With ``extract: any`` an answer stated after
     the last box (``The final answer is $X$``, ``Answer: X``) wins over it, and a response with
     neither is read as math-verify reads it (the last LaTeX or number of its last 2,000
     characters); with the default ``boxed`` a response without a box scores 0.0. A box left open
