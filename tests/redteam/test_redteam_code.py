@@ -447,11 +447,14 @@ def test_nothing_escapes_or_persists_and_the_batch_is_scored(
     assert (after.status, after.reward) == ("ok", 1.0), after
 
 
-#: Prints the right answer only in a sandbox as a fresh program finds it: /tmp holding only its
-#: own work folder, /dev/shm empty.
+#: Prints the right answer only when nothing that the programs above leave is there: their
+#: files in /tmp, /var/tmp, /run/lock and /dev/shm (which is otherwise empty).
 CLEAN = (
     ANSWER
-    + "import os\nif os.listdir('/tmp') == ['work'] and not os.listdir('/dev/shm'):\n    "
+    + "import os\n"
+    + "left = [p for p in ('/tmp/rr-persist', '/tmp/fill', '/tmp/x', '/var/tmp/rr-persist',\n"
+    + "    '/run/lock/rr-persist') if os.path.lexists(p)] + os.listdir('/dev/shm')\n"
+    + "if not left:\n    "
     + WON
 )
 
