@@ -16,8 +16,10 @@ A *statement* is a place where the response commits to one option:
 The last statement is the answer. What is not a statement: a negated one (``not C``,
 ``I wouldn't pick A``, ``答案不是C``, ``Cではない``), a letter in a list (``A, B or C``,
 ``(A) (B) (C) (D)``), a hedged one asked as a question (``So C?``), a line of a list of options
-(lines that start with different letters name none of them), and a run of statements with
-nothing but punctuation between them that names different letters (``Answer: A. Answer: B.``).
+(lines that start with different letters name none of them), a run of statements with
+nothing but punctuation between them that names different letters (``Answer: A. Answer: B.``),
+a range (``A-D``, ``A through D``), a letter offered after the answer in parentheses
+(``C (or possibly A)``), and the pronoun ``I`` (``Answer: I don't know``).
 
 Every pass is linear in the text or bounded: one regex pass finds the lead words (from the
 text's end first, in tails); at each, a small regex of that word's leads runs over at most
@@ -361,10 +363,12 @@ _DENIED_AFTER = re.compile(
     r"|(?:(?:都|也|均)\s*)?(?:不(?!是\s*\(?[A-Za-z])|错|錯|非(?!\s*[A-Za-z]))"
     r"|(?:では|じゃ)な|(?:(?:가|이|는|은)\s*)?아(?:니|닙|님))"
 )
-# What after a letter makes it one of several: "A, B or C", "(A) (B)", "A and C", "A、B"
+# What after a letter makes it one of several: "A, B or C", "(A) (B)", "A and C", "A、B", and
+# ranges: "A-D", "A to D", "A through D", "A|C"
 _LIST_NEXT = re.compile(
-    _CLOSE + "[^\\S\\n]*(?:(?:[,/&+;\u3001\uff0c]|和|或|与|與|及|와|과|및|또는|や|と|か|または"
-    r"|(?i:and|or|und|oder|et|ou|y|o|e|nor|vs\.?)\b)[^\S\n]*)?"
+    _CLOSE
+    + "[^\\S\\n]*(?:(?:[,/&+;|~\u3001\uff0c\u2013\u2014-]|和|或|与|與|及|와|과|및|또는|や|と|か|または"
+    r"|(?i:and|or|und|oder|et|ou|y|o|e|nor|vs\.?|to|through|thru)\b)[^\S\n]*)?"
     r"(?:(?i:option|choice)\s+|选项|選項|项|項)?(?:(?:\*|\$|\\text\{|\()[^\S\n]*)?"
     r"(?P<next>[A-Z])(?![A-Za-z0-9'])(?P<word>[^\S\n]+[a-z])?"
 )
@@ -377,6 +381,17 @@ _CLAUSE_END = re.compile(
 # talks about C)
 _SENTENCE_END = re.compile(_CLOSE + "(?:\\s*(?:\\n|$)|[.!)\u3002\uff01](?!\\d))")
 _QUESTION = re.compile(_CLOSE + r"\s*\?")
+# Another letter offered in parentheses after the answer: "C (or possibly A)", "B (maybe D)"
+_ALTERNATIVE_NEXT = re.compile(
+    _CLOSE + r"[^\S\n]*[(\[][^\S\n]*(?i:or|maybe|possibly|perhaps|alternatively|otherwise)\b"
+    r"[^()\[\]\n]{0,24}?(?<![A-Za-z])(?P<next>[A-Z])(?![A-Za-z])"
+)
+# "I" as the pronoun, not option I: "I don't know", "I'm not sure", "I think"
+_PRONOUN_I = re.compile(
+    rf"{_APOSTROPHE}(?:m|d|ll|ve)\b|[^\S\n]+(?i:am|do|don{_APOSTROPHE}?t|did|can|cannot|could"
+    r"|would|will|think|believe|guess|have|had|was|really|just|feel|suppose|hope|need|want|know"
+    r"|agree|not)\b"
+)
 _WINDOW = 48
 _SENTENCE_MARKS = " \t*_#>-\u00a0"
 _SENTENCE_STOPS = "\n.!?;:\u3002\uff01\uff1f\uff1b\uff1a"
@@ -402,6 +417,11 @@ def _standing(text: str, end: int, letter: str, letters: str, *, clause: bool) -
     of a list, and (``clause``, or a lower-case letter) ending its clause."""
     stop = min(len(text), end + _WINDOW)
     if _DENIED_AFTER.match(text, end, stop) is not None:
+        return False
+    if letter == "I" and text[end - 1 : end] == "I" and _PRONOUN_I.match(text, end, stop):
+        return False  # "Answer: I don't know"
+    other = _ALTERNATIVE_NEXT.match(text, end, stop)
+    if other is not None and other.group("next") in letters and other.group("next") != letter:
         return False
     listed = _LIST_NEXT.match(text, end, stop)
     # another option letter next: a list ("A I think": a pronoun, not a list)

@@ -58,6 +58,11 @@ HOSTILE = [
         id="every_answer_in_four_languages",
     ),
     pytest.param("I think A, B, C or D.", "I think C.", id="hedged_list"),
+    pytest.param("Answer: A-D", "Answer: C", id="a_range"),
+    pytest.param("Answer: A\u2013D", "Answer: C", id="a_range_with_an_en_dash"),
+    pytest.param("Answer: A through D", "Answer: C", id="a_range_in_words"),
+    pytest.param("Answer: A|C", "Answer: C", id="alternatives_by_a_bar"),
+    pytest.param("Answer: C (or possibly A)", "Answer: C", id="another_letter_in_parentheses"),
     # -- an answer that is not one
     pytest.param("The answer is not A, not B, not C, not D.", "Answer: C", id="all_negated"),
     pytest.param(
@@ -132,3 +137,18 @@ def test_one_batch_of_every_hostile_response_is_scored(router: Router) -> None:
     assert [r.reward for r in honest] == [1.0] * len(HOSTILE)
     assert [r.reward for r in hostile] == [0.0] * len(hostile)
     assert took < BATCH_SECONDS, f"the batch took {took:.1f} s"
+
+
+@pytest.mark.parametrize(
+    "hedge", ["Answer: I don't know", "Answer: I am not sure", "Answer: I'm not sure."]
+)
+def test_the_pronoun_i_is_not_option_i(router: Router, canary: Canary, hedge: str) -> None:
+    """With ten options (A to J), "I don't know" after a lead gives no answer, not option I."""
+    options = {"choices": [f"option {n}" for n in range(10)]}
+    rows = [
+        {"response": text, "label": "I", "metadata": {"dataset": "mc", **options}}
+        for text in ("Answer: I", hedge, "The answer is (I).")
+    ]
+    batch = router.score_sync(rows, failures="record")
+    assert [(r.reward, r.status) for r in batch] == [(1.0, "ok"), (0.0, "ok"), (1.0, "ok")]
+    canary.absent_from(batch)
