@@ -690,13 +690,18 @@ def _follows(
     if not result.follow_instruction_list[0]:
         return False
     if instruction == CONSTRAINED:  # lm-eval looks for any option: two options at once hedge
-        return len(set(_STATED_OPTION.findall(text.lower()))) == 1
+        options = utils.instructions_registry.instructions._CONSTRAINED_RESPONSE_OPTIONS
+        stated = _stated_options(tuple(options)).findall(text.lower())
+        return len({" ".join(option.split()) for option in stated}) == 1
     return True
 
 
-#: An option of ``constrained_response`` as stated, in any case and punctuation ("My answer is
-#: yes." is lm-eval's; "my answer is No" states an option too).
-_STATED_OPTION = re.compile(r"\bmy\s+answer\s+is\s+(yes|no|maybe)\b")
+@cache
+def _stated_options(options: tuple[str, ...]) -> re.Pattern[str]:
+    """lm-eval's options of ``constrained_response`` as stated, in any case and punctuation
+    (``My answer is yes.`` is lm-eval's; ``my answer is No`` states that option too)."""
+    stems = (re.escape(option.rstrip(".").lower()).replace("\\ ", r"\s+") for option in options)
+    return re.compile(rf"\b(?:{'|'.join(stems)})\b")
 
 
 def _check_error(instruction: str, exc: Exception) -> IfevalCheckError:
