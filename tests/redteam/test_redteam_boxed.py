@@ -19,8 +19,12 @@ from rewardrouter.rewards.registry import BOXED_PREFIX, BUILTINS, kind_names
 from .conftest import Canary
 
 #: The label each grader family is asked about, and a different answer.
-RIGHT_WRONG = {"gpqa": ("C", "A"), "multiple_choice": ("C", "A"), "exact_match": ("Paris", "Rome")}
-RIGHT_WRONG |= {"f1": ("Paris", "Rome")}
+RIGHT_WRONG = {
+    "gpqa": ("C", "A"),
+    "multiple_choice": ("C", "A"),
+    "exact_match": ("Paris", "Rome"),
+    "f1": ("Paris", "Rome"),
+}
 NUMERIC = ("42", "41")
 GRADERS = [k for k in kind_names() if k.startswith(BOXED_PREFIX) and k != "boxed_format"]
 
