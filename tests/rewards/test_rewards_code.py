@@ -10,11 +10,14 @@ import json
 import math
 import re
 from collections.abc import Iterator
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rr_sandbox_fusion import FusionServer
 
 from rewardrouter import ConfigError, RewardError
@@ -188,6 +191,16 @@ OUTPUTS = [
     pytest.param("1 2\n", "1\n2\n", "lines", False, id="lines_strict"),
     pytest.param("YES\n", "yes\n", "tokens", False, id="case_matters"),
     pytest.param("", "0", "tokens", False, id="nothing_printed"),
+    # integers are exact: a relative tolerance let 1000000001 pass for 1000000000
+    pytest.param("1000000001\n", "1000000000", "tokens", False, id="integer_off_by_one"),
+    pytest.param("123456889", "123456789", "tokens", False, id="integer_off_by_a_hundred"),
+    pytest.param("1000000001.0", "1000000000", "tokens", False, id="integer_as_a_close_float"),
+    pytest.param("+007 -0", "7 0", "tokens", True, id="integer_sign_and_zeros"),
+    pytest.param("1.5e3 7.0", "1500 7", "tokens", True, id="integer_written_as_a_decimal"),
+    pytest.param("1e99999999999999999999", "1", "tokens", False, id="integer_huge_exponent"),
+    pytest.param("9" * 5000, "9" * 4999 + "8", "tokens", False, id="integer_of_5000_digits"),
+    pytest.param("1_000", "1000", "tokens", False, id="python_underscores_are_no_number"),
+    pytest.param("1e400", "1e401", "tokens", False, id="floats_beyond_range"),
 ]
 
 
@@ -201,6 +214,41 @@ def test_same_return() -> None:
     assert same_return([1, 2], [1, 2], 1e-9)
     assert not same_return(True, 1, 1e-9)  # a bool is not the number 1
     assert same_return({"a": 0.1 + 0.2}, {"a": 0.3}, 1e-9)
+    assert not same_return(1000000001, 1000000000, 1e-6)  # integers exactly
+    assert not same_return(10**400, 1e308, 1e-6)  # beyond a float: unequal, not OverflowError
+    assert not same_return(1e308, 10**400, 1e-6)
+    assert same_return(3.0, 3, 1e-9) and not same_return(3.0000001, 3, 1e-6)
+
+
+_SIGNS = st.sampled_from(["", "+", "-"])
+_DIGITS = st.text("0123456789", min_size=1, max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_SIGNS, _DIGITS, _SIGNS, _DIGITS)
+def test_integer_tokens_compare_as_python_integers(
+    sign_a: str, digits_a: str, sign_b: str, digits_b: str
+) -> None:
+    got, want = sign_a + digits_a, sign_b + digits_b
+    assert same_output(got, want, "tokens", 0.5) is (int(got) == int(want))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    _SIGNS,
+    _DIGITS,
+    st.text("0123456789", max_size=8),
+    st.integers(-12, 12),
+    _SIGNS,
+    _DIGITS,
+)
+def test_a_decimal_token_equals_an_integer_exactly(
+    sign: str, whole: str, fraction: str, exponent: int, sign_b: str, digits_b: str
+) -> None:
+    """The truth is Fraction's: a printed 7.0 or 15e2 is that integer, 7.000001 is not."""
+    got = f"{sign}{whole}.{fraction}e{exponent}"
+    want = sign_b + digits_b
+    assert same_output(got, want, "tokens", 0.5) is (Fraction(got) == int(want))
 
 
 # -- through a router -----------------------------------------------------------------------------
