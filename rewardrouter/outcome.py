@@ -60,19 +60,40 @@ class QuickPath(Protocol):
     def quick(self, args: Any, sample: SampleLike, **kwargs: Any) -> Any: ...
 
 
+class InfrastructureFault(Exception):
+    """Base of the failures of what a call runs on (a sandbox that cannot start, a server that
+    cannot be reached, NLTK data that is not installed): not the response's doing, so the
+    term's ``on_error`` decides, ``raise`` included."""
+
+
+class DataFault(ValueError):
+    """Base of the failures of a sample's data other than its response (a label no grader can
+    read): a fault of the dataset, so the term's ``on_error`` decides, ``raise`` included."""
+
+
 class Outcome(NamedTuple):
     """What one call gave one sample: its return ``value``, or a failed ``status`` and ``error``.
 
-    ``sample_fault``: the failure lies in the sample's own data (a malformed conversation, which
-    the policy wrote), not in the function, its config or the infrastructure; ``combine``
-    records it as that sample's status and never raises for it, whatever the term's
-    ``on_error``, so that one sample cannot stop the batch.
+    Who is to blame for a failure decides whether it may stop the batch:
+
+    - ``sample_fault``: the failure lies in the sample's own data (a malformed conversation,
+      which the policy wrote), not in the function, its config or the infrastructure;
+    - ``setup_fault``: the failure lies in the configuration, the dataset or the
+      infrastructure (:class:`InfrastructureFault`, :class:`DataFault`, worker processes that
+      cannot start);
+    - neither: the function itself failed (it raised, overran its deadline or returned
+      something unusable). For a built-in kind, whose every input but the response is checked
+      or set by the config, that is the response's doing too.
+
+    ``combine`` records a failure that is the sample's as that sample's status and never raises
+    for it, whatever the term's ``on_error``, so that one sample cannot stop the batch.
     """
 
     value: Any
     status: CallStatus = "ok"
     error: str | None = None
     sample_fault: bool = False
+    setup_fault: bool = False
 
 
 class InvalidReturn(Exception):
@@ -141,13 +162,21 @@ def describe_exception(exc: BaseException) -> str:
 
 def failed(exc: BaseException) -> Outcome:
     """A call that raised: ``timeout`` for a ``TimeoutError``, ``invalid`` for an
-    :class:`InvalidReturn` (e.g. a remote reply that is not JSON), else ``error``."""
+    :class:`InvalidReturn` (e.g. a remote reply that is not JSON), else ``error``; a
+    :class:`InfrastructureFault` or :class:`DataFault` is the setup's fault."""
     status: CallStatus = "error"
     if isinstance(exc, TimeoutError):
         status = "timeout"
     elif isinstance(exc, InvalidReturn):
         status = "invalid"
-    return Outcome(None, status, describe_exception(exc))
+    setup = isinstance(exc, InfrastructureFault | DataFault)
+    return Outcome(None, status, describe_exception(exc), setup_fault=setup)
+
+
+def setup_failed(message: str) -> Outcome:
+    """A call that could not run for a reason of the setup's (worker processes that cannot start
+    or load the call, a closed router): an ``error`` the term's ``on_error`` decides."""
+    return Outcome(None, "error", message, setup_fault=True)
 
 
 def timed_out(timeout: float, what: str = "") -> Outcome:

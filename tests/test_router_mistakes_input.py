@@ -99,8 +99,8 @@ def test_a_built_in_kind_that_refuses_its_input_points_at_the_data_not_its_code(
     message = str(raised.value)
     assert message.startswith(f"sample 0, route 'r', term 'correct' ({kind}): error: {error}")
     assert message.endswith(
-        f"the built-in kind {kind} refused this sample's input: fix the sample's label, "
-        f"response or metadata (or the kwargs on routes.r.rewards.correct) as the message says, "
+        f"the built-in kind {kind} refused this sample's data: fix the sample's label or "
+        f"metadata (or the kwargs on routes.r.rewards.correct) as the message says, "
         f"or set `on_error: skip` or `on_error: {{value: 0.0}}` on routes.r.rewards.correct to "
         f"record them"
     )

@@ -64,6 +64,9 @@ class RewardFn:
     # then (calls pass none), so this, not the kwargs, tells two such terms' calls apart. A
     # digest, because settings may hold what reprs must not show (a URL's password, headers).
     binding: str | None = None
+    # A built-in or resource kind: its every input but the response is checked or set by the
+    # config, so a failure not marked as the setup's is the response's (never the batch's).
+    builtin: bool = False
 
 
 ModeSetting = Literal["auto", "lenient", "single", "group", "trl", "verl"]
@@ -175,6 +178,7 @@ def resolve_builtin(kind: str, kwargs: Mapping[str, Any]) -> RewardFn:
         cpu_heavy=spec.cpu_heavy,
         returns_dict=spec.returns == "dict",
         dict_keys=spec.keys,
+        builtin=True,
     )
 
 
@@ -208,6 +212,7 @@ def resolve_resource(
         returns_dict=True if bound.keys else None,
         dict_keys=bound.keys,
         binding=hashlib.sha256(settings.model_dump_json().encode()).hexdigest()[:16],
+        builtin=True,
     )
 
 

@@ -80,7 +80,10 @@ class RewardTerm(_Model):
     )
     on_error: OnError = Field(
         default="raise",
-        description="raise, skip (reward None, left out of group statistics) or {value: x}.",
+        description="What a failed call gives: raise (the batch raises RewardError), skip (reward "
+        "None, left out of group statistics) or {value: x}. A built-in kind's failure on the "
+        "response (it raised on it, overran its deadline) is never raised: under raise it is "
+        "skipped, that sample's status alone.",
     )
     executor: str = Field(
         default="auto",

@@ -33,7 +33,7 @@ from typing import Any, cast
 
 from rewardrouter.execute.executor import Call, Executor
 from rewardrouter.execute.wire import portable_args, snapshot
-from rewardrouter.outcome import Outcome, describe_exception, timed_out
+from rewardrouter.outcome import Outcome, describe_exception, setup_failed, timed_out
 from rewardrouter.sample import SampleLike
 
 #: Seconds a worker may spend loading a task (unpickling its function and samples) before the
@@ -89,7 +89,7 @@ class Job:
             except Exception as exc:
                 cause = describe_exception(exc)
                 message = f"this sample cannot be sent to a worker process: {cause}"
-                self.record(index, Outcome(None, "error", message))
+                self.record(index, setup_failed(message))
             else:
                 kept.append(index)
         return pickle.dumps([self.item(i) for i in kept], pickle.HIGHEST_PROTOCOL), kept
@@ -102,7 +102,7 @@ class Job:
     def fail(self, reason: str) -> None:
         """End the job: every call without an outcome is an ``error`` saying ``reason``."""
         for index in range(len(self.outcomes)):
-            self.record(index, Outcome(None, "error", reason))
+            self.record(index, setup_failed(reason))
         self.finish()
 
     def finish(self) -> bool:
@@ -132,7 +132,7 @@ def open_job(job_id: int, call: Call, samples: Sequence[SampleLike]) -> Job:
         job.blob = pickle.dumps(blob, pickle.HIGHEST_PROTOCOL)
     except Exception as exc:
         message = f"the call cannot be sent to a worker process: {describe_exception(exc)}"
-        job.future.set_result([Outcome(None, "error", message)] * count)
+        job.future.set_result([setup_failed(message)] * count)
     return job
 
 
@@ -153,12 +153,14 @@ class LostCalls:
         return timed_out(timeout, f"; its {self.worker} was killed and replaced")
 
     def not_started(self, timeout: float) -> Outcome:
-        """A call whose worker was still loading the task at the deadline."""
+        """A call whose worker was still loading the task at the deadline (the setup's fault:
+        the call itself never ran)."""
         return Outcome(
             None,
             "timeout",
             f"a {self.worker} did not start this call within {max(timeout, LOAD_GRACE):g} s "
             f"(loading the function and samples); it was killed and replaced",
+            setup_fault=True,
         )
 
     def died(self, cause: str) -> Outcome:

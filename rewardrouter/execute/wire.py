@@ -30,7 +30,7 @@ from operator import attrgetter
 from types import SimpleNamespace
 from typing import Any, TypeVar
 
-from rewardrouter.outcome import Outcome, describe_exception
+from rewardrouter.outcome import Outcome, describe_exception, setup_failed
 from rewardrouter.sample import Sample, SampleLike, metadata_of, spec_field, status_of
 
 R = TypeVar("R")
@@ -165,4 +165,4 @@ class JobCache:
 def unloadable(exc: BaseException, count: int) -> list[Outcome]:
     """The outcomes of a task whose function or samples could not be loaded."""
     cause = describe_exception(exc)
-    return [Outcome(None, "error", f"the worker could not load the call: {cause}")] * count
+    return [setup_failed(f"the worker could not load the call: {cause}")] * count

@@ -16,11 +16,12 @@ Messages name the endpoint without credentials and never contain the credential 
 
 from __future__ import annotations
 
-from rewardrouter.outcome import InvalidReturn
+from rewardrouter.outcome import InfrastructureFault, InvalidReturn
 
 
-class RemoteError(Exception):
-    """A remote reward call that failed; the message says what the server did."""
+class RemoteError(InfrastructureFault):
+    """A remote reward call that failed; the message says what the server did (a fault of the
+    server or the way to it, so the term's ``on_error`` decides, ``raise`` included)."""
 
 
 class RemoteRejected(RemoteError):

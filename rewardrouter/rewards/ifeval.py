@@ -112,6 +112,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rewardrouter.errors import did_you_mean
 from rewardrouter.introspect import ResolveError
+from rewardrouter.outcome import DataFault, InfrastructureFault
 from rewardrouter.rewards import ifeval_punkt
 from rewardrouter.rewards.ifeval_punkt import INSTALL
 from rewardrouter.rewards.labels import label_missing
@@ -149,11 +150,11 @@ NLTK_PARTS = ("nltk.data", "nltk.tokenize")
 _import_lock = threading.Lock()
 
 
-class IfevalLabelError(ValueError):
+class IfevalLabelError(DataFault):
     """A label that holds no IFEval instructions the registry knows."""
 
 
-class IfevalDataMissing(LookupError):
+class IfevalDataMissing(InfrastructureFault, LookupError):
     """An instruction whose check needs NLTK data that is not installed."""
 
 

@@ -29,6 +29,7 @@ from functools import lru_cache
 from typing import Any
 
 from rewardrouter.errors import short_repr
+from rewardrouter.outcome import DataFault
 from rewardrouter.rewards.boxes import final_answer
 from rewardrouter.rewards.statements import answer_stated, last_statement
 
@@ -40,7 +41,7 @@ LABEL_SHAPES = (
 _FIX = "map data.columns.label to the column that holds the answer, or convert the labels"
 
 
-class LabelError(ValueError):
+class LabelError(DataFault):
     """A label of a shape no grader reads as an answer; the message says what was found."""
 
 

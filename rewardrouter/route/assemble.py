@@ -20,7 +20,6 @@ from rewardrouter.compile.routes import BoundTerm, CompiledRoute
 from rewardrouter.errors import RewardError
 from rewardrouter.outcome import FloatReturns, InvalidReturn, Outcome, to_value
 from rewardrouter.results import RewardResult, ScoreBatch, Status
-from rewardrouter.rewards.registry import lookup
 from rewardrouter.route.groups import RouteGroup
 from rewardrouter.route.precedence import Decision
 from rewardrouter.trajectory import MALFORMED
@@ -116,8 +115,9 @@ def combine(
         if value is not None and not math.isfinite(total + term.weight * value):
             message = _beyond_range(term, value, total)
             call_status, value = "invalid", None
+            sample_fault = term.fn.builtin
         if call_status != "ok":
-            fix = hint or failure_fix(term, call_status, message or "")
+            fix = hint or failure_fix(term, call_status, message or "", sample_fault)
             value, skipped = _on_error(
                 index,
                 route.name,
@@ -169,16 +169,24 @@ def _read_each(
 ) -> Iterator[tuple[BoundTerm, tuple[Status, float | None, str | None, str | None], bool]]:
     """Each term with its call's status, training (or evaluation) value, error message and,
     when the value's reader knows it, what to change; then whether the failure is the
-    sample's own fault (:attr:`Outcome.sample_fault`)."""
+    sample's own fault (see :func:`is_sample_fault`)."""
     for term, outcome in calls:
         if outcome.status != "ok":
-            yield term, (outcome.status, None, outcome.error, None), outcome.sample_fault
+            yield term, (outcome.status, None, outcome.error, None), is_sample_fault(term, outcome)
             continue
         try:
             read = to_value(outcome.value, term.key_for(evaluation))
             yield term, ("ok", read, None, None), False
         except InvalidReturn as exc:
-            yield term, ("invalid", None, str(exc), exc.hint), False
+            yield term, ("invalid", None, str(exc), exc.hint), term.fn.builtin
+
+
+def is_sample_fault(term: BoundTerm, outcome: Outcome) -> bool:
+    """Whether ``outcome``'s failure is the sample's own, never raised for the batch: marked so
+    (a malformed conversation), or a failure of a built-in kind that is not the setup's (a
+    grader that raised on the response, overran its deadline on it, or whose worker died on it:
+    every other input of a built-in kind is checked or set by the config)."""
+    return outcome.sample_fault or (term.fn.builtin and not outcome.setup_fault)
 
 
 def _on_error(
@@ -215,17 +223,24 @@ _INFRASTRUCTURE = {
     "a worker": "the worker processes failed, not the function",
     "worker processes": "the worker processes failed, not the function",
     "the Ray actor pool": "the Ray actors failed, not the function",
-    MALFORMED: "the sample's conversation is malformed, not the function",
     "RemoteUnavailable": "the reward server is unreachable or failing",
     "RemoteRejected": "the reward server refused the request",
     "RemoteTimeout": "the reward server did not answer in time",
 }
 
 
-def failure_fix(term: BoundTerm, status: str, message: str) -> str:
-    """What to do about a failed call, by its cause: the function, its deadline, or the
-    infrastructure it ran on; ``on_error`` comes last, as the way to record such failures."""
+def failure_fix(term: BoundTerm, status: str, message: str, sample_fault: bool = False) -> str:
+    """What to do about a failed call, by its cause: the response, the function, its deadline, or
+    the infrastructure it ran on; ``on_error`` comes last, as the way to record such failures."""
     where = term.where or "the term"
+    if sample_fault:
+        what = (
+            "the conversation is malformed"
+            if message.startswith(MALFORMED)
+            else f"{term.fn.name} failed on this response"
+        )
+        fallback = "" if term.on_error != "raise" else ", reward None"
+        return f"{what}: the sample's own status{fallback}, counted, never the batch's"
     record = f"or set `on_error: skip` or `on_error: {{value: 0.0}}` on {where} to record them"
     cause = next((v for k, v in _INFRASTRUCTURE.items() if message.startswith(k)), None)
     if cause is not None:
@@ -237,9 +252,9 @@ def failure_fix(term: BoundTerm, status: str, message: str) -> str:
         )
     if status == "invalid":
         return f"make {term.fn.name} return a number, a dict with its `key`, or None, {record}"
-    if lookup(term.fn.name) is not None:  # a built-in kind: the cause is in the data or config
+    if term.fn.builtin:  # a built-in kind: the cause is in the data or the config
         return (
-            f"the built-in kind {term.fn.name} refused this sample's input: fix the sample's "
-            f"label, response or metadata (or the kwargs on {where}) as the message says, {record}"
+            f"the built-in kind {term.fn.name} refused this sample's data: fix the sample's "
+            f"label or metadata (or the kwargs on {where}) as the message says, {record}"
         )
     return f"fix {term.fn.name} where the message says it raised, {record}"

@@ -217,7 +217,7 @@ def test_a_malformed_conversation_fails_its_sample_alone() -> None:
     assert batch.failures == ()  # the sample's own status, not a failed call to report
     assert batch[1].error_message is not None
     assert "message 0 has role 'robot'" in batch[1].error_message
-    assert "the sample's conversation is malformed, not the function" in batch[1].error_message
+    assert "the conversation is malformed: the sample's own status" in batch[1].error_message
 
 
 def test_a_malformed_conversation_is_recorded_even_under_on_error_raise() -> None:

@@ -32,7 +32,7 @@ from typing import Any
 
 from rewardrouter.execute.calls import call_each
 from rewardrouter.execute.executor import Call, Executor, Setup, closed, in_process
-from rewardrouter.outcome import Outcome, timed_out
+from rewardrouter.outcome import Outcome, setup_failed, timed_out
 from rewardrouter.sample import SampleLike
 
 _ABANDONED = "; its thread was abandoned (threads cannot be stopped) and runs on in the background"
@@ -84,7 +84,7 @@ class _Chunk:
     def fail(self, reason: str) -> None:
         """End a chunk that no thread will run: each of its calls is an ``error``."""
         with self.lock:
-            self.outcomes = [Outcome(None, "error", reason)] * len(self.items)
+            self.outcomes = [setup_failed(reason)] * len(self.items)
         self._finish()
 
     def _finish(self) -> None:

@@ -58,7 +58,7 @@ from rewardrouter.execute.tasks import (
     Task,
     TaskPool,
 )
-from rewardrouter.outcome import Outcome, describe_exception
+from rewardrouter.outcome import Outcome, describe_exception, setup_failed
 
 #: Seconds a new worker may take to import its modules and report ready.
 BOOT_SECONDS = 120.0
@@ -364,7 +364,7 @@ class ProcessPool(TaskPool):
         self._replace(
             worker,
             LOST.died(cause),
-            Outcome(None, "error", f"the worker process died ({cause}) while loading this call"),
+            setup_failed(f"the worker process died ({cause}) while loading this call"),
         )
 
     def _boot_failed(self, reason: str) -> None:

@@ -35,13 +35,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from rewardrouter.outcome import DataFault
 from rewardrouter.rewards.code.asserts import Check, TestsError, checks_of
 from rewardrouter.rewards.code.harness import encode
 
 CaseKind = Literal["stdin", "call", "checks"]
 
 
-class LabelError(ValueError):
+class LabelError(DataFault):
     """A label that holds no tests the ``code`` kind can run."""
 
 

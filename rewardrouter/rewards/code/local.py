@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rewardrouter.outcome import InfrastructureFault
 from rewardrouter.rewards.code import bubblewrap
 from rewardrouter.rewards.code.bubblewrap import HARNESS
 from rewardrouter.rewards.code.harness import frame
@@ -61,7 +62,7 @@ WALLS = {
 }
 
 
-class SandboxError(RuntimeError):
+class SandboxError(InfrastructureFault, RuntimeError):
     """The sandbox failed (not the program): the runner could not start at all."""
 
 

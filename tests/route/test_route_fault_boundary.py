@@ -1,0 +1,113 @@
+"""Who is to blame for a failed call decides whether it may stop the batch.
+
+A fault of the configuration, the dataset or the infrastructure may raise under ``on_error:
+raise``; a failure of a built-in kind on the response (it raised, overran its deadline, its
+worker died on it) is that sample's status, whatever ``on_error`` says: the policy wrote the
+response, and one response must not end a training step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from rr_testfns import row
+
+from rewardrouter import RewardError
+from rewardrouter.compile.resolve import RewardFn
+from rewardrouter.compile.routes import BoundTerm
+from rewardrouter.outcome import Outcome, failed, setup_failed
+from rewardrouter.remote.errors import RemoteInvalid, RemoteRejected, RemoteTimeout
+from rewardrouter.rewards.code.cases import LabelError as CodeLabelError
+from rewardrouter.rewards.code.local import SandboxError
+from rewardrouter.rewards.ifeval import IfevalCheckError, IfevalDataMissing, IfevalLabelError
+from rewardrouter.rewards.judge.parse import UnreadableScore
+from rewardrouter.rewards.labels import LabelError
+from rewardrouter.route.assemble import is_sample_fault
+
+
+@pytest.mark.parametrize(
+    ("exc", "setup"),
+    [
+        pytest.param(SandboxError("bwrap: no permission"), True, id="sandbox_cannot_start"),
+        pytest.param(RemoteRejected("404"), True, id="server_refused"),
+        pytest.param(RemoteTimeout("no answer"), True, id="server_timed_out"),
+        pytest.param(RemoteInvalid("not JSON"), True, id="server_reply_unreadable"),
+        pytest.param(LabelError("a dict label"), True, id="label_no_grader_reads"),
+        pytest.param(CodeLabelError("no tests"), True, id="code_label_without_tests"),
+        pytest.param(IfevalLabelError("unknown instruction"), True, id="ifeval_label"),
+        pytest.param(IfevalDataMissing("punkt"), True, id="nltk_data_missing"),
+        # what the response can cause
+        pytest.param(OverflowError("int too large"), False, id="overflow"),
+        pytest.param(RecursionError("too deep"), False, id="recursion"),
+        pytest.param(MemoryError(), False, id="memory"),
+        pytest.param(ValueError("bad text"), False, id="value_error"),
+        pytest.param(UnreadableScore("two scores"), False, id="judge_reply_unreadable"),
+        pytest.param(IfevalCheckError("check raised"), False, id="ifeval_check_raised"),
+    ],
+)
+def test_a_failure_is_the_setups_only_when_its_class_says_so(
+    exc: BaseException, setup: bool
+) -> None:
+    assert failed(exc).setup_fault is setup
+
+
+def _term(builtin: bool) -> BoundTerm:
+    fn = RewardFn(name="grader", fn=print, mode="single", is_async=False, builtin=builtin)
+    return BoundTerm(route="r", name="t", fn=fn, kwargs={})
+
+
+@pytest.mark.parametrize(
+    ("builtin", "outcome", "sample"),
+    [
+        pytest.param(True, failed(OverflowError()), True, id="builtin_raised_on_the_response"),
+        pytest.param(True, Outcome(None, "timeout", "late"), True, id="builtin_overran"),
+        pytest.param(True, Outcome(None, "invalid", "nan"), True, id="builtin_returned_nan"),
+        pytest.param(True, failed(LabelError()), False, id="builtin_refused_the_label"),
+        pytest.param(True, setup_failed("no worker starts"), False, id="builtin_workers_down"),
+        pytest.param(False, failed(ValueError()), False, id="user_function_raised"),
+        pytest.param(False, Outcome(None, "timeout", "late"), False, id="user_function_overran"),
+        pytest.param(
+            False, Outcome(None, "error", "malformed", sample_fault=True), True, id="malformed"
+        ),
+    ],
+)
+def test_whose_fault(builtin: bool, outcome: Outcome, sample: bool) -> None:
+    assert is_sample_fault(_term(builtin), outcome) is sample
+
+
+# -- through the router, under the default `on_error: raise` -------------------------------------
+
+
+@pytest.mark.slow  # starts a worker pool
+def test_a_built_in_kind_that_stalls_on_a_response_is_that_samples_timeout(
+    make_router: Any,
+) -> None:
+    term = {"kind": "math", "timeout": 2, "executor": "process"}
+    router = make_router({"default_route": "r", "routes": {"r": {"rewards": {"correct": term}}}})
+    rows = [
+        {"response": "\\boxed{42}", "label": "42"},
+        {"response": "\\boxed{(x+y+z+1)^{60}}", "label": "42"},  # sympy expands for minutes
+        {"response": "\\boxed{41}", "label": "42"},
+    ]
+    batch = router.score_sync(rows)  # no RewardError: the stall is that sample's alone
+    assert [(r.reward, r.status) for r in batch] == [(1.0, "ok"), (None, "timeout"), (0.0, "ok")]
+    assert batch.failures == ()
+    assert "math failed on this response: the sample's own status" in (
+        batch[1].error_message or ""
+    )
+
+
+def test_a_user_function_that_raises_follows_its_on_error(make_router: Any) -> None:
+    term = {"path": "rr_testfns.returns"}
+    router = make_router({"default_route": "r", "routes": {"r": {"rewards": {"t": term}}}})
+    with pytest.raises(RewardError, match=r"sample 1, route 'r', term 't'"):
+        router.score_sync([row("a", value=1.0), row("b", value="not a number")])
+
+
+def test_a_label_no_grader_reads_follows_its_on_error(make_router: Any) -> None:
+    term = {"kind": "exact_match"}
+    router = make_router({"default_route": "r", "routes": {"r": {"rewards": {"t": term}}}})
+    rows = [{"response": "x", "label": "x"}, {"response": "x", "label": {"a": 1}}]
+    with pytest.raises(RewardError, match=r"sample 1, route 'r', term 't'.*LabelError"):
+        router.score_sync(rows)
