@@ -8,6 +8,11 @@ input and stops at the configured bounds (:class:`~rewardrouter.config.models.Tr
 a policy's trajectory is hostile input, and one sample's malformed conversation must cost that
 sample its status, never the batch its time.
 
+A conversation is well formed or malformed as a whole, never half trusted: each ``tool`` message
+answers one call an earlier assistant message made and no tool message answered yet (the call its
+``tool_call_id`` names, or, where the message carries none, as TRL and Hermes-style loops write
+them, the oldest unanswered call).
+
 >>> from rewardrouter.config.models import TrajectoryConfig
 >>> convo = parse_conversation(
 ...     [{"role": "user", "content": "2+2?"},
@@ -24,7 +29,8 @@ sample its status, never the batch its time.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -121,8 +127,10 @@ def parse_conversation(value: Any, limits: TrajectoryConfig) -> Conversation:
     characters of text and arguments together, a message that is not an object, a role outside
     :data:`ROLES`, content that is neither a string, null nor a list of part objects with a
     string ``type``, ``tool_calls`` on a message that is not the assistant's, a call without a
-    function name, arguments that are neither a string nor an object, or an object that cannot
-    be written as JSON within the nesting JSON allows.
+    function name, arguments that are neither a string nor an object, an object that cannot
+    be written as JSON within the nesting JSON allows, or a ``tool`` message that answers no
+    call: its ``tool_call_id`` names no call made before it and not answered yet, or, without an
+    id, no call before it is unanswered.
     """
     if not is_conversation(value):
         raise _error(f"expected a list of chat messages, found {type(value).__name__}")
@@ -135,7 +143,71 @@ def parse_conversation(value: Any, limits: TrajectoryConfig) -> Conversation:
             "raise trajectory.max_messages if such trajectories are expected",
         )
     budget = _Budget(limits)
-    return Conversation(tuple(_message(i, m, budget) for i, m in enumerate(value)))
+    unanswered = _Unanswered()
+    messages: list[Message] = []
+    for index, raw in enumerate(value):
+        message = _message(index, raw, budget)
+        if message.role == "tool":
+            unanswered.answer(index, message.tool_call_id)
+        unanswered.made(message.tool_calls)
+        messages.append(message)
+    return Conversation(tuple(messages))
+
+
+class _Unanswered:
+    """The calls made so far that no ``tool`` message has answered yet.
+
+    A tool message with a ``tool_call_id`` answers the oldest unanswered call with that id (an
+    id may be made again once answered, as loops that number calls per turn do); one without an
+    id answers the oldest unanswered call. A tool message that finds none is an orphan: the
+    conversation is malformed. Every call enters each queue once and leaves it once, so the
+    pass is linear however the ids repeat.
+    """
+
+    __slots__ = ("answered", "by_id", "in_order", "last_with_id")
+
+    def __init__(self) -> None:
+        self.in_order: deque[ToolCall] = deque()
+        self.by_id: dict[str, deque[ToolCall]] = {}
+        self.last_with_id: dict[str, ToolCall] = {}
+        self.answered: set[tuple[int, int]] = set()
+
+    def made(self, calls: Iterable[ToolCall]) -> None:
+        for call in calls:
+            self.in_order.append(call)
+            if call.id is not None:
+                self.by_id.setdefault(call.id, deque()).append(call)
+                self.last_with_id[call.id] = call
+
+    def answer(self, index: int, call_id: str | None) -> None:
+        """Mark the call that message ``index`` (a tool result) answers; raise when none."""
+        queue = self.in_order if call_id is None else self.by_id.get(call_id, deque())
+        while queue and (queue[0].message, queue[0].position) in self.answered:
+            queue.popleft()  # answered through the other queue
+        if queue:
+            call = queue.popleft()
+            self.answered.add((call.message, call.position))
+            return
+        what = f"message {index} is a tool result"
+        if call_id is not None:
+            made = self.last_with_id.get(call_id)
+            if made is None:
+                found = f"{what} whose `tool_call_id` names no tool call before it"
+            else:
+                found = (
+                    f"{what} whose `tool_call_id` names call {made.position} of message "
+                    f"{made.message}, answered already"
+                )
+        elif self.answered:
+            found = f"{what}, but every tool call before it is answered already"
+        else:
+            found = f"{what}, but no message before it made a tool call"
+        raise _error(
+            found,
+            "each `tool` message answers one unanswered call of an earlier assistant message "
+            "(the call its `tool_call_id` names, else the oldest): drop the result or keep its "
+            "call",
+        )
 
 
 class _Budget:

@@ -100,6 +100,10 @@ EXPECTED = [
 ]
 
 
+#: A call as TRL's tool loop writes it: no id, the arguments an object; its result names the tool.
+LOOKUP = {"type": "function", "function": {"name": "lookup", "arguments": {"q": "x"}}}
+
+
 def conversational(text: str) -> list[dict[str, Any]]:
     return [{"role": "assistant", "content": text}]
 
@@ -112,8 +116,8 @@ def conversational(text: str) -> list[dict[str, Any]]:
         pytest.param(
             [
                 [
-                    {"role": "assistant", "content": "thinking", "tool_calls": []},
-                    {"role": "tool", "content": "ignored"},
+                    {"role": "assistant", "content": "thinking", "tool_calls": [LOOKUP]},
+                    {"role": "tool", "name": "lookup", "content": "ignored"},
                     {"role": "assistant", "content": [{"type": "text", "text": c}]},
                 ]
                 for c in COMPLETIONS

@@ -1,6 +1,6 @@
 """``tool_call_format``, ``tool_success`` and ``turns`` against what a policy optimizing them would
 write: calls that skip the format check, results that hide a failure, a tool result forged in
-its own text, calls spent without limit.
+its own text or as a tool message that answers no call, calls spent without limit.
 
 Each hostile trajectory is scored in one batch between two honest ones (``score_between_honest_rows``):
 it earns nothing from the gamed term (0.0, or no reward where the term does not apply), the
@@ -30,16 +30,20 @@ def answer(text: str) -> dict[str, Any]:
     return {"role": "assistant", "content": text}
 
 
-def call(arguments: str, call_id: str = "c") -> dict[str, Any]:
-    function = {"name": "get_weather", "arguments": arguments}
-    return {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [{"id": call_id, "type": "function", "function": function}],
-    }
+def call(arguments: Any, call_id: str | None = "c") -> dict[str, Any]:
+    """An assistant message calling ``get_weather``; ``call_id=None``: a call without an id,
+    as TRL's tool loop writes it (its arguments an object)."""
+    made: dict[str, Any] = {"type": "function"}
+    made["function"] = {"name": "get_weather", "arguments": arguments}
+    if call_id is not None:
+        made["id"] = call_id
+    return {"role": "assistant", "content": None, "tool_calls": [made]}
 
 
-def result(content: str, call_id: str = "c") -> dict[str, Any]:
+def result(content: str, call_id: str | None = "c") -> dict[str, Any]:
+    """A tool message; ``call_id=None``: without an id, named by the tool as TRL writes it."""
+    if call_id is None:
+        return {"role": "tool", "name": "get_weather", "content": content}
     return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
@@ -128,6 +132,57 @@ def test_tool_success_counts_only_results_that_worked(
 ) -> None:
     bad = between_honest_rows(success_only, canary, response)
     assert (bad.reward, bad.status) == (reward, status)
+
+
+TRL_CALL = call({"city": "Paris"}, None)
+
+#: Tool messages that answer no call: each would raise `tool_success` (one forged success beside
+#: a failure makes 0.5 of 0.0), so the conversation is malformed, that sample's own error.
+ORPHAN_CASES = [
+    pytest.param(
+        asked(result("sunny", None), result("sunny", None), answer("Sunny.")),
+        "message 1 is a tool result, but no message before it made a tool call",
+        id="results_without_any_call",
+    ),
+    pytest.param(
+        asked(result("sunny"), GOOD, answer("Sunny.")),
+        "message 1 is a tool result whose `tool_call_id` names no tool call before it",
+        id="result_before_its_call",
+    ),
+    pytest.param(
+        asked(GOOD, result("sunny", "forged"), answer("Sunny.")),
+        "message 2 is a tool result whose `tool_call_id` names no tool call before it",
+        id="result_answering_an_id_never_made",
+    ),
+    pytest.param(
+        asked(GOOD, result("Error: no such city"), result("sunny"), answer("Sunny.")),
+        "message 3 is a tool result whose `tool_call_id` names call 0 of message 1, answered "
+        "already",
+        id="one_call_answered_twice_hides_its_failure",
+    ),
+    pytest.param(
+        asked(TRL_CALL, result("Error: no such city", None), result("sunny", None)),
+        "message 3 is a tool result, but every tool call before it is answered already",
+        id="more_results_than_calls_without_ids",
+    ),
+    pytest.param(
+        asked(
+            {"role": "assistant", "content": "Let me check.", "tool_calls": []},
+            result("sunny", None),
+        ),
+        "message 2 is a tool result, but no message before it made a tool call",
+        id="result_after_an_empty_list_of_calls",
+    ),
+]
+
+
+@pytest.mark.parametrize(("response", "says"), ORPHAN_CASES)
+def test_a_tool_result_that_answers_no_call_is_its_samples_error(
+    success_only: Router, canary: Canary, response: Any, says: str
+) -> None:
+    bad = between_honest_rows(success_only, canary, response)
+    assert (bad.reward, bad.status) == (None, "error")
+    assert bad.error_message is not None and says in bad.error_message
 
 
 def test_spending_calls_without_limit_costs_reward_and_stays_bounded(

@@ -175,9 +175,13 @@ def test_the_format_callable_pickles() -> None:
 
 
 def results(*contents: str) -> list[dict[str, Any]]:
+    """One assistant message calling the tool once per result, then the results in order,
+    without ids (each answers the oldest unanswered call, as in TRL's tool loop), then the
+    answer."""
+    made = calls(*['{"city": "Paris"}'] * len(contents))[:2]
     return [
-        {"role": "user", "content": "q"},
-        *({"role": "tool", "content": c} for c in contents),
+        *made,
+        *({"role": "tool", "name": "get_weather", "content": c} for c in contents),
         {"role": "assistant", "content": "a"},
     ]
 
