@@ -38,7 +38,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rewardrouter.errors import short_repr
 from rewardrouter.rewards.registry import Bound, Resources, resource_kind
 from rewardrouter.sample import metadata_of
-from rewardrouter.trajectory import Conversation, ToolCall, TrajectoryError
+from rewardrouter.trajectory import (
+    Conversation,
+    DuplicateKeyError,
+    ToolCall,
+    TrajectoryError,
+    parse_arguments,
+)
 
 #: What ``tool_success`` counts as a failed tool result by default: a result whose text starts
 #: with one of these (after leading whitespace). TRL writes a tool's exception as
@@ -198,9 +204,11 @@ class ToolCallFormat:
         if validator is None:
             return f"{call.describe()}: not a declared tool (declared: {', '.join(sorted(tools))})"
         try:
-            arguments = json.loads(call.arguments, parse_constant=_not_json)
+            arguments = parse_arguments(call.arguments)
         except RecursionError:
             return f"{call.describe()}: arguments nested deeper than JSON parsing allows"
+        except DuplicateKeyError:  # a routed conversation is refused before; a built one is not
+            return f"{call.describe()}: arguments repeat a key within one object"
         except ValueError as exc:
             where = f" at character {exc.pos}" if isinstance(exc, json.JSONDecodeError) else ""
             return f"{call.describe()}: arguments are not JSON{where}"
@@ -217,11 +225,6 @@ class ToolCallFormat:
                 f"`{error.validator}`"
             )
         return None
-
-
-def _not_json(constant: str) -> Any:
-    """``NaN`` and ``Infinity``, which Python's parser accepts, are not JSON."""
-    raise ValueError(f"{constant} is not JSON")
 
 
 def _depth_beyond(value: Any, limit: int) -> bool:

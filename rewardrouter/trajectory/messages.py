@@ -11,7 +11,8 @@ sample its status, never the batch its time.
 A conversation is well formed or malformed as a whole, never half trusted: each ``tool`` message
 answers one call an earlier assistant message made and no tool message answered yet (the call its
 ``tool_call_id`` names, or, where the message carries none, as TRL and Hermes-style loops write
-them, the oldest unanswered call).
+them, the oldest unanswered call), and no call's arguments repeat a key within one JSON object
+(:func:`parse_arguments`, the one parser of arguments).
 
 >>> from rewardrouter.config.models import TrajectoryConfig
 >>> convo = parse_conversation(
@@ -58,6 +59,41 @@ _SHOWN = 24
 class TrajectoryError(RewardRouterError):
     """A sample's conversation that cannot be read: the message says which message or bound,
     what was found and what was expected; it never quotes the conversation's text."""
+
+
+class DuplicateKeyError(ValueError):
+    """JSON text whose object repeats a key (:func:`parse_arguments`)."""
+
+
+def parse_arguments(text: str) -> Any:
+    """The JSON value of a tool call's arguments, read strictly: the one parser of arguments.
+
+    Raises :class:`DuplicateKeyError` when an object, at any depth, repeats a key (after its
+    escapes are read: ``"\\u0061"`` is ``"a"``), since parsers disagree on which value counts
+    (Python's keeps the last, others the first or refuse); :class:`json.JSONDecodeError` when
+    the text is not JSON; :class:`ValueError` for ``NaN`` and ``Infinity``, which Python's parser
+    accepts and JSON does not; :class:`RecursionError` when it nests deeper than the parser can
+    follow. Linear in the text.
+
+    >>> parse_arguments('{"city": "Paris", "days": [1, 2]}')
+    {'city': 'Paris', 'days': [1, 2]}
+    >>> parse_arguments('{"at": {"day": 1, "day": 2}}')
+    Traceback (most recent call last):
+    ...
+    rewardrouter.trajectory.messages.DuplicateKeyError: an object repeats a key
+    """
+    return json.loads(text, parse_constant=_not_json, object_pairs_hook=_unique_keys)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        raise DuplicateKeyError("an object repeats a key")
+    return value
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
 
 
 class ToolCall(NamedTuple):
@@ -128,9 +164,11 @@ def parse_conversation(value: Any, limits: TrajectoryConfig) -> Conversation:
     :data:`ROLES`, content that is neither a string, null nor a list of part objects with a
     string ``type``, ``tool_calls`` on a message that is not the assistant's, a call without a
     function name, arguments that are neither a string nor an object, an object that cannot
-    be written as JSON within the nesting JSON allows, or a ``tool`` message that answers no
-    call: its ``tool_call_id`` names no call made before it and not answered yet, or, without an
-    id, no call before it is unanswered.
+    be written as JSON within the nesting JSON allows, arguments whose JSON repeats a key in one
+    object, or a ``tool`` message that answers no call: its ``tool_call_id`` names no call made
+    before it and not answered yet, or, without an id, no call before it is unanswered.
+    Arguments that are not JSON at all are kept: that is a malformed call in a well-formed
+    conversation, which ``tool_call_format`` grades.
     """
     if not is_conversation(value):
         raise _error(f"expected a list of chat messages, found {type(value).__name__}")
@@ -328,10 +366,19 @@ def _tool_call(message: int, position: int, call: Any, budget: _Budget) -> ToolC
             f"{where}: `arguments` is a {type(arguments).__name__}",
             "expected a JSON string or an object",
         )
+    budget.text(text)
+    try:
+        parse_arguments(text)
+    except DuplicateKeyError:
+        raise _error(
+            f"{where}: its arguments repeat a key within one object",
+            "JSON parsers disagree on which value counts (the last, the first, or none), so "
+            "the call has no single meaning; write each key once",
+        ) from None
+    except (ValueError, RecursionError):
+        pass  # not JSON: a malformed call in a well-formed conversation, graded by its term
     call_id = call.get("id")
-    return ToolCall(
-        name, budget.text(text), call_id if isinstance(call_id, str) else None, message, position
-    )
+    return ToolCall(name, text, call_id if isinstance(call_id, str) else None, message, position)
 
 
 def _error(what: str, hint: str | None = None) -> TrajectoryError:

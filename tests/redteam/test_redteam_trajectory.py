@@ -225,6 +225,52 @@ def test_hostile_tool_calls_earn_nothing_and_are_named(
     assert len(bad.raw["failed"]) < 300
 
 
+MANY = ", ".join(['{"unit": "C"}'] * 60_000)
+
+#: Arguments that repeat a key in one object: Python's parser keeps the last value, others the
+#: first or refuse, so the schema would pass what the tool may read otherwise (the first `city`
+#: a number). Such a call has no single meaning: the conversation is malformed, for every term.
+DUPLICATE_CASES = [
+    pytest.param('{"city": 7, "city": "Paris"}', "message 1, tool call 0", id="top_level"),
+    pytest.param(
+        '{"city": "Paris", "units": {"scale": "kelvin", "scale": "C"}}',
+        "message 1, tool call 0",
+        id="nested_object",
+    ),
+    pytest.param(
+        '{"city": "Paris", "days": [1, {"at": 9, "at": 10}]}',
+        "message 1, tool call 0",
+        id="object_inside_an_array",
+    ),
+    pytest.param(
+        '{"city": 7, "\\u0063ity": "Paris"}',
+        "message 1, tool call 0",
+        id="second_key_spelled_with_an_escape",
+    ),
+    pytest.param(
+        {1: "Lyon", "1": "Paris", "city": "Paris"},
+        "message 1, tool call 0",
+        id="object_whose_keys_collide_as_json",
+    ),
+    pytest.param(
+        '{"city": "Paris", "hours": [' + MANY + ', {"unit": "C", "unit": "F"}]}',
+        "message 1, tool call 0",
+        id="after_60k_objects",
+    ),
+]
+
+
+@pytest.mark.parametrize(("arguments", "says"), DUPLICATE_CASES)
+def test_arguments_repeating_a_key_are_their_samples_error(
+    tool_calls: Router, canary: Canary, arguments: Any, says: str
+) -> None:
+    hostile = {"response": asked(call(arguments), answer("Sunny."))}
+    bad = score_between_honest_rows(tool_calls, canary, HONEST_CALL, hostile, DEADLINE)
+    assert (bad.reward, bad.status) == (None, "error")
+    assert bad.error_message is not None
+    assert f"{says}: its arguments repeat a key within one object" in bad.error_message
+
+
 def test_arguments_that_stall_a_schema_check_time_out_alone(canary: Canary) -> None:
     # jsonschema compares the items of an array of objects pairwise for `uniqueItems`: 30k of
     # them stall the check for minutes; the check runs in a worker killed at the term's timeout.

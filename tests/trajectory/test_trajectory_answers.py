@@ -1,9 +1,11 @@
 """A conversation is well formed or malformed as a whole: every ``tool`` message answers a call
-made before it and not answered yet. The shapes the trainers write (read in their sources, named
-per case) pass; forged ones are refused, each saying which message and what was expected."""
+made before it and not answered yet, and no call's arguments repeat a key. The shapes the
+trainers write (read in their sources, named per case) pass; forged ones are refused, each
+saying which message and what was expected."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -13,7 +15,9 @@ from hypothesis import strategies as st
 from rewardrouter.config.models import TrajectoryConfig
 from rewardrouter.trajectory import (
     MALFORMED,
+    DuplicateKeyError,
     TrajectoryError,
+    parse_arguments,
     parse_conversation,
 )
 
@@ -89,6 +93,10 @@ WELL_FORMED = [
         [ASK, calling("c1", arguments='{"city": Paris'), answering("c1", "Error: bad JSON")],
         id="arguments_not_json_are_a_bad_call_not_a_bad_conversation",
     ),
+    pytest.param(
+        [ASK, calling("c1", arguments='{"at": {"day": 1}, "days": [{"day": 2}]}')],
+        id="one_key_in_several_objects",
+    ),
 ]
 
 
@@ -136,6 +144,26 @@ MALFORMED_CASES = [
         "already",
         id="answered_in_order_then_by_its_id",
     ),
+    pytest.param(
+        [ASK, calling("c1", arguments='{"city": 7, "city": "Paris"}')],
+        "message 1, tool call 0: its arguments repeat a key within one object",
+        id="duplicate_key",
+    ),
+    pytest.param(
+        [ASK, calling("c1", arguments='{"city": "P", "at": [{"d": 1, "d": 1}]}')],
+        "message 1, tool call 0: its arguments repeat a key within one object",
+        id="duplicate_key_nested_with_the_same_value",
+    ),
+    pytest.param(
+        [ASK, calling("c1", arguments='{"city": 7, "\\u0063ity": "Paris"}')],
+        "message 1, tool call 0: its arguments repeat a key within one object",
+        id="duplicate_key_spelled_with_an_escape",
+    ),
+    pytest.param(
+        [ASK, calling("c1", arguments={True: 1, "true": 2})],
+        "message 1, tool call 0: its arguments repeat a key within one object",
+        id="object_keys_that_collide_as_json",
+    ),
 ]
 
 
@@ -146,6 +174,22 @@ def test_a_forged_or_ambiguous_conversation_is_malformed(
     with pytest.raises(TrajectoryError) as info:
         parse_conversation(messages, TrajectoryConfig())
     assert str(info.value).startswith(f"{MALFORMED}: {says}")
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        pytest.param('{"a": 1, "a": 2}', DuplicateKeyError, id="duplicate_key"),
+        pytest.param('[{"a": {"b": 1, "b": 1}}]', DuplicateKeyError, id="duplicate_key_deep"),
+        pytest.param('{"a": NaN}', ValueError, id="nan"),
+        pytest.param('{"a": -Infinity}', ValueError, id="infinity"),
+        pytest.param('{"a": 1', json.JSONDecodeError, id="not_json"),
+        pytest.param("[" * 100_000 + "]" * 100_000, RecursionError, id="deeper_than_the_parser"),
+    ],
+)
+def test_the_arguments_parser_refuses(text: str, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        parse_arguments(text)
 
 
 # -- every tool message answers a call: generated loops ----------------------------------------

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from rr_trajectory import weather_tool
 
-from rewardrouter import ConfigError, compile_router
+from rewardrouter import ConfigError, Sample, compile_router
 from rewardrouter.rewards.tools import ToolCallFormat, ToolFormatSettings
+from rewardrouter.trajectory import Conversation, Message, ToolCall
 
 WEATHER = weather_tool(
     {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
@@ -167,6 +168,18 @@ def test_the_format_term_needs_its_key() -> None:
                 }
             }
         )
+
+
+def test_a_call_repeating_a_key_fails_in_a_conversation_built_without_the_router() -> None:
+    # the router refuses such a conversation before any term reads it; the kind, handed one
+    # built by hand, reads the arguments with the same parser and names the fault
+    call = ToolCall("get_weather", '{"city": 7, "city": "Paris"}', "c0", 0, 0)
+    convo = Conversation((Message("assistant", "", (call,)),))
+    result = ToolCallFormat(ToolFormatSettings(tools=[WEATHER]))(None, Sample(response=convo))
+    assert (result["score"], result["failed"]) == (
+        0.0,
+        "call 0 'get_weather' (message 0): arguments repeat a key within one object",
+    )
 
 
 def test_the_format_callable_pickles() -> None:
