@@ -93,9 +93,7 @@ def test_a_built_in_kind_that_stalls_on_a_response_is_that_samples_timeout(
     batch = router.score_sync(rows)  # no RewardError: the stall is that sample's alone
     assert [(r.reward, r.status) for r in batch] == [(1.0, "ok"), (None, "timeout"), (0.0, "ok")]
     assert batch.failures == ()
-    assert "math failed on this response: the sample's own status" in (
-        batch[1].error_message or ""
-    )
+    assert "math failed on this response: the sample's own status" in (batch[1].error_message or "")
 
 
 def test_a_user_function_that_raises_follows_its_on_error(make_router: Any) -> None:
