@@ -31,7 +31,13 @@ from rewardrouter.config import to_container
 from rewardrouter.config.load import read_yaml
 from rewardrouter.rewards.judge import JudgeSettings
 
-from .conftest import CANARY_ENV, Canary
+from .conftest import (
+    CANARY_ENV,
+    FLOOD,
+    TEMPLATE_INJECTIONS,
+    Canary,
+    score_between_honest_rows,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -499,3 +505,62 @@ def test_config_errors_show_no_credential(canary: Canary, bad: dict[str, Any], w
         )
     assert where in str(error.value)
     canary.absent_from(str(error.value), error.value)
+
+
+def sent_bodies(judge: EchoJudge) -> list[str]:
+    """Every request the judge received, as JSON text."""
+    return [json.dumps(seen.body, ensure_ascii=False) for seen in judge.seen]
+
+
+@pytest.mark.parametrize(("hostile", "marker"), TEMPLATE_INJECTIONS)
+def test_a_template_marker_in_a_response_is_never_sent_to_the_judge(
+    judges: Any, routers: Any, canary: Canary, hostile: str, marker: str
+) -> None:
+    """In the rubric's user message a marker would end that turn and write the next one (a
+    system prompt, the judge's own verdict): the response is ``invalid`` and never sent."""
+    judge = judges("tag", "quote")
+    router = routers(judge_term(judge.url("/v1")))
+    [honest] = batch(HONEST)
+    bad = score_between_honest_rows(router, canary, honest, {**honest, "response": hostile}, 10)
+    assert (bad.status, bad.reward) == ("invalid", 0.0)
+    assert repr(marker) in bad.error_message
+    sent = sent_bodies(judge)
+    assert len(sent) == 1 and marker not in sent[0]  # the honest response, judged once
+
+
+def test_without_the_refusal_a_marker_reaches_the_judge(
+    judges: Any, routers: Any, canary: Canary
+) -> None:
+    """The control of the case above: with `refuse_special_tokens: false` DeepSeek's marker is
+    sent inside the rubric, where the judge's template would read it as a turn."""
+    judge = judges("tag", "quote")
+    router = routers(judge_term(judge.url("/v1"), refuse_special_tokens=False))
+    hostile, marker = TEMPLATE_INJECTIONS[2].values
+    [result] = router.score_sync(batch(hostile))
+    assert result.status == "ok"
+    assert [body for body in sent_bodies(judge) if marker in body]
+
+
+@pytest.mark.parametrize("strip_thinking", [True, False])
+def test_a_flood_is_refused_before_it_reaches_the_judge(
+    judges: Any, routers: Any, canary: Canary, strip_thinking: bool
+) -> None:
+    """5 MB of response: ``invalid`` at once, naming the cap and its setting; nothing of it is
+    sent, and the honest rows beside it are judged."""
+    judge = judges("tag", "quote")
+    router = routers(judge_term(judge.url("/v1"), strip_thinking=strip_thinking))
+    [honest] = batch(HONEST)
+    bad = score_between_honest_rows(router, canary, honest, {**honest, "response": FLOOD}, 10)
+    assert (bad.status, bad.reward) == ("invalid", 0.0)
+    assert "over `max_response_chars` (131,072)" in bad.error_message
+    assert max(map(len, sent_bodies(judge))) < 10_000
+
+
+def test_without_the_cap_a_flood_reaches_the_judge(
+    judges: Any, routers: Any, canary: Canary
+) -> None:
+    """The control of the case above: with the cap raised, all 5 MB are sent."""
+    judge = judges("tag", "quote")
+    router = routers(judge_term(judge.url("/v1"), max_response_chars=10**7))
+    router.score_sync(batch(FLOOD))
+    assert max(map(len, sent_bodies(judge))) > len(FLOOD)

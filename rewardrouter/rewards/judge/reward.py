@@ -8,7 +8,10 @@ Request, OpenAI chat completions::
 The rubric may name ``{fence}``, this judge's secret (``response-`` and 16 random hex digits,
 drawn once per router): ``<{fence}>`` and ``</{fence}>`` around ``{response}`` mark it as quoted
 data, and the parser reads nothing between them in the reply (a judge that quotes the response
-hands none of its claims to the parser). A response that holds the fence is ``invalid``.
+hands none of its claims to the parser). A response that holds the fence, writes a chat
+template's marker or is longer than ``max_response_chars`` (what the judge would be shown:
+after the thinking, with ``strip_thinking``) is ``invalid`` and never sent
+(:mod:`rewardrouter.rewards.model_input`).
 
 The reply's ``choices[0].message.content`` is parsed (:mod:`.parse`) when it is at most
 ``max_reply_chars`` long; a longer reply, a reply without a readable score, with two different
@@ -34,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from rewardrouter.remote.errors import RemoteInvalid
 from rewardrouter.rewards.judge.parse import UnreadableScore, read_score, tag_placeholders
 from rewardrouter.rewards.judge.settings import JudgeSettings
+from rewardrouter.rewards.model_input import RefusedResponse, ResponseGuard
 from rewardrouter.rewards.thinking import after_thinking
 from rewardrouter.sample import metadata_of
 
@@ -53,6 +57,7 @@ class JudgeReward:
 
     __slots__ = (
         "_done",
+        "_guard",
         "_pending",
         "_placeholders",
         "_render",
@@ -70,6 +75,9 @@ class JudgeReward:
         # Secret, and fixed per judge so that identical samples still make identical requests.
         self.fence = f"response-{secrets.token_hex(8)}"
         self._placeholders = tag_placeholders(settings.template, settings.tag)
+        self._guard = ResponseGuard(
+            settings.max_response_chars, None if settings.refuse_special_tokens else ()
+        )
         self._done: OrderedDict[str, float] = OrderedDict()
         self._pending: dict[tuple[asyncio.AbstractEventLoop, str], asyncio.Future[float]] = {}
         if settings.template_format == "jinja":
@@ -87,13 +95,18 @@ class JudgeReward:
         return f"JudgeReward({self.name!r})"
 
     def request(self, sample: Any) -> dict[str, Any]:
-        """The chat-completions body for ``sample``."""
+        """The chat-completions body for ``sample``.
+
+        Raises :class:`~rewardrouter.rewards.model_input.RefusedResponse` (nothing is sent) for
+        a response that holds the fence, writes a template marker or is over
+        ``max_response_chars``."""
         settings = self.settings
         response = getattr(sample, "response", "") or ""
         if settings.strip_thinking:
             response = after_thinking(response).strip()
+        self._guard.check([("response", response)])
         if self.fence in response:
-            raise RemoteInvalid(
+            raise RefusedResponse(
                 "the response holds this judge's secret fence, which only the judge's own "
                 "rubric may write; the sample is not sent"
             )

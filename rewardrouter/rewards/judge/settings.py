@@ -39,6 +39,7 @@ from pydantic import Field, model_validator
 from yarl import URL
 
 from rewardrouter.remote.settings import EndpointSettings
+from rewardrouter.rewards.model_input import max_response_chars_field
 
 #: What a rubric template may name.
 TEMPLATE_FIELDS = ("prompt", "response", "label", "metadata", "fence")
@@ -157,6 +158,15 @@ class JudgeSettings(EndpointSettings):
     strip_thinking: bool = Field(
         default=True, description="Show the judge the response after its last </think> only."
     )
+    refuse_special_tokens: bool = Field(
+        default=True,
+        description="A response that writes a chat template's marker (ChatML and `<|...|>`, "
+        "DeepSeek's full-width `<\uff5c...\uff5c>`, Mistral's `[INST]`, `[SYSTEM_PROMPT]`, "
+        "`[TOOL_CALLS]`..., Llama 2's `<<SYS>>`, Gemma's `<start_of_turn>`) is `invalid`, "
+        "never sent: in the rubric's user message it would end that turn and write the next "
+        "one, the judge's own included.",
+    )
+    max_response_chars: int = max_response_chars_field()
     max_reply_chars: int = Field(
         default=65_536,
         ge=1,

@@ -1,21 +1,16 @@
-"""What a reward model reads: a sample as a conversation, or as one text, and the checks that
-keep the policy's text inside its own turn.
+"""What a reward model reads: a sample as a conversation, or as one text.
 
 A chat reward model scores the rendered conversation ``[user: prompt, assistant: response]``
 (a prompt given as chat messages keeps its messages; a response given as messages, a
-trajectory, adds its messages). The policy writes the response, so the response may hold the
-template's own markers: ``<|im_end|>`` closes the assistant's turn early and what follows reads
-as a new turn the policy wrote for the user or the system. A text that holds such a marker is
-refused (the sample is ``invalid``), never rendered: the markers are the tokenizer's special
-tokens when a tokenizer renders here, and the common marker shapes (``<|...|>``, ``[INST]``,
-``<start_of_turn>``) when the server renders. Only what the policy wrote is checked (the
-response, its messages); the prompt is the dataset's.
+trajectory, adds its messages). :func:`written` lists what the policy wrote (the response, its
+messages and tool calls; the prompt is the dataset's): the texts that
+:class:`~rewardrouter.rewards.model_input.ResponseGuard` checks for the template's markers and
+the length cap before anything is rendered or sent.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rewardrouter.remote.errors import RemoteInvalid
@@ -26,11 +21,6 @@ Message = dict[str, Any]
 
 #: Roles a rendered conversation may hold.
 ROLES = frozenset({"system", "user", "assistant", "tool"})
-
-#: Chat-template markers of the common model families, for a server-side template whose
-#: tokenizer is not here: ``<|im_end|>`` (ChatML), ``<|eot_id|>`` (Llama 3), ``[INST]`` (Mistral),
-#: ``<start_of_turn>`` (Gemma). Not ``<s>``: HTML writes it, and Llama 2's servers read it as text.
-GENERIC_MARKERS = re.compile(r"<\|[^|<>\s]{1,64}\|>|\[/?INST\]|<(?:start|end)_of_turn>")
 
 
 class Unusable(RemoteInvalid):
@@ -114,26 +104,6 @@ def pair(sample: Any) -> list[str]:
     elif not isinstance(response, str):
         response = prompt_text(_messages(response, "response", "assistant"))
     return [prompt_text(getattr(sample, "prompt", "")), response]
-
-
-def refuse_markers(texts: Iterable[tuple[str, str]], markers: Sequence[str] | None) -> None:
-    """Raise :class:`Unusable` when one of ``texts`` (``(where, text)`` pairs) writes a marker:
-    one of ``markers`` (a tokenizer's special tokens), or with ``None`` a
-    :data:`GENERIC_MARKERS` shape. The message names the marker, not the text around it."""
-    for where, text in texts:
-        found: str | None = None
-        if markers is None:
-            match = GENERIC_MARKERS.search(text)
-            found = match.group() if match is not None else None
-        else:
-            places = [(text.find(m), m) for m in markers]  # the first one written is named
-            found = min(((at, m) for at, m in places if at != -1), default=(0, None))[1]
-        if found is not None:
-            raise Unusable(
-                f"the {where} writes the chat template's marker {found[:40]!r}, which would end "
-                "its turn and let it write the next one; it is not scored (set "
-                "`refuse_special_tokens: false` only for a model without a chat template)"
-            )
 
 
 def written(sample: Any) -> list[tuple[str, str]]:

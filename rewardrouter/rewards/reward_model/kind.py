@@ -83,6 +83,7 @@ def _renderer(settings: RewardModelSettings, folder: str, field: str) -> object:
             settings.template,
             settings.separator,
             settings.refuse_special_tokens,
+            settings.max_response_chars,
         )
     except (OSError, ValueError) as exc:
         raise ResolveError(f"kwargs.{field}: {exc}", "check the tokenizer and `template`") from None

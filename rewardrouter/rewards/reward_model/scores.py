@@ -16,6 +16,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from rewardrouter.rewards.model_input import RefusedResponse
 from rewardrouter.rewards.reward_model.conversation import Unusable
 from rewardrouter.rewards.reward_model.settings import Affine
 
@@ -64,7 +65,8 @@ async def score_samples(
     normalize: str | Affine,
 ) -> list[Any]:
     """One reward (``{"score", "raw"}``) or failure per sample, in order: ``model_input`` makes
-    each sample's input (an :class:`Unusable` fails that sample alone), ``cache`` scores each
+    each sample's input (an :class:`Unusable` or a
+    :class:`~rewardrouter.rewards.model_input.RefusedResponse` fails that sample alone), ``cache`` scores each
     distinct input once through ``compute``, and :func:`reward` normalizes each raw score."""
     inputs: list[Any] = []
     out: list[Any] = []
@@ -72,7 +74,7 @@ async def score_samples(
         try:
             inputs.append(model_input(sample))
             out.append(None)
-        except Unusable as exc:
+        except (Unusable, RefusedResponse) as exc:
             out.append(exc)
     raws = iter(await cache.scores(inputs, compute))
     for i, entry in enumerate(out):

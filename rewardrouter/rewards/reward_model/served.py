@@ -40,12 +40,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rewardrouter.remote.errors import RemoteError, RemoteInvalid, RemoteRejected
+from rewardrouter.rewards.model_input import ResponseGuard
 from rewardrouter.rewards.reward_model.conversation import (
     Unusable,
     conversation,
     pair,
     plain_text,
-    refuse_markers,
     written,
 )
 from rewardrouter.rewards.reward_model.scores import ScoreCache, Scored, read_number, score_samples
@@ -75,7 +75,7 @@ class ServedRewardModel:
     #: a plain-text response comes as one assistant message.
     reads_conversation: ClassVar[bool] = True
 
-    __slots__ = ("_cache", "endpoint", "name", "renderer", "settings")
+    __slots__ = ("_cache", "endpoint", "guard", "name", "renderer", "settings")
 
     def __init__(
         self, settings: RewardModelSettings, endpoint: JsonEndpoint, renderer: Any = None
@@ -85,6 +85,11 @@ class ServedRewardModel:
         self.renderer = renderer
         self.name = endpoint.name
         self._cache = ScoreCache(settings.cache_size)
+        #: What a response may be when the server renders it (a renderer holds its own guard,
+        #: with its tokenizer's special tokens as the markers).
+        self.guard = ResponseGuard(
+            settings.max_response_chars, None if settings.refuse_special_tokens else ()
+        )
 
     def __repr__(self) -> str:
         return f"ServedRewardModel({self.name!r})"
@@ -100,16 +105,18 @@ class ServedRewardModel:
         )
 
     def model_input(self, sample: Any) -> Any:
-        """What is sent for ``sample``: a text, a pair, or ``{"messages": [...]}``."""
-        s = self.settings
-        if s.api == "vllm_score":
-            if s.refuse_special_tokens:
-                refuse_markers(written(sample), None)
-            return pair(sample)
+        """What is sent for ``sample``: a text, a pair, or ``{"messages": [...]}``.
+
+        Raises :class:`~rewardrouter.rewards.model_input.RefusedResponse` (the sample is
+        ``invalid``, nothing is sent) for a response over ``max_response_chars`` or one that
+        writes a template marker, and :class:`~.conversation.Unusable` for one that cannot be
+        read as chat messages."""
         if self.renderer is not None:
             return self.renderer.render(sample)
-        if s.refuse_special_tokens:
-            refuse_markers(written(sample), None)
+        self.guard.check(written(sample))
+        s = self.settings
+        if s.api == "vllm_score":
+            return pair(sample)
         if self.sends_messages:
             return {"messages": conversation(sample)}
         return plain_text(sample, s.separator)

@@ -31,6 +31,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from rewardrouter.remote.settings import EndpointSettings
+from rewardrouter.rewards.model_input import max_response_chars_field
 
 Api = Literal["vllm_classify", "vllm_score", "vllm_pooling", "sglang", "local"]
 
@@ -97,10 +98,14 @@ class RewardModelSettings(EndpointSettings):
     )
     refuse_special_tokens: bool = Field(
         default=True,
-        description="A prompt or response that writes one of the template's special tokens "
-        "(`<|im_end|>`, `<|im_start|>`, ...) is `invalid`, never rendered: such text would "
-        "end the assistant's turn and let the policy write the rest of the conversation.",
+        description="A response that writes one of the template's markers is `invalid`, never "
+        "rendered or sent: such text would end the assistant's turn and let the policy write "
+        "the rest of the conversation. The markers are the tokenizer's special tokens when one "
+        "is here (`tokenizer`, api: local), else those of the common chat templates (ChatML "
+        "and `<|...|>`, DeepSeek's full-width `<\uff5c...\uff5c>`, Mistral's `[INST]`, "
+        "`[SYSTEM_PROMPT]`, `[TOOL_CALLS]`..., Llama 2's `<<SYS>>`, Gemma's `<start_of_turn>`).",
     )
+    max_response_chars: int = max_response_chars_field()
     batch_size: int = Field(
         default=64, ge=1, description="Served APIs: at most this many inputs per request."
     )

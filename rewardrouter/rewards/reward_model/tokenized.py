@@ -9,12 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from rewardrouter.rewards.reward_model.conversation import (
-    conversation,
-    plain_text,
-    refuse_markers,
-    written,
-)
+from rewardrouter.rewards.model_input import ResponseGuard
+from rewardrouter.rewards.reward_model.conversation import conversation, plain_text, written
 
 #: The install line the messages give when transformers is missing.
 INSTALL = "pip install 'rewardrouter[reward-model]'  (transformers)"
@@ -33,10 +29,12 @@ class ChatRenderer:
     ``template``: chat (the tokenizer's chat template, which it must have), plain
     (``prompt + separator + response``) or auto (chat when the tokenizer has a template).
     ``chat`` tells how the text was made: a rendered template holds its special tokens
-    already, so the text is tokenized without adding more.
+    already, so the text is tokenized without adding more. What the policy wrote is checked
+    first (:attr:`guard`): at most ``max_chars`` characters, and, when ``refuse``, none of the
+    tokenizer's special tokens.
     """
 
-    __slots__ = ("chat", "markers", "refuse", "separator", "tokenizer")
+    __slots__ = ("chat", "guard", "separator", "tokenizer")
 
     def __init__(
         self,
@@ -44,6 +42,7 @@ class ChatRenderer:
         template: Literal["auto", "chat", "plain"],
         separator: str,
         refuse: bool,
+        max_chars: int,
     ) -> None:
         has_template = bool(getattr(tokenizer, "chat_template", None))
         if template == "chat" and not has_template:
@@ -54,18 +53,18 @@ class ChatRenderer:
         self.tokenizer = tokenizer
         self.chat = template == "chat" or (template == "auto" and has_template)
         self.separator = separator
-        self.refuse = refuse
         special = set(getattr(tokenizer, "all_special_tokens", []))
         for token in getattr(tokenizer, "added_tokens_decoder", {}).values():
             if getattr(token, "special", False):
                 special.add(str(token.content))
-        # Longest first, so that the message names the whole marker.
-        self.markers = sorted((m for m in special if m), key=len, reverse=True)
+        markers = tuple(sorted(m for m in special if m)) if refuse else ()
+        self.guard = ResponseGuard(max_chars, markers)
 
     def render(self, sample: Any) -> str:
-        """The text of ``sample``; :class:`~.conversation.Unusable` when it cannot be."""
-        if self.refuse:
-            refuse_markers(written(sample), self.markers)
+        """The text of ``sample``; :class:`~.conversation.Unusable` when it cannot be, and
+        :class:`~rewardrouter.rewards.model_input.RefusedResponse` when what the policy wrote
+        must not be read."""
+        self.guard.check(written(sample))
         if not self.chat:
             return plain_text(sample, self.separator)
         text = self.tokenizer.apply_chat_template(conversation(sample), tokenize=False)
