@@ -3,12 +3,25 @@ reply. :func:`answer` takes the body as bytes and gives the HTTP status and the 
 bytes; nothing here touches HTTP (the server's own process does that, see
 :mod:`rewardrouter.serve.process`).
 
+Every error a reply carries is bounded, whatever the body holds: a request refused whole names
+its first :data:`LISTED` problems and counts the rest, each problem cut to :data:`PROBLEM_CHARS`
+characters, the whole message to :data:`ERROR_CHARS`; in a ``/batch`` reply each sample's
+error is cut to :data:`PROBLEM_CHARS`, and once :data:`ERRORS_IN_FULL` characters of them are
+written, the rest name their sample and status only. So the errors of a reply cost at most
+about a hundred bytes per sample beyond a fixed allowance (a body of bare numbers once drew an
+error 30 times its size, listing every one).
+
 >>> import asyncio
 >>> from rewardrouter import compile_router
 >>> with compile_router({"default_route": "qa",
 ...                      "routes": {"qa": {"rewards": {"c": {"kind": "exact_match"}}}}}) as router:
 ...     asyncio.run(answer(router, BATCH, b'[{"response": "Paris", "label": "Paris"}, 7]'))
 (400, b'{"error": "[1]: expected a JSON object with `response`, found int"}')
+>>> with compile_router({"default_route": "qa",
+...                      "routes": {"qa": {"rewards": {"c": {"kind": "exact_match"}}}}}) as router:
+...     status, reply = asyncio.run(answer(router, BATCH, b"[" + b"7," * 10**5 + b"7]"))
+>>> status, len(reply) < 1000, json.loads(reply)["error"][-47:]
+(400, True, 'found int; and 99,996 more problems in the body')
 """
 
 from __future__ import annotations
@@ -27,6 +40,16 @@ from rewardrouter.router import Router
 from rewardrouter.sample import Sample
 
 log = logging.getLogger("rewardrouter.serve")
+
+#: A request refused whole names this many of its problems (and counts the rest).
+LISTED = 5
+#: Characters of one problem in an error, or of one sample's error in a ``/batch`` reply.
+PROBLEM_CHARS = 300
+#: Characters of an error message that refuses a whole request.
+ERROR_CHARS = 4_000
+#: Characters of sample errors a ``/batch`` reply writes in full; past them each names its
+#: sample and status only.
+ERRORS_IN_FULL = 64 * 1024
 
 #: The endpoints, as the server names them to the scoring process.
 REWARD = 1  # POST /reward: one sample (slime), or OpenRLHF's body
@@ -64,7 +87,33 @@ async def answer(router: Router, endpoint: int, body: bytes) -> tuple[int, bytes
     except Exception as exc:
         log.exception("unexpected failure scoring a request")
         status, value = 500, {"error": f"internal error: {type(exc).__name__}: {exc}"}
+    if isinstance(value, dict) and isinstance(value.get("error"), str):
+        value["error"] = short(value["error"], ERROR_CHARS)
     return status, json.dumps(value).encode()
+
+
+def short(text: str, size: int = PROBLEM_CHARS) -> str:
+    """``text``, cut to ``size`` characters when longer (saying so).
+
+    >>> short("x" * 500, 10)
+    'xxxxxxxxxx... (cut from 500 characters)'
+    """
+    if len(text) <= size:
+        return text
+    return f"{text[:size]}... (cut from {len(text):,} characters)"
+
+
+def listed(problems: Sequence[str]) -> str:
+    """The first :data:`LISTED` of ``problems``, each :func:`short`, and how many more.
+
+    >>> listed(["a", "b"])
+    'a; b'
+    >>> listed([f"[{i}]: bad" for i in range(8)])
+    '[0]: bad; [1]: bad; [2]: bad; [3]: bad; [4]: bad; and 3 more problems in the body'
+    """
+    shown = "; ".join(short(problem) for problem in problems[:LISTED])
+    more = len(problems) - LISTED
+    return shown if more <= 0 else f"{shown}; and {more:,} more problems in the body"
 
 
 def decode(body: bytes) -> Any:
@@ -104,7 +153,7 @@ def _samples(items: list[Any], batched: bool) -> list[Sample]:
             continue
         samples.append(Sample(**request.model_dump()))
     if problems:
-        raise BadRequest(400, "; ".join(problems))
+        raise BadRequest(400, listed(problems))
     return samples
 
 
@@ -138,9 +187,10 @@ async def _score_each(router: Router, samples: list[Sample]) -> list[RewardResul
     raised = set(scored.failures)
     results = iter(enumerate(scored))
     out: list[RewardResult | dict[str, str]] = []
+    errors = _SampleErrors()
     for i in range(len(samples)):
         if i in problems:
-            out.append({"error": f"sample {i}: {problems[i]}", "status": "unroutable"})
+            out.append(errors.entry(f"sample {i}", "unroutable", problems[i]))
             continue
         j, result = next(results)
         if result.failed:
@@ -153,11 +203,28 @@ async def _score_each(router: Router, samples: list[Sample]) -> list[RewardResul
                 result.reward,
             )
         if j in raised:
-            message = f"sample {i}, route {result.route!r}: {result.error_message}"
-            out.append({"error": message, "status": result.status})
+            where = f"sample {i}, route {result.route!r}"
+            out.append(errors.entry(where, result.status, result.error_message or ""))
         else:
             out.append(result)
     return out
+
+
+class _SampleErrors:
+    """The error entries of one reply: each :func:`short`, in full until :data:`ERRORS_IN_FULL`
+    characters of them are written, then naming the sample and its status only."""
+
+    def __init__(self) -> None:
+        self.written = 0
+
+    def entry(self, where: str, status: str, message: str) -> dict[str, str]:
+        """The entry of the sample ``where`` names (``sample 3``, ``sample 3, route 'qa'``)."""
+        if self.written < ERRORS_IN_FULL:
+            text = short(f"{where}: {message}")
+            self.written += len(text)
+        else:
+            text = f"{where}: {status} (see the first errors)"
+        return {"error": text, "status": status}
 
 
 async def _reward(router: Router, body: bytes) -> tuple[int, Any]:

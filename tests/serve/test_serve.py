@@ -26,6 +26,7 @@ from rr_remote import Servers
 
 from rewardrouter import Router, compile_router
 from rewardrouter.serve import make_app
+from rewardrouter.serve.scoring import BATCH, ERRORS_IN_FULL, PROBLEM_CHARS, answer
 
 pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
 
@@ -257,6 +258,22 @@ def test_a_batch_entry_fails_alone(served: tuple[str, Router]) -> None:
     assert [reply[0], reply[1], reply[4]] == [expected[0], None, expected[1]]
     assert reply[2]["status"] == "unroutable" and "outside allowed_modules" in reply[2]["error"]
     assert reply[3]["status"] == "error" and "ValueError: cannot score 'x'" in reply[3]["error"]
+
+
+def test_the_errors_of_a_batch_reply_cost_a_few_bytes_per_sample() -> None:
+    """5,000 samples no route matches, each naming a dataset of 1,000 characters: each entry is
+    that sample's failure, the first ones cut short, the rest (past 64 KiB of them) naming only
+    their status; the reply was every dataset quoted whole (5 MB)."""
+    count = 5_000
+    samples = [{"response": "x", "metadata": {"dataset": "d" * 1000}}] * count
+    with compile_router({"routes": {"qa": {"rewards": {"c": {"kind": "exact_match"}}}}}) as router:
+        status, reply = asyncio.run(answer(router, BATCH, json.dumps(samples).encode()))
+    entries = json.loads(reply)
+    assert status == 200 and [e["status"] for e in entries] == ["unroutable"] * count
+    assert len(reply) < ERRORS_IN_FULL + 100 * count
+    assert entries[0]["error"].startswith("sample 0: no route matched")
+    assert len(entries[0]["error"]) < PROBLEM_CHARS + 40 < 1000
+    assert entries[-1]["error"] == f"sample {count - 1}: unroutable (see the first errors)"
 
 
 def test_a_remote_batch_term_fails_only_the_samples_serve_could_not_score(
