@@ -17,6 +17,9 @@ included. What this module adds, each on one connection at a time:
 - :func:`read_body` reads a body with a deadline that grows with what has arrived: ``grace``
   seconds plus one second per ``floor`` bytes. A client sending at least ``floor`` bytes per
   second never meets it; one trickling slower is answered 408 and closed.
+- A reply has ``write_timeout`` seconds, from when it begins to be written, to be taken by the
+  client: a client that never reads (its reply held in the server's memory, its connection busy
+  and so never evicted) loses the reply and the connection when they pass.
 - :class:`GuardedSite` serves an application's runner on a TCP port through its guard, and
   :func:`connection_cap` fits the cap to the open-file limit.
 
@@ -27,9 +30,12 @@ request begins (its head is complete) and when its reply has been written.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import resource
+import socket
+import struct
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -79,7 +85,7 @@ class GuardedConnection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.state: State = "idle"
         self.admitted = False
-        self._deadline: asyncio.TimerHandle | None = None
+        self._deadline: asyncio.TimerHandle | None = None  # the head's, then the reply's
 
     # -- asyncio's side ------------------------------------------------------------------------
 
@@ -123,8 +129,17 @@ class GuardedConnection(asyncio.Protocol):
         self._cancel_deadline()
         self.guard.move(self, "busy")
 
+    def reply_began(self) -> None:
+        """The reply is about to be written: the client has ``write_timeout`` seconds to take
+        it all."""
+        self._cancel_deadline()
+        if self.transport is not None and not self.transport.is_closing():
+            loop = asyncio.get_running_loop()
+            self._deadline = loop.call_later(self.guard.options.write_timeout, self._reply_unread)
+
     def request_ended(self, _: object = None) -> None:
         """The reply is written: the connection is idle until its next byte."""
+        self._cancel_deadline()
         if self.transport is not None and not self.transport.is_closing():
             self.guard.move(self, "idle")
 
@@ -150,6 +165,19 @@ class GuardedConnection(asyncio.Protocol):
                 f"(the server's --header-timeout); send the whole head at once",
             )
         )
+
+    def _reply_unread(self) -> None:
+        self._deadline = None
+        if self.transport is None or self.transport.is_closing():
+            return
+        self.guard.count("unread replies dropped")
+        # A reset, not a close: a close would keep the unsent reply (in this process, and up
+        # to a socket buffer of it in the kernel) until the client read it.
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.transport.abort()
 
     def _cancel_deadline(self) -> None:
         if self._deadline is not None:
@@ -179,7 +207,8 @@ class ConnectionGuard:
         }
         self._of_protocol: dict[asyncio.BaseProtocol, GuardedConnection] = {}
         #: What the guard did, counted since the last warning (``closed idle``, ``closed
-        #: unfinished heads``, ``refused``, ``late heads``, ``malformed requests``).
+        #: unfinished heads``, ``refused``, ``late heads``, ``malformed requests``, ``unread
+        #: replies dropped``).
         self.counts: dict[str, int] = {}
         self._warned = 0.0
 
@@ -245,7 +274,8 @@ class ConnectionGuard:
             done = ", ".join(f"{what} {n}" for what, n in sorted(self.counts.items()))
             self.counts = {}
             log.warning(
-                "connection guard (%d open, cap %d; --max-connections, --header-timeout): %s",
+                "connection guard (%d open, cap %d; --max-connections, --header-timeout, "
+                "--write-timeout): %s",
                 self.open,
                 self.cap,
                 done,
@@ -275,8 +305,9 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 @web.middleware
 async def track_requests(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Tell the application's guard that this connection's request began, and (once its reply
-    is written: the task serving it ends) that it ended."""
+    """Tell the application's guard that this connection's request began, that its reply is
+    about to be written (the handler returned it), and (once it is written: the task serving it
+    ends) that it ended."""
     guard = request.app.get(GUARD)
     connection = guard.of(request.protocol) if guard is not None else None
     if connection is not None:
@@ -284,7 +315,10 @@ async def track_requests(request: web.Request, handler: Handler) -> web.StreamRe
         task = asyncio.current_task()
         if task is not None:
             task.add_done_callback(connection.request_ended)
-    return await handler(request)
+    response = await handler(request)
+    if connection is not None:
+        connection.reply_began()
+    return response
 
 
 async def read_body(request: web.Request, options: ServeOptions, limit: int) -> bytes:

@@ -12,6 +12,8 @@ flag                        default     what it bounds
                                         end of its next request's head (an idle connection)
 ``--body-timeout``          30 s        a body's grace period: it may take this long, plus one
 ``--min-body-rate-kb``      16 KiB/s    second per this many KiB received
+``--write-timeout``         30 s        from the start of a reply to the client's taking all of
+                                        it: an unread reply is dropped, its connection closed
 ``--small-request-kb``      256 KiB     bodies up to this size are scored by a scoring process
                                         of their own (0: one scoring process for all)
 ==========================  ==========  ==========================================================
@@ -143,6 +145,12 @@ class ServeOptions:
     )
     min_body_rate_kb: float = _flag(
         16.0, "KiB/s", "the body rate floor in KiB per second, after --body-timeout"
+    )
+    write_timeout: float = _flag(
+        30.0,
+        "seconds",
+        "seconds a client has to take its whole reply, from when the server begins to write it; "
+        "a reply still unread then is dropped (its memory freed) and its connection closed",
     )
     small_request_kb: float = _flag(
         256.0,

@@ -208,6 +208,65 @@ def many_headers(server: ServeThread) -> None:
     assert status_of(reply) in (400, 431)
 
 
+def bare_numbers(server: ServeThread) -> None:
+    """A ``/batch`` of 500,000 bare numbers (1 MB): a 400 that names the first five and counts
+    the rest, in under 1 KB (it listed every one: a body drew a reply 30 times its size)."""
+    body = b"[" + b"7," * 499_999 + b"7]"
+    status, reply = request(server.base + "/batch", raw=body, timeout=60)
+    assert status == 400 and len(json.dumps(reply)) < 1000
+    assert reply["error"].endswith("found int; and 499,995 more problems in the body")
+
+
+def bulky_bad_fields(server: ServeThread) -> None:
+    """Samples whose wrong fields (a key, a value) hold 100,000 characters each: every problem is
+    quoted short."""
+    item = {"response": ["x" * 100_000], "k" * 100_000: 1}
+    status, reply = request(server.base + "/batch", [item] * 4, timeout=60)
+    assert status == 400 and len(json.dumps(reply)) < 3000
+    assert "more problems in the body" in reply["error"]
+
+
+#: OpenRLHF's body for 200,000 samples (4.4 MB): its reply is 10 MB, over what the kernel's
+#: socket buffers take, so the rest of it waits in the server's memory until the client reads it.
+OPENRLHF_LARGE = json.dumps(
+    {"query": ["Paris"] * 200_000, "prompts": [""] * 200_000, "labels": ["Paris"] * 200_000}
+).encode()
+
+
+def unread_reply(server: ServeThread) -> None:
+    """A client that posts a batch and reads its 10 MB reply at 20 KB/s (a 4 KiB receive
+    buffer): the server drops the reply and closes the connection once the reply is 1 s old
+    (``--write-timeout``), having sent a fraction of it; a client that reads gets all of it."""
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(server.address)
+        sock.sendall(_head("/reward", len(OPENRLHF_LARGE)) + OPENRLHF_LARGE)
+        seconds, received = trickle_read(sock, within=60)
+    assert seconds < 40, "the unread reply was held past the write deadline"
+    assert received < 5 * 2**20, f"{received} bytes: the whole reply was read"
+    status, whole = request(server.base + "/reward", raw=OPENRLHF_LARGE, timeout=120)
+    assert status == 200 and whole["rewards"] == [1.0] * 200_000
+
+
+def trickle_read(sock: socket.socket, within: float) -> tuple[float, int]:
+    """Read ``sock`` 1 KiB every 50 ms until the server ends the connection (at most ``within``
+    seconds: then ``inf``); the seconds it took and the bytes read."""
+    start, received = time.monotonic(), 0
+    sock.settimeout(0.05)
+    while time.monotonic() - start < within:
+        try:
+            part = sock.recv(1024)
+        except TimeoutError:
+            continue
+        except OSError:  # reset: the server aborted the connection
+            return time.monotonic() - start, received
+        if not part:
+            return time.monotonic() - start, received
+        received += len(part)
+        time.sleep(0.05)
+    return float("inf"), received
+
+
 def heavy_beside_light(server: ServeThread) -> None:
     """A batch of 60,000 samples posted first; a light client's five requests, posted while it
     is scored, all come back before it."""
@@ -256,6 +315,14 @@ def shared(canary_value: str) -> Iterator[ServeThread]:
         pytest.param(Case(oversized_declared), id="oversized_body_declared"),
         pytest.param(Case(oversized_chunked), id="oversized_body_chunked"),
         pytest.param(Case(malformed_json), id="malformed_json"),
+        pytest.param(Case(bare_numbers), id="batch_of_bare_numbers"),
+        pytest.param(Case(bulky_bad_fields), id="bulky_bad_fields"),
+        pytest.param(
+            Case(
+                unread_reply, {"max_request_mb": 64.0, "body_timeout": 30.0, "write_timeout": 1.0}
+            ),
+            id="unread_reply",
+        ),
         pytest.param(Case(deeply_nested_json), id="deeply_nested_json"),
         pytest.param(Case(garbage_request_line), id="garbage_request_line"),
         pytest.param(Case(huge_header), id="huge_header"),
