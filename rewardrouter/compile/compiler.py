@@ -21,6 +21,7 @@ from rewardrouter.config.models import Reads, RewardTerm, RouterConfig
 from rewardrouter.errors import Problem, did_you_mean
 from rewardrouter.introspect import ResolveError, data_refusal, import_path
 from rewardrouter.rewards import RESOURCE_KINDS, Resources
+from rewardrouter.rewards.registry import Budgeted
 from rewardrouter.trajectory import DEFAULT_READS, reads_conversation
 
 
@@ -152,6 +153,9 @@ def compile_routes(
             problems += reads_problems
             executor = choose_executor(fn, term.executor)
             problems += executor_problems(fn, executor, where)
+            timeout = config.timeout if term.timeout is None else term.timeout
+            if isinstance(fn.fn, Budgeted) and (beyond := fn.fn.fits(timeout)) is not None:
+                problems.append(Problem(f"{where}.timeout", *beyond))
             terms.append(
                 BoundTerm(
                     route=name,
@@ -164,7 +168,7 @@ def compile_routes(
                     on_error=term.on_error,
                     where=where,
                     executor=executor,
-                    timeout=config.timeout if term.timeout is None else term.timeout,
+                    timeout=timeout,
                     reads=reads,
                 )
             )

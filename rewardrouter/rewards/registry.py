@@ -263,6 +263,17 @@ class Resources:
                 item.close()
 
 
+@runtime_checkable
+class Budgeted(Protocol):
+    """A reward callable whose worst case per call it can tell from its settings: checked
+    against the term's timeout when the router compiles, so that budgets set beside each other
+    (a sandbox's per-test timeout, the term's deadline) are shown to compose before a run."""
+
+    def fits(self, seconds: float) -> tuple[str, str] | None:
+        """None when every call's worst case fits in ``seconds`` (the term's timeout), else
+        ``(what does not fit, with the numbers; what to change)``."""
+
+
 @dataclass(frozen=True)
 class Bound:
     """What a resource kind's ``build`` returns: its callable and how the router calls it.

@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 
 from rewardrouter import ConfigError, compile_router
+from rewardrouter.rewards.code.harness import SECCOMP_MACHINES
 from rewardrouter.rewards.code.local import LocalSandbox
 from rewardrouter.rewards.code.settings import CodeLimits
 
@@ -477,16 +478,18 @@ def _daemons(within: float = 5.0) -> list[str]:
 
 
 def test_memory_is_bounded_for_the_whole_process_tree() -> None:
-    # Each process stays under the per-process limit; together they pass it.
+    # Each process stays under the per-process limit; together they pass it: never all four
+    # hold their block (the kernel kills one in the program's cgroup, or the watch ends the case).
     limits = CodeLimits(timeout=5, memory_mb=256, processes=8)
     program = (
-        "import os, time\nfor _ in range(4):\n    if os.fork() == 0:\n"
-        "        block = bytearray(120 << 20)\n        time.sleep(4)\n        os._exit(0)\n"
-        "time.sleep(4)\n"
+        "import os, time\nkids = []\nfor _ in range(4):\n    pid = os.fork()\n"
+        "    if pid == 0:\n        block = bytearray(120 << 20)\n        time.sleep(2)\n"
+        "        os._exit(0)\n    kids.append(pid)\n"
+        "print(sum(os.waitpid(k, 0)[1] == 0 for k in kids))\n"
     )
     report = asyncio.run(LocalSandbox(limits, workers=1).run(program, [{"stdin": ""}]))
     assert report.cases[0].status == "memory", report.cases[0]
-    assert report.cases[0].seconds < 4
+    assert report.cases[0].stdout.strip() != "4", report.cases[0]
 
 
 def test_each_program_runs_as_a_fresh_user_never_the_trainers() -> None:
@@ -579,8 +582,8 @@ def _refusing(setup: str) -> list[str]:
         if setpriv is None or os.geteuid() != 0:
             pytest.skip("needs setpriv(1) and root")
         return [setpriv, "--bounding-set=-sys_admin", "--inh-caps=-sys_admin"]
-    if platform.machine() != "x86_64":
-        pytest.skip("the seccomp filter of tests/rr_seccomp.py is written for x86-64")
+    if platform.machine() not in SECCOMP_MACHINES:
+        pytest.skip("the sandbox's seccomp filter is written for x86_64 and aarch64")
     seccomp = [sys.executable, SECCOMP]  # as a container runtime's default seccomp profile
     if setup == "seccomp_root":
         return seccomp
@@ -669,3 +672,158 @@ def test_without_root_best_effort_keeps_the_trainers_files_processes_and_memory(
         except OSError:
             continue
     assert left == [], "a daemon outlived its sandbox"
+
+
+# -- 6. a response changes only its own sample: walls the kernel keeps, totals, budgets ------
+
+#: Programs that print the right answer only when they hold memory or disk beyond the limits
+#: (memory_mb 256, disk_mb 8, output_kb 64) where no per-process limit or watch of resident
+#: memory sees it. Without the kernel's walls each one does
+#: (`test_each_hoard_works_without_the_kernels_walls`): what stops them is the seccomp filter
+#: and the program's memory cgroup.
+HOARDS = [
+    pytest.param(
+        ANSWER + "import os\nheld = []\ntry:\n    for _ in range(8000):\n"
+        "        fd = os.memfd_create('h')\n        os.posix_fallocate(fd, 0, 48 << 10)\n"
+        "        held.append(fd)\nexcept OSError:\n    raise SystemExit\n" + WON,
+        id="memfd_pages_375_mb",
+    ),
+    pytest.param(
+        ANSWER + "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "libc.shmat.restype = ctypes.c_void_p\nsize = 120 << 20\nfor _ in range(3):\n"
+        "    key = libc.shmget(0, ctypes.c_size_t(size), 0o1600)\n    if key < 0:\n"
+        "        raise SystemExit\n    at = libc.shmat(key, None, 0)\n"
+        "    if at in (None, ctypes.c_void_p(-1).value):\n        raise SystemExit\n"
+        "    ctypes.memset(at, 1, size)\n    libc.shmdt(ctypes.c_void_p(at))\n" + WON,
+        id="sysv_shared_memory_360_mb",
+    ),
+    pytest.param(
+        ANSWER + "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "uid, gid = os.getuid(), os.getgid()\n"
+        "libc.prctl(4, 1, 0, 0, 0)  # dumpable again: its /proc/self files are its own\n"
+        "if libc.unshare(0x10000000 | 0x00020000) != 0:\n    raise SystemExit\n"
+        "open('/proc/self/setgroups', 'w').write('deny')\n"
+        "open('/proc/self/uid_map', 'w').write(f'0 {{uid}} 1')\n"
+        "open('/proc/self/gid_map', 'w').write(f'0 {{gid}} 1')\n"
+        "os.makedirs({mount!r}, exist_ok=True)\n"
+        "if libc.mount(b'none', {mount!r}.encode(), b'tmpfs', 0, None) != 0:\n"
+        "    raise SystemExit\nfor i in range(2000):\n"
+        "    with open(f'{mount}/{{i}}', 'wb') as f:\n        f.write(b'x' * (48 << 10))\n" + WON,
+        id="tmpfs_of_its_own_user_namespace_94_mb",
+    ),
+]
+
+
+@pytest.mark.parametrize("program", HOARDS)
+def test_memory_and_disk_are_counted_wherever_they_live(
+    router: Any, canary: Canary, program: str
+) -> None:
+    hostile = grade(router, program.format(mount="/tmp/m"), STDIN_LABEL, canary)[1]
+    assert earns_nothing(hostile), hostile
+
+
+@pytest.mark.parametrize("program", HOARDS)
+def test_each_hoard_works_without_the_kernels_walls(program: str) -> None:
+    """The control: in the same sandbox (bubblewrap, rlimits, the watch of resident memory) but
+    without the seccomp filter and the cgroups, each hoard holds it all and prints the right
+    answer: what stops it above is those walls."""
+    sandbox = LocalSandbox(CodeLimits(**LIMITS), workers=1, walls=False)
+    report = asyncio.run(sandbox.run(program.format(mount="/tmp/m"), [{"stdin": "alpha\n"}]))
+    case = report.cases[0]
+    assert (case.status, case.stdout) == ("ok", digest("alpha") + "\n"), case.stderr[-2000:]
+
+
+#: Call-based, expecting a float: what a program returns is compared outside it.
+FLOAT_LABEL = {"inputs": [["alpha"], ["beta"]], "outputs": [1.5, 1.5], "fn_name": "solve"}
+BEYOND_FLOAT = [
+    pytest.param("def solve(s):\n    return 10**400\n", id="returns_10_to_the_400"),
+    pytest.param(
+        "import os\nos.write(3, b'{\"values\": [' + b'9' * 4200 + b']}')\nos._exit(0)\n",
+        id="writes_a_4200_digit_value_to_its_channel",
+    ),
+    pytest.param("def solve(s):\n    return -(10**4000)\n", id="returns_minus_10_to_the_4000"),
+]
+
+
+@pytest.mark.parametrize("program", BEYOND_FLOAT)
+def test_a_value_beyond_a_float_is_unequal_not_the_batchs_error(
+    router: Any, canary: Canary, program: str
+) -> None:
+    rows = [
+        {"response": fenced(p), "label": FLOAT_LABEL, "metadata": {"dataset": "code"}}
+        for p in ("def solve(s):\n    return 1.5\n", program)
+    ]
+    honest, hostile = router.score_sync(rows)  # on_error: raise, and nothing raises
+    canary.absent_from([honest, hostile])
+    assert (honest.reward, honest.status) == (1.0, "ok")
+    assert (hostile.reward, hostile.status) == (0.0, "ok"), hostile
+
+
+@pytest.mark.parametrize(
+    ("printed", "expected"),
+    [
+        pytest.param("1000000001", "1000000000", id="off_by_one_in_a_billion"),
+        pytest.param("123456889", "123456789", id="off_by_a_hundred"),
+        pytest.param("1000000001.0", "1000000000", id="a_close_float_for_an_integer"),
+    ],
+)
+def test_integers_are_exact(router: Any, canary: Canary, printed: str, expected: str) -> None:
+    label = {"inputs": ["x\n"], "outputs": [expected + "\n"]}
+    rows = [
+        {"response": fenced(f"print({p!r})"), "label": label, "metadata": {"dataset": "code"}}
+        for p in (expected, printed)
+    ]
+    honest, hostile = router.score_sync(rows)
+    assert (honest.reward, hostile.reward) == (1.0, 0.0), hostile
+
+
+#: Sleeps in every test, as an honest but slow program may: the sandbox ends it by its
+#: budget, derived from the term's timeout, never by failing the batch.
+SLEEPER = "import time\ntime.sleep(60)\n"
+ELEVEN = {"inputs": [f"{i}\n" for i in range(11)], "outputs": [f"{2 * i}\n" for i in range(11)]}
+DOUBLES = "print(int(input()) * 2)\n"
+
+
+def _code_router(scoring: str, timeout: float) -> Any:
+    kwargs = {"scoring": scoring, "limits": {**LIMITS, "timeout": 2}, "workers": 2}
+    term = {"kind": "code", "kwargs": kwargs, "timeout": timeout}
+    return compile_router({"routes": {"code": {"match": ["code"], "rewards": {"t": term}}}})
+
+
+def _rows(programs: list[str]) -> list[dict[str, Any]]:
+    return [
+        {"response": fenced(p), "label": ELEVEN, "metadata": {"dataset": "code"}} for p in programs
+    ]
+
+
+def test_a_sleeper_under_fraction_scoring_ends_within_the_terms_timeout() -> None:
+    # 11 tests of 2 s each would take 27.5 s; the term's 16 s leave the cases 3 s
+    with _code_router("fraction", timeout=16) as router:
+        begun = time.monotonic()
+        honest, sleeper = router.score_sync(_rows([DOUBLES, SLEEPER]))  # on_error: raise
+        took = time.monotonic() - begun
+    assert (honest.reward, honest.status) == (1.0, "ok")
+    assert (sleeper.reward, sleeper.status) == (0.0, "ok"), sleeper
+    assert took < 16, took
+
+
+def test_a_sleeper_under_all_scoring_costs_one_test_timeout() -> None:
+    # pass/fail stops at the first failed test: one sleeper beside honest programs costs the
+    # batch one test's timeout (2 s) on one worker, however many tests its label has
+    honest = [DOUBLES] * 16
+    with _code_router("all", timeout=60) as router:
+        router.score_sync(_rows(honest[:2]))  # the first run pays for imports
+        begun = time.monotonic()
+        alone = router.score_sync(_rows(honest))
+        normal = time.monotonic() - begun
+        begun = time.monotonic()
+        batch = router.score_sync(_rows([*honest, SLEEPER]))
+        took = time.monotonic() - begun
+    assert alone.rewards == [1.0] * 16 and batch.rewards == [1.0] * 16 + [0.0]
+    assert took < normal + 2 + 4, (normal, took)  # one test's timeout, and slack for the load
+
+
+def test_budgets_that_cannot_compose_are_refused_when_the_router_compiles() -> None:
+    with pytest.raises(ConfigError) as refused:
+        _code_router("fraction", timeout=5)
+    assert "need 13 s, more than the term's timeout (5 s)" in str(refused.value)

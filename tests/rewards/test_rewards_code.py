@@ -352,6 +352,37 @@ def test_settings_errors_at_compile_time(
     assert "routes.code.rewards.tests.kwargs" in str(error.value)
 
 
+#: The sandbox's worst case against the term's timeout, when the router compiles: one test and
+#: the runner's allowance (11 s: start-up, clean-up, the report) must fit, and so must a
+#: `deadline` set by hand; unset, the cases' deadline is derived from the call's own.
+BUDGETS = [
+    pytest.param({"timeout": 6}, 17, None, id="one_test_fits"),
+    pytest.param({"timeout": 6}, 16, "need 17 s, more than the term's timeout (16 s)", id="no_test_fits"),
+    pytest.param({"timeout": 2, "deadline": 30}, 43, None, id="deadline_fits"),
+    pytest.param(
+        {"timeout": 2, "deadline": 30}, 42,
+        "need 43 s, more than the term's timeout (42 s)", id="deadline_does_not_fit",
+    ),
+    pytest.param({"timeout": 6}, 60, None, id="conf_apps_under_the_default_timeout"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("limits", "timeout", "problem"), BUDGETS)
+def test_budgets_are_checked_against_each_other_at_compile_time(
+    make_router: Any, limits: dict[str, Any], timeout: float, problem: str | None
+) -> None:
+    term = {"kind": "code", "kwargs": {"limits": limits}, "timeout": timeout}
+    config = {"routes": {"code": {"rewards": {"tests": term}}}}
+    if problem is None:
+        make_router(config)
+        return
+    with pytest.raises(ConfigError) as refused:
+        make_router(config)
+    message = str(refused.value)
+    assert "routes.code.rewards.tests.timeout:" in message and problem in message, message
+    assert "set `timeout:" in message  # and the fix, with its number
+
+
 # -- SandboxFusion --------------------------------------------------------------------------------
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import resource
 import shutil
 import socket
 import stat
@@ -25,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from rewardrouter.rewards.code.cgroups import controllers
 from rewardrouter.rewards.code.local import LocalSandbox, RunReport, probe
 from rewardrouter.rewards.code.settings import CodeLimits
 
@@ -112,9 +114,13 @@ def listener() -> Iterator[int]:
 
 
 def test_this_machine_runs_programs_inside_bubblewrap_as_a_fresh_user() -> None:
-    # The README's threat model promises these on Linux as root with bubblewrap installed; the
-    # other tests of this file rely on them.
-    assert set(probe()) == {"bubblewrap", "pid", "network", "ipc", "filesystem", "uid"}
+    # The README's threat model promises these on Linux as root with bubblewrap installed (and,
+    # on a host with cgroup v1 controllers or a delegated v2 subtree, the kernel's count of the
+    # program's memory and processes); the other tests of this file rely on them.
+    walls = {"bubblewrap", "pid", "network", "ipc", "filesystem", "uid", "seccomp"}
+    found = controllers()
+    walls |= set(found.walls) if found is not None else {"memory watched"}
+    assert set(probe()) == walls
 
 
 HOSTILE = [
@@ -296,12 +302,15 @@ def test_without_root_programs_run_in_a_user_namespace_of_their_own() -> None:
         "sandbox = LocalSandbox(CodeLimits(timeout=5), workers=1)\n"
         "program = 'import os\\nprint(int(input()) * 2, os.getuid(), sorted(os.listdir(\"/\")))'\n"
         "report = asyncio.run(sandbox.run(program, [{'stdin': '21\\n'}], False))\n"
+        "found = sandbox.cgroups.walls if sandbox.cgroups else ['memory watched']\n"
         "print(json.dumps([report.isolation, report.uid, report.cases[0].status, "
-        "report.cases[0].stdout, report.cases[0].stderr]))\n"
+        "report.cases[0].stdout, report.cases[0].stderr, found]))\n"
     )
     assert done.returncode == 0, done.stderr
-    isolation, uid, status, stdout, stderr = json.loads(done.stdout)
-    assert isolation == ["bubblewrap", "pid", "network", "ipc", "filesystem"] and uid is None
+    isolation, uid, status, stdout, stderr, memory = json.loads(done.stdout)
+    # (the memory wall is the cgroups where this user may make them, else a watch)
+    walls = ["bubblewrap", "pid", "network", "ipc", "filesystem", "seccomp", *memory]
+    assert isolation == walls and uid is None
     assert status == "ok", stderr
     assert stdout.startswith("42 65534 ["), stdout
     assert "home" not in stdout and "srv" not in stdout
@@ -417,3 +426,29 @@ def test_a_case_process_holds_no_input_of_a_later_case() -> None:
     )
     report = run(program, {"stdin": "first"}, {"stdin": "LATER-CASE-INPUT"})
     assert [c.stdout for c in report.cases] == ["absent first\n", "found LATER-CASE-INPUT\n"]
+
+
+def test_a_programs_cpu_time_reaches_the_caller() -> None:
+    # The runner is the sandbox's PID 1 and reaps every process of the program, so its CPU
+    # time is counted where the trainer waits for it, and per case in the report.
+    spin = "import time\nbegun = time.process_time()\nwhile time.process_time() - begun < 1:\n    pass\n"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    report = run(spin)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    seen = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    assert report.cases[0].status == "ok", report.cases[0].stderr
+    assert 1.0 <= report.cases[0].cpu_seconds < 3, report.cases[0]
+    assert seen >= report.cases[0].cpu_seconds, seen
+
+
+def test_each_program_has_cgroups_of_its_own_removed_after_it() -> None:
+    found = controllers()
+    if found is None:
+        pytest.skip("this process may make no cgroups here (the memory wall is a watch)")
+    program = "print(open('/proc/self/cgroup').read())"
+    report = run(program)
+    lines = [line for line in report.cases[0].stdout.splitlines() if "rewardrouter-" in line]
+    assert len(lines) == len(found.walls), report.cases[0].stdout  # memory (and pids)
+    mine = f"rewardrouter-{os.getpid()}-"
+    left = [p for p in {found.memory, found.pids} if p and any(p.glob(f"{mine}*"))]
+    assert left == [], "a program's cgroup outlived its run"

@@ -19,22 +19,27 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from rewardrouter.execute.calls import Collector, call_each
+from rewardrouter.execute.deadline import CallDeadline, reset_deadline, set_deadline
 from rewardrouter.execute.executor import Call, Executor, in_process
 from rewardrouter.outcome import CONTROL_FLOW, Outcome, failed, timed_out
 from rewardrouter.sample import SampleLike
 
 
 async def bounded(call: Callable[[Any], Awaitable[Any]], item: Any, timeout: float) -> Outcome:
-    """The outcome of awaiting ``call(item)`` for at most ``timeout`` seconds."""
+    """The outcome of awaiting ``call(item)`` for at most ``timeout`` seconds (counted again
+    from where the call restarts it, see :mod:`~rewardrouter.execute.deadline`)."""
     try:
         if sys.version_info >= (3, 11):
             async with asyncio.timeout(timeout) as deadline:
+                token = set_deadline(CallDeadline(timeout, deadline))
                 try:
                     return Outcome(await call(item))
                 except TimeoutError as exc:
                     if deadline.expired():
                         raise
                     return failed(exc)  # raised by the function itself, not our deadline
+                finally:
+                    reset_deadline(token)
         else:  # pragma: no cover - Python 3.10
             return Outcome(await asyncio.wait_for(call(item), timeout))
     except asyncio.TimeoutError:

@@ -9,11 +9,15 @@ read-only plus one private, size-capped ``/tmp``; nothing else of the host (no `
 
 Started as root it keeps only the capabilities the runner needs to give each program a fresh
 user id and to end its processes; started by another user it enters a user namespace of its own,
-where the program runs as ``nobody``.
+where the program runs as ``nobody`` and may make no further user namespace. The runner is the
+sandbox's PID 1 (``--as-pid-1``): every process of the program is its child or is adopted by it,
+and reaped, so the program's CPU time reaches whoever waits for the sandbox. The program's
+cgroups (:mod:`.cgroups`) are bound in read-write at :data:`CGROUPS`, for the runner to move
+each case into.
 
 >>> argv = command("/usr/bin/bwrap", Interpreter("/usr/bin/python3", ("/usr",)), 1 << 20, True)
->>> argv[:2], "--unshare-net" in argv, "/home" in argv
-(['/usr/bin/bwrap', '--die-with-parent'], True, False)
+>>> argv[:2], "--unshare-net" in argv, "--as-pid-1" in argv, "/home" in argv
+(['/usr/bin/bwrap', '--die-with-parent'], True, True, False)
 """
 
 from __future__ import annotations
@@ -23,11 +27,14 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 #: Where the runner lies inside the sandbox.
 RUNNER = "/rewardrouter/harness.py"
+#: Where the program's cgroups are bound inside the sandbox (one folder per cgroup).
+CGROUPS = "/rewardrouter/cgroup"
 HARNESS = Path(__file__).with_name("harness.py")
 
 #: Top-level names that merged-/usr systems make links into /usr (bound as such, or as
@@ -96,10 +103,36 @@ def _folders(path: str, made: set[str]) -> list[str]:
     return argv
 
 
-def command(bwrap: str, python: Interpreter, disk_bytes: int, root: bool) -> list[str]:
-    """The argv that starts the runner for one program inside a fresh sandbox."""
+@functools.cache
+def version(bwrap: str) -> tuple[int, ...]:
+    """``bwrap --version`` as numbers, ``(0,)`` when it does not say."""
+    try:
+        said = subprocess.run(
+            [bwrap, "--version"], capture_output=True, text=True, timeout=10, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return (0,)
+    words = said.split()
+    numbers = words[-1].split(".") if words else []
+    return tuple(int(n) for n in numbers if n.isdigit()) or (0,)
+
+
+def cgroup_binds(folders: Sequence[str]) -> list[tuple[str, str]]:
+    """``(host folder, folder in the sandbox)`` for each of a program's cgroup folders."""
+    return [(folder, f"{CGROUPS}/{i}") for i, folder in enumerate(folders)]
+
+
+def command(
+    bwrap: str,
+    python: Interpreter,
+    disk_bytes: int,
+    root: bool,
+    binds: Sequence[tuple[str, str]] = (),
+) -> list[str]:
+    """The argv that starts the runner for one program inside a fresh sandbox; ``binds``:
+    ``(host folder, folder in the sandbox)`` to bind read-write (the program's cgroups)."""
     argv = [bwrap, "--die-with-parent", "--new-session"]
-    argv += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
+    argv += ["--unshare-pid", "--as-pid-1", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
     argv += ["--unshare-cgroup-try", "--hostname", "sandbox"]
     if root:
         argv += ["--cap-drop", "ALL"]
@@ -107,6 +140,8 @@ def command(bwrap: str, python: Interpreter, disk_bytes: int, root: bool) -> lis
             argv += ["--cap-add", capability]
     else:
         argv += ["--unshare-user", "--uid", _NOBODY, "--gid", _NOBODY]
+        if version(bwrap) >= (0, 8):
+            argv += ["--disable-userns"]
     argv += ["--ro-bind", "/usr", "/usr"]
     for name in _TOP_LEVEL:
         if os.path.islink(name):
@@ -124,6 +159,9 @@ def command(bwrap: str, python: Interpreter, disk_bytes: int, root: bool) -> lis
             continue
         argv += _folders(folder + "/", made)
         argv += ["--ro-bind", folder, folder]
+    for source, target in binds:
+        argv += _folders(target + "/", made)
+        argv += ["--bind", source, target]
     argv += _folders(RUNNER, made)
     argv += ["--ro-bind", str(HARNESS), RUNNER, "--remount-ro", "/"]
     return [*argv, python.executable, "-I", RUNNER]

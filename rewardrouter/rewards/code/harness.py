@@ -7,8 +7,9 @@ stdin and reads one JSON report from its stdout.
 
 Job, on stdin as frames (a decimal byte count, a newline, that many bytes of JSON): first
 ``{"program": str, "cases": int, "limits": {...}, "drop_user": bool, "stop_on_failure": bool,
-"workdir": str, "pid_namespace": bool}``, then one frame per case, each read only when its case
-starts (so no case process holds the input of a case after its own), where a case is one of
+"workdir": str, "pid_namespace": bool, "seccomp": bool, "cgroups": {...} | null}``, then one
+frame per case, each read only when its case starts (so no case process holds the input of a
+case after its own), where a case is one of
 
 - ``{"stdin": str}``: run the program as ``__main__`` with that standard input;
 - ``{"calls": [{"call": name, "args": [...], "kwargs": {...}}, ...]}``: run the program as module
@@ -16,9 +17,9 @@ starts (so no case process holds the input of a case after its own), where a cas
   values. Arguments and return values cross the boundary in the plain encoding of
   :func:`encode` / :func:`decode`.
 
-Report: ``{"uid": int | null, "cases": [{"status", "seconds", "stdout", "stderr",
-"returned"?}, ...]}``, statuses ``ok``, ``error``, ``timeout``, ``memory``, ``output_limit``,
-``killed``, ``skipped``. The harness judges nothing: expected outputs never enter the sandbox,
+Report: ``{"uid": int | null, "cases": [{"status", "seconds", "cpu_seconds", "stdout",
+"stderr", "returned"?}, ...]}``, statuses ``ok``, ``error``, ``timeout``, ``memory``,
+``output_limit``, ``killed``, ``skipped``. The harness judges nothing: expected outputs never enter the sandbox,
 and the caller compares what the program printed or returned, decoded into plain values that no
 code of the program can stand behind (no ``__eq__`` of its own survives the encoding).
 
@@ -28,12 +29,23 @@ namespaces and read-only file system):
 1. each case is a fresh process forked from this warm interpreter, in its own process group and
    working directory, with RLIMIT_CPU / AS / FSIZE / NPROC / CORE set and (when started as
    root) its user and group switched to ``uid``: an otherwise unused id, fresh per program;
-2. its standard streams and its result channel are descriptors this runner opened before the
+2. before it runs a line of the program it joins the program's memory and pids cgroups
+   (``cgroups``: made by the caller with the program's limits, so the kernel counts every page
+   and process of it, shared memory and files in ``/tmp`` included, and kills it at the limit)
+   and installs a seccomp filter (``seccomp``) that refuses what could allocate memory or disk
+   outside those counts or undo the walls: new namespaces (a user namespace would let it mount
+   a file system of its own), ``memfd_create``, System V shared memory, message queues and
+   semaphores, mounts, keyrings, ``io_uring``, ``bpf``, ``userfaultfd``, ``perf_event_open``,
+   and any system call of another ABI; a wall that cannot be set up ends the case before the
+   program runs;
+3. its standard streams and its result channel are descriptors this runner opened before the
    fork: the runner never opens a path the program could have replaced (a link, a FIFO);
-3. the resident memory of all the program's processes together is watched while it runs and
-   the case is killed (``memory``) when it passes ``memory_bytes``;
-4. at a case's wall-clock deadline its process group is killed; after every case every process
-   the program left is killed (all of the PID namespace, or every process of ``uid``).
+4. without a memory cgroup, the resident memory of all the program's processes together is
+   watched while it runs and the case is killed (``memory``) when it passes ``memory_bytes``;
+5. at a case's wall-clock deadline its process group is killed; after every case every process
+   the program left is killed (all of the PID namespace, or every process of ``uid``) and
+   reaped, so its CPU time is this runner's (reported per case, and seen by whoever waits for
+   the runner).
 """
 
 import builtins
@@ -42,15 +54,18 @@ import ctypes
 import json
 import math
 import os
+import platform
 import random
 import resource
 import select
 import shutil
 import signal
+import struct
 import sys
 import time
 import traceback
 import types
+from collections.abc import Sequence
 from typing import Any
 
 PR_SET_PDEATHSIG = 1
@@ -64,6 +79,106 @@ MAX_DEPTH = 100
 MAX_ITEMS = 1_000_000
 
 _libc = ctypes.CDLL(None, use_errno=True)
+
+# -- the seccomp filter ------------------------------------------------------------------------
+
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+_RET_ALLOW = 0x7FFF0000
+_RET_ERRNO = 0x00050000
+_EPERM, _ENOSYS = 1, 38
+#: The new-namespace flags of ``clone`` (its low byte is the exit signal, so CLONE_NEWTIME, which
+#: shares it, is reachable through ``unshare`` and ``clone3`` only, both refused whole).
+_CLONE_NEW = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000
+_CLONE_NEW |= 0x40000000
+#: System calls refused with EPERM, by name; their numbers per ABI below.
+REFUSED = (
+    "unshare", "setns", "mount", "umount2", "pivot_root", "fsopen", "fsconfig", "fsmount",
+    "move_mount", "open_tree", "mount_setattr", "memfd_create", "memfd_secret", "shmget",
+    "msgget", "semget", "userfaultfd", "bpf", "perf_event_open", "io_uring_setup",
+    "io_uring_enter", "io_uring_register", "keyctl", "add_key", "request_key", "kexec_load",
+    "kexec_file_load",
+)  # fmt: skip
+#: Per machine: the audit architecture, the numbers of REFUSED in order, ``clone`` and
+#: ``clone3``, and the bit that marks another ABI on the same architecture (x32), if any.
+_ABIS = {
+    "x86_64": (
+        0xC000003E,
+        (272, 308, 165, 166, 155, 430, 431, 432, 429, 428, 442, 319, 447, 29, 68, 64, 323, 321,
+         298, 425, 426, 427, 250, 248, 249, 246, 320),
+        56, 435, 0x40000000,
+    ),
+    "aarch64": (
+        0xC00000B7,
+        (97, 268, 40, 39, 41, 430, 431, 432, 429, 428, 442, 279, 447, 194, 186, 190, 282, 280,
+         241, 425, 426, 427, 219, 217, 218, 104, 294),
+        220, 435, 0,
+    ),
+}  # fmt: skip
+
+
+#: The machines :func:`seccomp_program` knows.
+SECCOMP_MACHINES = tuple(_ABIS)
+
+
+def seccomp_program(machine: str, refused: Sequence[str] = REFUSED) -> bytes:
+    """The classic-BPF seccomp filter of the module docstring for ``machine``
+    (``platform.machine()``), refusing the calls named in ``refused`` (some of
+    :data:`REFUSED`) and a ``clone`` that asks for a new namespace; ``OSError`` where no table
+    of system call numbers exists.
+
+    Refused calls fail with EPERM (``clone3`` with ENOSYS, which makes the C library fall back
+    to ``clone``, whose flags a filter can read); a call of another ABI fails with ENOSYS.
+    """
+    if machine not in _ABIS:
+        raise OSError(f"no seccomp filter is written for {machine!r} (x86_64, aarch64)")
+    arch, table, clone, clone3, other_abi = _ABIS[machine]
+    numbers = [table[REFUSED.index(name)] for name in refused]
+
+    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    # Instructions as (code, true target, false target, k), targets as labels or None (next);
+    # the labels ALLOW, EPERM, ENOSYS, FLAGS are resolved to relative jumps below.
+    steps: list[tuple[str | None, int, str | None, str | None, int]] = [
+        (None, ld, None, None, 4),  # the architecture
+        (None, jeq, None, "ENOSYS", arch),  # another architecture: no call of it is known
+        (None, ld, None, None, 0),  # the system call's number
+    ]
+    if other_abi:
+        steps.append((None, jge, "ENOSYS", None, other_abi))
+    steps += [(None, jeq, "EPERM", None, number) for number in numbers]
+    steps.append((None, jeq, "ENOSYS", None, clone3))
+    steps.append((None, jeq, "FLAGS", "ALLOW", clone))
+    steps.append(("FLAGS", ld, None, None, 16))  # clone's flags: the low word of args[0]
+    steps.append((None, jset, "EPERM", "ALLOW", _CLONE_NEW))
+    steps.append(("ALLOW", ret, None, None, _RET_ALLOW))
+    steps.append(("EPERM", ret, None, None, _RET_ERRNO | _EPERM))
+    steps.append(("ENOSYS", ret, None, None, _RET_ERRNO | _ENOSYS))
+    at = {label: i for i, (label, *_) in enumerate(steps) if label is not None}
+
+    def jump(i: int, target: str | None) -> int:
+        return 0 if target is None else at[target] - i - 1
+
+    return b"".join(
+        struct.pack("=HBBI", code, jump(i, yes), jump(i, no), k)
+        for i, (_, code, yes, no, k) in enumerate(steps)
+    )
+
+
+def install_seccomp(machine: str | None = None, refused: Sequence[str] = REFUSED) -> None:
+    """Install :func:`seccomp_program` on this process and everything it starts (``OSError``
+    when it cannot be)."""
+    code = seccomp_program(machine or platform.machine(), refused)
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    filters = ctypes.create_string_buffer(code, len(code))
+    prog = SockFprog(len(code) // 8, ctypes.cast(filters, ctypes.c_void_p))
+    if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+    if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
 
 
 class Unencodable(ValueError):
@@ -209,6 +324,19 @@ def _run_case(program: str, case: dict[str, Any], result_fd: int) -> int:
         return 1
 
 
+def _join_cgroups(cgroups: dict[str, Any] | None) -> None:
+    """Move this process into the program's cgroups (before it drops its privileges: the
+    files are root's); everything it starts is counted there with it."""
+    if not cgroups:
+        return
+    for folder in dict.fromkeys(cgroups["join"]):  # v2: one folder for both controllers
+        fd = os.open(os.path.join(folder, "cgroup.procs"), os.O_WRONLY)
+        try:
+            os.write(fd, b"0")  # "0": the writing process
+        finally:
+            os.close(fd)
+
+
 def _case_process(job: dict[str, Any], case: dict[str, Any], workdir: str, fds: list[int]) -> None:
     """The forked child: confine itself, then run the case. Never returns."""
     status = EXIT_HARNESS
@@ -218,6 +346,7 @@ def _case_process(job: dict[str, Any], case: dict[str, Any], workdir: str, fds: 
             os.dup2(fd, target)
         os.closerange(4, 1 << 16)
         _limits(job["limits"])
+        _join_cgroups(job.get("cgroups"))
         uid = job.get("uid")
         if uid is not None:
             os.setgroups([])
@@ -225,6 +354,8 @@ def _case_process(job: dict[str, Any], case: dict[str, Any], workdir: str, fds: 
             os.setuid(uid)
         os.chdir(workdir)  # as the program: its working directory is its own
         os.environ["HOME"] = workdir
+        if job.get("seccomp"):
+            install_seccomp()
         status = _run_case(job["program"], case, 3)
     except BaseException:
         traceback.print_exc()
@@ -264,11 +395,12 @@ def _resident(pid_namespace: bool, uid: int | None, group: int) -> int:
 
 
 def _wait(
-    pid: int, seconds: float, memory: int, pid_namespace: bool, uid: int | None
+    pid: int, seconds: float, memory: int | None, pid_namespace: bool, uid: int | None
 ) -> tuple[int | None, float, bool]:
     """``(wait status, or None at the deadline, seconds taken, killed for memory)``; kills the
-    case's process group at its deadline or when the program's processes together hold more
-    than ``memory`` bytes (looked at every few milliseconds while it runs)."""
+    case's process group at its deadline or, when ``memory`` is given (no cgroup counts it),
+    when the program's processes together hold more than ``memory`` bytes (looked at every few
+    milliseconds while it runs)."""
     pidfd = -1
     exited: select.poll | None = None
     with contextlib.suppress(AttributeError, OSError):  # kernels before 5.3: sleep between looks
@@ -285,13 +417,15 @@ def _wait(
 def _watch(
     pid: int,
     seconds: float,
-    memory: int,
+    memory: int | None,
     pid_namespace: bool,
     uid: int | None,
     exited: "select.poll | None",
 ) -> tuple[int | None, float, bool]:
     begun = time.monotonic()
     interval = 0.005 if pid_namespace else 0.02
+    if memory is None and exited is not None:
+        interval = seconds  # nothing to look at: wait for the exit or the deadline
     over = False
     while True:
         took = time.monotonic() - begun
@@ -304,7 +438,7 @@ def _watch(
         took = time.monotonic() - begun
         if done:
             break
-        if took >= seconds or _resident(pid_namespace, uid, pid) > memory:
+        if took >= seconds or (memory is not None and _resident(pid_namespace, uid, pid) > memory):
             over = took < seconds
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
@@ -367,32 +501,54 @@ def _text(fd: int, limit: int) -> str:
     return os.pread(fd, limit, 0).decode("utf-8", errors="replace")
 
 
+def _oom_kills(cgroups: dict[str, Any] | None) -> int:
+    """How many processes the kernel killed in the program's memory cgroup so far (``-1``
+    without one)."""
+    if not cgroups:
+        return -1
+    with open(cgroups["events"], "rb") as events:  # memory.oom_control (v1), memory.events (v2)
+        for line in events:
+            name, _, count = line.partition(b" ")
+            if name == b"oom_kill":
+                return int(count)
+    return 0
+
+
+def _cpu_seconds() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def run_case(job: dict[str, Any], case: dict[str, Any], workdir: str) -> dict[str, Any]:
     limits = job["limits"]
     uid = job.get("uid")
     cap = limits["file_bytes"]
     pid_namespace = bool(job.get("pid_namespace"))
+    cgroups = job.get("cgroups")
     os.mkdir(workdir, 0o700)
     stdin = case.get("stdin", "").encode("utf-8", errors="replace")
     fds = [_own_file(workdir, "stdin", stdin)]
     fds += [_own_file(workdir, name) for name in ("stdout", "stderr", "result")]
     if uid is not None:
         os.chown(workdir, uid, uid)
+    kills = _oom_kills(cgroups)
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
+    cpu_before = _cpu_seconds()
     pid = os.fork()
     if pid == 0:
         _case_process(job, case, workdir, fds)
-    status, took, memory = _wait(
-        pid, limits["wall_seconds"], limits["memory_bytes"], pid_namespace, uid
-    )
+    watched = None if cgroups else limits["memory_bytes"]
+    status, took, memory = _wait(pid, limits["wall_seconds"], watched, pid_namespace, uid)
     cpu = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime - before
     _sweep(pid_namespace, uid)
+    memory = memory or _oom_kills(cgroups) > kills
     out_bytes = os.fstat(fds[1]).st_size
     report: dict[str, Any] = {
         "status": "memory"
         if memory
         else _classify(status, cpu >= limits["cpu_seconds"], out_bytes, cap),
         "seconds": round(took, 4),
+        "cpu_seconds": round(_cpu_seconds() - cpu_before, 4),
         "stdout": _text(fds[1], cap),
         "stderr": _text(fds[2], 4096),
     }

@@ -4,9 +4,18 @@ One fresh runner process per program (``harness.py``, ``python -I``), started in
 (:mod:`~rewardrouter.rewards.code.bubblewrap`: namespaces of its own and a read-only file system
 of the interpreter alone) with a scrubbed environment; inside it every test case is a process
 forked from a warm interpreter, so a program with twenty tests pays for one interpreter start, not
-twenty. With ``isolate=False`` the runner starts without bubblewrap: resource limits, a process
-group and (as root) a fresh user id only, what ``isolation: best_effort`` falls back to where
-bubblewrap cannot run.
+twenty. Each case runs in the program's own memory and pids cgroups where this process may make
+them (:mod:`~rewardrouter.rewards.code.cgroups`: the kernel counts all its memory and kills it
+at the limit) and under a seccomp filter (see :mod:`~rewardrouter.rewards.code.harness`). With
+``isolate=False`` the runner starts without bubblewrap: resource limits, the cgroups and the
+filter, a process group and (as root) a fresh user id, what ``isolation: best_effort`` falls
+back to where bubblewrap cannot run.
+
+A program's time is bounded by the call that grades it: :meth:`LocalSandbox.run` starts the
+call's deadline again when the program gets its turn (its wait for a free worker is not its
+time), and the runner's budget and the cases' ``deadline`` are cut to fit that deadline, so the
+sandbox ends a slow program itself, with the results of the cases it ran, before the call's
+deadline would cancel it.
 
 Whatever the program does to its runner (kill it, fill its output, stall it), the program's
 cases fail with that cause and the call returns: a program never fails the batch. Only a
@@ -27,6 +36,7 @@ import functools
 import json
 import logging
 import os
+import platform
 import shutil
 import signal
 import subprocess
@@ -37,10 +47,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rewardrouter.execute.deadline import current_deadline
 from rewardrouter.outcome import InfrastructureFault
-from rewardrouter.rewards.code import bubblewrap
+from rewardrouter.rewards.code import bubblewrap, cgroups
 from rewardrouter.rewards.code.bubblewrap import HARNESS
-from rewardrouter.rewards.code.harness import frame
+from rewardrouter.rewards.code.harness import SECCOMP_MACHINES, frame
 from rewardrouter.rewards.code.settings import CodeLimits
 
 log = logging.getLogger("rewardrouter.code")
@@ -49,7 +60,12 @@ log = logging.getLogger("rewardrouter.code")
 SCRUBBED_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
 
 #: Seconds the runner itself may take on top of its cases (start-up, forks, clean-up).
-_GRACE = 10.0
+GRACE = 10.0
+#: Seconds a case may take beyond its ``timeout`` before the runner has killed it and moved on.
+CASE_SLACK = 0.5
+#: Seconds kept between the end of a program's budget and its call's deadline, for the report
+#: to reach the grader.
+MARGIN = 0.5
 #: The most of a runner's report read back (every case's output together).
 _REPORT_BYTES = 64 << 20
 #: Where a program's cases run inside bubblewrap (its private /tmp).
@@ -60,6 +76,10 @@ WALLS = {
     True: ("bubblewrap", "pid", "network", "ipc", "filesystem"),
     False: ("rlimits",),
 }
+#: The wall of a machine whose system call numbers the runner's filter knows.
+SECCOMP = "seccomp"
+#: The memory wall where no cgroup can be made: resident memory looked at while a case runs.
+MEMORY_WATCHED = "memory watched"
 
 
 class SandboxError(InfrastructureFault, RuntimeError):
@@ -69,13 +89,15 @@ class SandboxError(InfrastructureFault, RuntimeError):
 @dataclass(frozen=True)
 class CaseRun:
     """What one test case did. ``returned`` is ``{"values": [...]}`` (one encoded value per
-    call, see :func:`~rewardrouter.rewards.code.harness.encode`) for call-based cases."""
+    call, see :func:`~rewardrouter.rewards.code.harness.encode`) for call-based cases;
+    ``cpu_seconds`` is the CPU time of all its processes."""
 
     status: str
     seconds: float = 0.0
     stdout: str = ""
     stderr: str = ""
     returned: dict[str, Any] | None = None
+    cpu_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -106,9 +128,11 @@ class LocalSandbox:
 
     ``isolate``: start each runner inside bubblewrap (raises :class:`SandboxError` at the first
     run when it cannot start); False: resource limits only. ``drop_user``: a runner started as
-    root runs each program as a fresh user id. Safe to share between the terms of a
+    root runs each program as a fresh user id. ``walls``: each program in cgroups of its own
+    (where they can be made) and under the seccomp filter (where it is written for the
+    machine); False only where another sandbox runs the runner (SandboxFusion's jobs). Safe to share between the terms of a
     router: each event loop that grades with it gets its own cap (asyncio primitives belong to
-    one loop).
+    one loop). ``isolation`` names the walls every program runs inside.
     """
 
     def __init__(
@@ -118,16 +142,22 @@ class LocalSandbox:
         python: str = sys.executable,
         isolate: bool = True,
         drop_user: bool = True,
+        walls: bool = True,
     ) -> None:
         self.limits = limits
         self.isolate = isolate
         self.drop_user = drop_user
         self.workers = workers or len(os.sched_getaffinity(0))
         self.python = python
-        self.isolation = WALLS[isolate]
+        self.cgroups = cgroups.controllers() if walls else None
+        self.seccomp = walls and platform.machine() in SECCOMP_MACHINES
+        memory = self.cgroups.walls if self.cgroups is not None else (MEMORY_WATCHED,)
+        self.isolation = WALLS[isolate] + ((SECCOMP,) if self.seccomp else ()) + memory
+        self._uid_at = len(WALLS[isolate])  # where a report names its program's own user id
         self._caps: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
         )
+        self._leftover: list[cgroups.ProgramCgroups] = []
 
     def _cap(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
@@ -137,29 +167,44 @@ class LocalSandbox:
         return cap
 
     def job(
-        self, program: str, runs: Sequence[dict[str, Any]], stop_on_failure: bool, workdir: str
+        self,
+        program: str,
+        runs: Sequence[dict[str, Any]],
+        stop_on_failure: bool,
+        workdir: str,
+        deadline: float | None = None,
+        joined: Sequence[str] = (),
     ) -> bytes:
         """The runner's input for one program: a frame of the program and its settings, then
-        one frame per case."""
+        one frame per case. ``deadline``: seconds for all its cases (default: the limits');
+        ``joined``: the folders of its cgroups as the runner sees them."""
+        limits = limits_json(self.limits)
+        if deadline is not None:
+            limits["deadline_seconds"] = deadline
+        memory_cgroup = None
+        if joined and self.cgroups is not None:
+            memory_cgroup = {"join": list(joined), "events": f"{joined[0]}/{self.cgroups.events}"}
         header = frame(
             {
                 "program": program,
                 "cases": len(runs),
-                "limits": limits_json(self.limits),
+                "limits": limits,
                 "drop_user": self.drop_user,
                 "pid_namespace": self.isolate,
                 "stop_on_failure": stop_on_failure,
                 "workdir": workdir,
+                "seccomp": self.seccomp,
+                "cgroups": memory_cgroup,
             }
         )
         return header + b"".join(frame(run) for run in runs)
 
     @functools.cached_property
-    def argv(self) -> list[str]:
-        """The command that starts one runner (the same for every program: built at the first
-        run; :class:`SandboxError` when bubblewrap is missing)."""
+    def _launcher(self) -> tuple[str, bubblewrap.Interpreter] | None:
+        """bubblewrap and the interpreter as the sandbox shows it (None without isolation);
+        :class:`SandboxError` when bubblewrap is missing. Found at the first run."""
         if not self.isolate:
-            return [self.python, "-I", str(HARNESS)]
+            return None
         bwrap = bubblewrap.find()
         if bwrap is None:
             raise SandboxError(
@@ -170,33 +215,101 @@ class LocalSandbox:
             python = bubblewrap.interpreter(self.python)
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
             raise SandboxError(f"cannot start the sandbox's interpreter: {exc}") from None
-        return bubblewrap.command(bwrap, python, self.limits.disk_mb << 20, os.geteuid() == 0)
+        return bwrap, python
 
-    def budget(self, cases: int) -> float:
-        """Seconds after which the runner of a program with ``cases`` cases is killed."""
-        per_cases = cases * (self.limits.timeout + 0.5)
-        if self.limits.deadline is not None:
-            per_cases = min(per_cases, self.limits.deadline + self.limits.timeout + 0.5)
-        return per_cases + _GRACE
+    def argv(self, binds: Sequence[tuple[str, str]] = ()) -> list[str]:
+        """The command that starts one runner, with ``binds`` (the program's cgroups) in its
+        sandbox; :class:`SandboxError` when bubblewrap is missing."""
+        launcher = self._launcher
+        if launcher is None:
+            return [self.python, "-I", str(HARNESS)]
+        bwrap, python = launcher
+        disk = self.limits.disk_mb << 20
+        return bubblewrap.command(bwrap, python, disk, os.geteuid() == 0, binds)
+
+    def case_deadline(self, call_seconds: float | None) -> float | None:
+        """Seconds for all of a program's cases: the limits' ``deadline``, cut so that the
+        runner's whole budget fits in ``call_seconds`` (the call's deadline) when given."""
+        deadline = self.limits.deadline
+        if call_seconds is None:
+            return deadline
+        fits = max(0.0, call_seconds - MARGIN - GRACE - self.limits.timeout - CASE_SLACK)
+        return fits if deadline is None else min(deadline, fits)
+
+    def budget(self, cases: int, deadline: float | None = None) -> float:
+        """Seconds after which the runner of a program with ``cases`` cases is killed, under
+        the cases' ``deadline`` (default: the limits')."""
+        deadline = self.limits.deadline if deadline is None else deadline
+        per_case = self.limits.timeout + CASE_SLACK
+        per_cases = cases * per_case
+        if deadline is not None:
+            per_cases = min(per_cases, deadline + per_case)
+        return per_cases + GRACE
 
     async def run(
         self, program: str, runs: Sequence[dict[str, Any]], stop_on_failure: bool = False
     ) -> RunReport:
         """Run ``program`` on each case of ``runs`` (the ``run`` dicts of the cases)."""
-        argv = self.argv
+        assert self._launcher or not self.isolate  # SandboxError now when bubblewrap is missing
         async with self._cap():
-            if self.isolate:  # the sandbox's own /tmp, gone with it
-                job = self.job(program, runs, stop_on_failure, _SANDBOX_WORKDIR)
-                return await self._exchange(argv, job, "/", len(runs))
-            workdir = tempfile.mkdtemp(prefix="rewardrouter-code-")
+            call = current_deadline()
+            if call is not None:
+                call.restart()  # its time starts now that it runs, not while it queued
+            deadline = self.case_deadline(call.seconds if call is not None else None)
+            groups = self._program_cgroups()
             try:
-                os.chmod(workdir, 0o711)
-                job = self.job(program, runs, stop_on_failure, workdir)
-                return await self._exchange(argv, job, workdir, len(runs))
+                return await self._run(program, runs, stop_on_failure, deadline, groups)
             finally:
-                await asyncio.to_thread(shutil.rmtree, workdir, True)
+                if groups is not None:
+                    await self._remove(groups)
 
-    async def _exchange(self, argv: list[str], job: bytes, cwd: str, cases: int) -> RunReport:
+    async def _run(
+        self,
+        program: str,
+        runs: Sequence[dict[str, Any]],
+        stop_on_failure: bool,
+        deadline: float | None,
+        groups: cgroups.ProgramCgroups | None,
+    ) -> RunReport:
+        folders = [str(f) for f in groups.folders] if groups is not None else []
+        budget = self.budget(len(runs), deadline)
+        if self.isolate:  # the sandbox's own /tmp, gone with it
+            binds = bubblewrap.cgroup_binds(folders)
+            joined = [inside for _, inside in binds]
+            job = self.job(program, runs, stop_on_failure, _SANDBOX_WORKDIR, deadline, joined)
+            return await self._exchange(self.argv(binds), job, "/", len(runs), budget)
+        workdir = tempfile.mkdtemp(prefix="rewardrouter-code-")
+        try:
+            os.chmod(workdir, 0o711)
+            job = self.job(program, runs, stop_on_failure, workdir, deadline, folders)
+            return await self._exchange(self.argv(), job, workdir, len(runs), budget)
+        finally:
+            await asyncio.to_thread(shutil.rmtree, workdir, True)
+
+    def _program_cgroups(self) -> cgroups.ProgramCgroups | None:
+        """A program's own cgroups, with its limits (memory and disk together: files in
+        ``/tmp`` are memory too); :class:`SandboxError` when they cannot be made."""
+        if self.cgroups is None:
+            return None
+        self._leftover = [g for g in self._leftover if not g.remove()]
+        memory = (self.limits.memory_mb + self.limits.disk_mb) << 20
+        try:
+            return cgroups.ProgramCgroups(self.cgroups, memory, self.limits.processes)
+        except OSError as exc:
+            raise SandboxError(f"cannot make the program's cgroups: {exc}") from None
+
+    async def _remove(self, groups: cgroups.ProgramCgroups) -> None:
+        """Remove a program's cgroups once its last process is gone (the kernel may take a
+        moment after the sandbox ends); left for the next program when it takes longer."""
+        for pause in (0.0, 0.005, 0.02, 0.1):
+            await asyncio.sleep(pause)
+            if groups.remove():
+                return
+        self._leftover.append(groups)
+
+    async def _exchange(
+        self, argv: list[str], job: bytes, cwd: str, cases: int, budget: float
+    ) -> RunReport:
         try:
             process = await asyncio.create_subprocess_exec(
                 *argv,
@@ -209,7 +322,6 @@ class LocalSandbox:
             )
         except OSError as exc:
             raise SandboxError(f"cannot start the sandbox runner ({argv[0]}): {exc}") from None
-        budget = self.budget(cases)
         timed_out = False
         try:
             out, err = await asyncio.wait_for(_communicate(process, job), budget)
@@ -228,7 +340,7 @@ class LocalSandbox:
         if process.returncode != 0 and tail.startswith("bwrap:"):
             raise SandboxError(f"bubblewrap could not start the sandbox: {tail}")
         try:
-            return _report(out, cases, self.isolation)
+            return _report(out, cases, self.isolation, self._uid_at)
         except SandboxError as exc:
             # Whatever ended the runner early (a signal from the program, a full disk), it ended
             # this program's run: its cases fail, the batch goes on.
@@ -238,6 +350,10 @@ class LocalSandbox:
     def _failed(self, cases: int, status: str, why: str) -> RunReport:
         log.warning("code sandbox: a program's run failed: %s", why)
         return RunReport(tuple(CaseRun(status, stderr=why) for _ in range(cases)), self.isolation)
+
+    def close(self) -> None:
+        """Remove the cgroups programs left (their processes gone since). Idempotent."""
+        self._leftover = [g for g in self._leftover if not g.remove()]
 
 
 async def _communicate(process: asyncio.subprocess.Process, job: bytes) -> tuple[bytes, bytes]:
@@ -269,7 +385,7 @@ async def _upto(stream: asyncio.StreamReader, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _report(reply: bytes, expected: int, isolation: tuple[str, ...]) -> RunReport:
+def _report(reply: bytes, expected: int, isolation: tuple[str, ...], uid_at: int) -> RunReport:
     try:
         data = json.loads(reply)
         cases = tuple(CaseRun(**case) for case in data["cases"])
@@ -278,7 +394,9 @@ def _report(reply: bytes, expected: int, isolation: tuple[str, ...]) -> RunRepor
         raise SandboxError(f"unreadable report from the sandbox runner: {exc}") from None
     if len(cases) != expected:
         raise SandboxError(f"the sandbox runner reported {len(cases)} cases of {expected}")
-    return RunReport(cases, isolation + (("uid",) if uid is not None else ()), uid)
+    if uid is not None:
+        isolation = (*isolation[:uid_at], "uid", *isolation[uid_at:])
+    return RunReport(cases, isolation, uid)
 
 
 @functools.cache
@@ -289,14 +407,35 @@ def probe(python: str = sys.executable, isolate: bool = True) -> tuple[str, ...]
     Raises :class:`SandboxError`, with the cause, when the runner does not work so.
     """
     sandbox = LocalSandbox(CodeLimits(timeout=10), workers=1, python=python, isolate=isolate)
-    check = "import json, collections, fractions, re\nprint(json.dumps([input()]))\n"
     # (on a thread of its own: a router may be compiled inside a running event loop)
     with concurrent.futures.ThreadPoolExecutor(1) as thread:
-        report = thread.submit(asyncio.run, sandbox.run(check, [{"stdin": "ok"}])).result()
+        report = thread.submit(asyncio.run, sandbox.run(_PROBE, [{"stdin": "ok"}])).result()
+    sandbox.close()
     case = report.cases[0]
-    if case.status != "ok" or case.stdout != '["ok"]\n':
+    if case.status != "ok":
         raise SandboxError(
             f"the sandbox cannot run a program that imports the standard library: "
             f"{case.status}, {case.stderr[-300:].strip() or 'no error output'}"
         )
+    found = sandbox.cgroups
+    expected = ["ok", sandbox.seccomp, len(found.walls) if found is not None else 0]
+    if json.loads(case.stdout) != expected:
+        raise SandboxError(
+            f"the sandbox's walls do not hold: a program saw {case.stdout.strip()} "
+            f"([its input, memfd_create refused, cgroups joined]); expected {expected}"
+        )
     return report.isolation
+
+
+#: What :func:`probe` runs: the standard library imports, ``memfd_create`` is refused where
+#: the seccomp filter holds, and the case is in the program's cgroups where they are made.
+_PROBE = """import collections, fractions, json, os, re
+try:
+    os.memfd_create("probe")
+    refused = False
+except OSError:
+    refused = True
+with open("/proc/self/cgroup") as lines:
+    joined = sum("/rewardrouter-" in line for line in lines)
+print(json.dumps([input(), refused, joined]))
+"""
