@@ -42,8 +42,10 @@ class CodeLimits(BaseModel):
         default=1024,
         ge=32,
         description="Memory of the program, MiB: the address space of each of its processes "
-        "(RLIMIT_AS), and the resident memory of all of them together (watched while it runs; "
-        "over it, the case ends with status memory).",
+        "(RLIMIT_AS), and, with `disk_mb`, all its memory together as the kernel counts it "
+        "(a cgroup of its own: shared memory and files in /tmp included), where this process "
+        "may make cgroups; elsewhere the resident memory of its processes, watched while it "
+        "runs. Over it, the case ends with status memory.",
     )
     output_kb: int = Field(
         default=1024,
@@ -55,7 +57,8 @@ class CodeLimits(BaseModel):
         default=32,
         ge=1,
         description="Processes and threads the program may have at once (RLIMIT_NPROC, counted "
-        "for a user id of its own when the router runs as root).",
+        "for a user id of its own when the router runs as root, and a pids cgroup of its own "
+        "where this process may make cgroups).",
     )
     disk_mb: int = Field(
         default=64,
@@ -67,7 +70,10 @@ class CodeLimits(BaseModel):
         default=None,
         gt=0,
         description="Seconds for all of a program's test cases together; cases not started by "
-        "then fail. null: no limit beyond the per-case `timeout`.",
+        "then fail (status skipped). null: derived from the term's timeout (less one test's "
+        "`timeout` and the runner's 11 s allowance), so a program always ends within its call; "
+        "a value whose worst case does not fit the term's timeout is refused when the router "
+        "compiles.",
     )
 
 
