@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rr_sandbox_fusion import FusionServer
 
-from rewardrouter import ConfigError, RewardError
+from rewardrouter import ConfigError, RewardError, compile_router
 from rewardrouter.rewards.code import LabelError, extract_program, parse_tests
 from rewardrouter.rewards.code.compare import same_output, same_return
 from rewardrouter.rewards.code.harness import decode, encode
@@ -381,6 +381,15 @@ def test_budgets_are_checked_against_each_other_at_compile_time(
     message = str(refused.value)
     assert "routes.code.rewards.tests.timeout:" in message and problem in message, message
     assert "set `timeout:" in message  # and the fix, with its number
+
+
+def test_the_budget_error_shown_in_the_docs_is_what_the_compiler_says() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "kinds" / "code.md").read_text()
+    shown = page.split("(`timeout: 10` on the term above):\n\n```text\n", 1)[1].split("```")[0]
+    term = {"kind": "code", "kwargs": {"limits": {"timeout": 6}}, "timeout": 10}
+    with pytest.raises(ConfigError) as refused:
+        compile_router({"routes": {"apps": {"rewards": {"tests": term}}}})
+    assert str(refused.value) == shown.rstrip("\n")
 
 
 # -- SandboxFusion --------------------------------------------------------------------------------
