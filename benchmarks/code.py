@@ -6,7 +6,10 @@ each, half right and half wrong, graded on ``--workers`` programs at once, in on
 - naive: what a hand-written grader does (verl's ``prime_code`` works this way): one
   ``subprocess.run([python, file], input=..., timeout=...)`` per test, ``--workers`` threads;
 - rewardrouter: ``kind: code`` through a compiled router (one runner per program inside
-  bubblewrap, each test forked from it, a fresh user id, rlimits, the memory watch);
+  bubblewrap, each test forked from it, a fresh user id, rlimits, the program's memory and pids
+  cgroups where this process may make them, the seccomp filter);
+- without kernel walls: the same sandbox without the cgroups and the seccomp filter (resident
+  memory watched instead), so the ratio of the two is the cost of those walls;
 - limits only: the same runner without bubblewrap and user switch (RLIMIT_* and process
   groups only), so the ratio of the two is the cost of the isolation;
 - previous runner (``--previous-runner FILE``): the runner of an earlier release (its
@@ -15,7 +18,15 @@ each, half right and half wrong, graded on ``--workers`` programs at once, in on
 
 Every grader must give every program the same reward (checked before the table is printed).
 
-    python benchmarks/code.py [--programs 40] [--tests 10] [--workers 2] [--previous-runner F]
+``--sleeper``: instead, a batch of ``--programs`` honest programs with 11 tests each, graded
+by ``kind: code`` with ``scoring: all`` and ``limits.timeout: 2``, alone and beside one program
+that sleeps in every test: the second batch takes its normal time plus about one test's
+timeout (the sleeper fails its first test and stops), whatever the number of tests.
+CPU is this process's and its children's (every program's processes are reaped by its runner,
+so their CPU time is counted here).
+
+    python benchmarks/code.py [--programs 40] [--tests 10] [--workers 2] [--rounds 3]
+                              [--previous-runner F]
 """
 
 from __future__ import annotations
@@ -23,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import resource
 import subprocess
 import sys
 import tempfile
@@ -90,7 +102,22 @@ def routed(samples: list[Sample], workers: int) -> list[float]:
 
 
 def limits_only(samples: list[Sample], workers: int) -> list[float]:
-    sandbox = LocalSandbox(CodeLimits(**LIMITS), workers=workers, isolate=False, drop_user=False)
+    sandbox = LocalSandbox(
+        CodeLimits(**LIMITS), workers=workers, isolate=False, drop_user=False, walls=False
+    )
+    return direct(sandbox, samples)
+
+
+def without_walls(samples: list[Sample], workers: int) -> list[float]:
+    return direct(LocalSandbox(CodeLimits(**LIMITS), workers=workers, walls=False), samples)
+
+
+def with_walls(samples: list[Sample], workers: int) -> list[float]:
+    return direct(LocalSandbox(CodeLimits(**LIMITS), workers=workers), samples)
+
+
+def direct(sandbox: LocalSandbox, samples: list[Sample]) -> list[float]:
+    """Grade ``samples`` on ``sandbox`` itself, without a router."""
 
     async def grade(sample: Sample) -> float:
         program = extract_program(sample.response, "python") or ""
@@ -105,7 +132,18 @@ def limits_only(samples: list[Sample], workers: int) -> list[float]:
     async def main() -> list[float]:
         return list(await asyncio.gather(*(grade(s) for s in samples)))
 
-    return asyncio.run(main())
+    try:
+        return asyncio.run(main())
+    finally:
+        sandbox.close()
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of its children so far."""
+    own, children = (
+        resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def previous(runner: Path) -> Any:
@@ -150,39 +188,93 @@ def previous(runner: Path) -> Any:
     return grade_all
 
 
+def sleeper(programs: int, workers: int) -> None:
+    """Print the time of a batch of honest programs alone and beside one sleeper."""
+    eleven = {"inputs": [f"{i}\n" for i in range(11)], "outputs": [f"{2 * i}\n" for i in range(11)]}
+    honest = "print(int(input()) * 2)\n"
+    sleeps = "import time\ntime.sleep(60)\n"
+
+    def rows(bodies: list[str]) -> list[Sample]:
+        return [
+            Sample(response=f"```python\n{b}```", label=eleven, metadata={"dataset": "code"})
+            for b in bodies
+        ]
+
+    kwargs = {"scoring": "all", "limits": {**LIMITS, "timeout": 2}, "workers": workers}
+    config = {"routes": {"code": {"rewards": {"t": {"kind": "code", "kwargs": kwargs}}}}}
+    with compile_router(config) as router:
+        router.score_sync(rows([honest] * workers))  # imports, the probe
+        times = []
+        for batch in ([honest] * programs, [honest] * programs + [sleeps]):
+            began = time.perf_counter()
+            rewards = router.score_sync(rows(batch)).rewards
+            times.append(time.perf_counter() - began)
+            assert rewards == [1.0] * programs + [0.0] * (len(batch) - programs), rewards
+    alone, beside = times
+    print(f"{programs} honest programs x 11 tests, {workers} at once, scoring: all, timeout 2 s")
+    print(f"alone {alone:.2f} s; beside one sleeper {beside:.2f} s (+{beside - alone:.2f} s)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--programs", type=int, default=40)
     parser.add_argument("--tests", type=int, default=10)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3, help="each grader this many times")
     parser.add_argument(
         "--previous-runner", type=Path, help="an earlier release's harness.py, measured too"
     )
+    parser.add_argument("--sleeper", action="store_true", help="the sleeper's batch (above)")
     opts = parser.parse_args()
+    if opts.sleeper:
+        sleeper(opts.programs, opts.workers)
+        return
     samples = workload(opts.programs, opts.tests)
     routed(samples[:2], opts.workers)  # warm: the sandbox probe, imports
-    rows = []
+    rows: dict[str, tuple[float, float]] = {}
     results = {}
-    graders = [("naive", naive), ("rewardrouter", routed), ("limits only", limits_only)]
+    graders = [
+        ("naive", naive),
+        ("rewardrouter", routed),
+        ("with walls", with_walls),
+        ("without walls", without_walls),
+        ("limits only", limits_only),
+    ]
     if opts.previous_runner:
         graders.append(("previous runner", previous(opts.previous_runner)))
-    for name, grade in graders:
-        began = time.perf_counter()
-        results[name] = grade(samples, opts.workers)
-        took = time.perf_counter() - began
-        rows.append((name, took, opts.programs / took))
+    for _ in range(opts.rounds):  # interleaved, so that a slow minute of the machine is shared
+        for name, grade in graders:
+            cpu, began = cpu_seconds(), time.perf_counter()
+            results[name] = grade(samples, opts.workers)
+            took, used = time.perf_counter() - began, cpu_seconds() - cpu
+            wall, spent = rows.get(name, (0.0, 0.0))
+            rows[name] = (wall + took, spent + used)
     expected = [1.0 if i % 2 == 0 else 0.0 for i in range(opts.programs)]
     for name, got in results.items():
         assert got == expected, f"{name} graded differently: {got}"
-    base = rows[0][2]
-    print(f"{opts.programs} programs x {opts.tests} tests, {opts.workers} at once")
-    print(f"{'grader':<16}{'seconds':>9}{'programs/s':>12}{'vs naive':>10}")
-    for name, took, rate in rows:
-        print(f"{name:<16}{took:>9.2f}{rate:>12.1f}{rate / base:>9.2f}x")
-    print(f"isolation costs {rows[1][1] / rows[2][1]:.2f}x the time of limits only")
+    programs = opts.programs * opts.rounds
+    base = programs / rows["naive"][0]
+    print(
+        f"{opts.programs} programs x {opts.tests} tests, {opts.workers} at once, {opts.rounds} rounds"
+    )
+    print(f"{'grader':<16}{'seconds':>9}{'programs/s':>12}{'vs naive':>10}{'CPU ms/program':>16}")
+    for name, (took, used) in rows.items():
+        rate = programs / took
+        print(
+            f"{name:<16}{took:>9.2f}{rate:>12.1f}{rate / base:>9.2f}x{1000 * used / programs:>16.1f}"
+        )
+    walls, bare = rows["with walls"], rows["without walls"]
+    print(
+        f"the kernel walls (cgroups, seccomp) cost {walls[0] / bare[0]:.2f}x the time and "
+        f"{walls[1] / bare[1]:.2f}x the CPU of the same sandbox without them"
+    )
+    print(
+        f"isolation costs {rows['rewardrouter'][0] / rows['limits only'][0]:.2f}x the time of limits only"
+    )
     if opts.previous_runner:
         print(
-            f"rewardrouter runs {rows[1][2] / rows[3][2]:.2f}x the programs/s of the previous runner"
+            f"rewardrouter runs {rows['previous runner'][0] / rows['rewardrouter'][0]:.2f}x the "
+            f"programs/s of the previous runner"
         )
 
 

@@ -29,10 +29,11 @@ namespaces and read-only file system):
 1. each case is a fresh process forked from this warm interpreter, in its own process group and
    working directory, with RLIMIT_CPU / AS / FSIZE / NPROC / CORE set and (when started as
    root) its user and group switched to ``uid``: an otherwise unused id, fresh per program;
-2. before it runs a line of the program it joins the program's memory and pids cgroups
-   (``cgroups``: made by the caller with the program's limits, so the kernel counts every page
-   and process of it, shared memory and files in ``/tmp`` included, and kills it at the limit)
-   and installs a seccomp filter (``seccomp``) that refuses what could allocate memory or disk
+2. it is born in the program's memory and pids cgroups (``cgroups``: made by the caller with
+   the program's limits, joined by this runner at its start, so the kernel counts every page
+   and process of the program, shared memory and files in ``/tmp`` included, and kills at the
+   limit, the case's processes first); before it runs a line of the program it installs a
+   seccomp filter (``seccomp``) that refuses what could allocate memory or disk
    outside those counts or undo the walls: new namespaces (a user namespace would let it mount
    a file system of its own), ``memfd_create``, System V shared memory, message queues and
    semaphores, mounts, keyrings, ``io_uring``, ``bpf``, ``userfaultfd``, ``perf_event_open``,
@@ -51,6 +52,7 @@ namespaces and read-only file system):
 import builtins
 import contextlib
 import ctypes
+import functools
 import json
 import math
 import os
@@ -122,6 +124,7 @@ _ABIS = {
 SECCOMP_MACHINES = tuple(_ABIS)
 
 
+@functools.cache  # built once per runner, before it forks its cases
 def seccomp_program(machine: str, refused: Sequence[str] = REFUSED) -> bytes:
     """The classic-BPF seccomp filter of the module docstring for ``machine``
     (``platform.machine()``), refusing the calls named in ``refused`` (some of
@@ -165,16 +168,16 @@ def seccomp_program(machine: str, refused: Sequence[str] = REFUSED) -> bytes:
     )
 
 
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
 def install_seccomp(machine: str | None = None, refused: Sequence[str] = REFUSED) -> None:
     """Install :func:`seccomp_program` on this process and everything it starts (``OSError``
     when it cannot be)."""
     code = seccomp_program(machine or platform.machine(), refused)
-
-    class SockFprog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
     filters = ctypes.create_string_buffer(code, len(code))
-    prog = SockFprog(len(code) // 8, ctypes.cast(filters, ctypes.c_void_p))
+    prog = _SockFprog(len(code) // 8, ctypes.cast(filters, ctypes.c_void_p))
     if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
     if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
@@ -325,8 +328,9 @@ def _run_case(program: str, case: dict[str, Any], result_fd: int) -> int:
 
 
 def _join_cgroups(cgroups: dict[str, Any] | None) -> None:
-    """Move this process into the program's cgroups (before it drops its privileges: the
-    files are root's); everything it starts is counted there with it."""
+    """Move this runner into the program's cgroups, once (moving a process costs the kernel a
+    wait of its own, so the cases do not each move: they are born there). What the runner held
+    before stays charged where it was."""
     if not cgroups:
         return
     for folder in dict.fromkeys(cgroups["join"]):  # v2: one folder for both controllers
@@ -335,6 +339,13 @@ def _join_cgroups(cgroups: dict[str, Any] | None) -> None:
             os.write(fd, b"0")  # "0": the writing process
         finally:
             os.close(fd)
+
+
+def _first_to_go() -> None:
+    """Make this case's processes the OOM killer's first choice in the program's cgroup (the
+    runner, also in it, the last): a process may raise its own score."""
+    with open("/proc/self/oom_score_adj", "w") as score:
+        score.write("1000")
 
 
 def _case_process(job: dict[str, Any], case: dict[str, Any], workdir: str, fds: list[int]) -> None:
@@ -346,7 +357,8 @@ def _case_process(job: dict[str, Any], case: dict[str, Any], workdir: str, fds: 
             os.dup2(fd, target)
         os.closerange(4, 1 << 16)
         _limits(job["limits"])
-        _join_cgroups(job.get("cgroups"))
+        if job.get("cgroups"):
+            _first_to_go()
         uid = job.get("uid")
         if uid is not None:
             os.setgroups([])
@@ -624,6 +636,9 @@ def main() -> None:
     # trace it nor read or write its memory through /proc.
     _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     job = read_frame(0)
+    _join_cgroups(job.get("cgroups"))
+    if job.get("seccomp"):
+        seccomp_program(platform.machine(), REFUSED)  # once, here, not in every case
     job["uid"] = _sandbox_uid() if job.get("drop_user", True) else None
     os.makedirs(job["workdir"], mode=0o711, exist_ok=True)
     reports = run_cases(job)

@@ -294,7 +294,8 @@ class LocalSandbox:
         self._leftover = [g for g in self._leftover if not g.remove()]
         memory = (self.limits.memory_mb + self.limits.disk_mb) << 20
         try:
-            return cgroups.ProgramCgroups(self.cgroups, memory, self.limits.processes)
+            # (the runner is in them too: one more process)
+            return cgroups.ProgramCgroups(self.cgroups, memory, self.limits.processes + 1)
         except OSError as exc:
             raise SandboxError(f"cannot make the program's cgroups: {exc}") from None
 
