@@ -130,9 +130,10 @@ class LocalSandbox:
     run when it cannot start); False: resource limits only. ``drop_user``: a runner started as
     root runs each program as a fresh user id. ``walls``: each program in cgroups of its own
     (where they can be made) and under the seccomp filter (where it is written for the
-    machine); False only where another sandbox runs the runner (SandboxFusion's jobs). Safe to share between the terms of a
-    router: each event loop that grades with it gets its own cap (asyncio primitives belong to
-    one loop). ``isolation`` names the walls every program runs inside.
+    machine); False only where another sandbox runs the runner (SandboxFusion's jobs).
+    ``isolation`` names the walls every program runs inside. Safe to share between the terms
+    of a router: each event loop that grades with it gets its own cap (asyncio primitives
+    belong to one loop).
     """
 
     def __init__(
@@ -250,7 +251,7 @@ class LocalSandbox:
         self, program: str, runs: Sequence[dict[str, Any]], stop_on_failure: bool = False
     ) -> RunReport:
         """Run ``program`` on each case of ``runs`` (the ``run`` dicts of the cases)."""
-        assert self._launcher or not self.isolate  # SandboxError now when bubblewrap is missing
+        _ = self._launcher  # SandboxError now, before a worker is taken, without bubblewrap
         async with self._cap():
             call = current_deadline()
             if call is not None:
