@@ -24,6 +24,7 @@ from rewardrouter import ConfigError, RewardError, compile_router
 from rewardrouter.rewards.code import LabelError, extract_program, parse_tests
 from rewardrouter.rewards.code.compare import same_output, same_return
 from rewardrouter.rewards.code.harness import decode, encode
+from rewardrouter.rewards.code.settings import CodeLimits
 
 pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
 
@@ -350,6 +351,44 @@ def test_settings_errors_at_compile_time(
     with pytest.raises(ConfigError, match=message) as error:
         router_for(make_router, **kwargs)
     assert "routes.code.rewards.tests.kwargs" in str(error.value)
+
+
+#: Limits with their units are read as written; a bare number far beyond what one program
+#: could use is refused with the unit it was likely written in.
+UNITS = [
+    pytest.param({"timeout": "1500ms"}, {"timeout": 1.5}, id="milliseconds"),
+    pytest.param({"timeout": "2s", "deadline": "1min"}, {"timeout": 2, "deadline": 60}, id="s_min"),
+    pytest.param({"memory_mb": "2GiB", "disk_mb": "100MB"}, {"memory_mb": 2048, "disk_mb": 96}, id="sizes"),
+    pytest.param({"output_kb": "1MiB"}, {"output_kb": 1024}, id="kib_field"),
+    pytest.param({"memory_mb": 512, "timeout": 6}, {"memory_mb": 512, "timeout": 6}, id="bare"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("limits", "read"), UNITS)
+def test_limits_take_explicit_units(limits: dict[str, Any], read: dict[str, Any]) -> None:
+    settings = CodeLimits.model_validate(limits)
+    assert {k: getattr(settings, k) for k in read} == read
+
+
+IMPLAUSIBLE = [
+    pytest.param({"memory_mb": 536870912}, "memory_mb", "in bytes `512MiB`", id="memory_in_bytes"),
+    pytest.param({"memory_mb": 524288}, "memory_mb", "in KiB `512MiB`", id="memory_in_kib"),
+    pytest.param({"disk_mb": 67108864}, "disk_mb", "in bytes `64MiB`", id="disk_in_bytes"),
+    pytest.param({"output_kb": 1048576}, "output_kb", "in bytes `1MiB`", id="output_in_bytes"),
+    pytest.param({"timeout": 2000}, "timeout", "in milliseconds, write `2s`", id="timeout_in_ms"),
+    pytest.param({"deadline": 60000}, "deadline", "in milliseconds, write `60s`", id="deadline_in_ms"),
+    pytest.param({"timeout": "2 furlongs"}, "timeout", "write it like `2s`", id="unknown_unit"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("limits", "field", "fix"), IMPLAUSIBLE)
+def test_implausible_bare_numbers_are_refused_with_the_likely_unit(
+    make_router: Any, limits: dict[str, Any], field: str, fix: str
+) -> None:
+    with pytest.raises(ConfigError) as refused:
+        router_for(make_router, limits=limits)
+    message = str(refused.value)
+    assert f"routes.code.rewards.tests.kwargs.limits.{field}:" in message and fix in message
 
 
 #: The sandbox's worst case against the term's timeout, when the router compiles: one test and

@@ -19,11 +19,23 @@ The same term on a SandboxFusion service::
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rewardrouter.remote.settings import EndpointSettings
+from rewardrouter.rewards.code.units import Duration, Size
+
+#: Per test: a bare number of seconds up to ten minutes, longer with its unit (``20min``).
+_PER_TEST = Duration(most=600)
+PerTest = Annotated[(float, *_PER_TEST.annotation())]
+PerTestOrNone = Annotated[(float | None, *_PER_TEST.annotation(nullable=True))]
+#: All of a program's tests: a bare number of seconds up to an hour.
+AllTests = Annotated[(float | None, *Duration(most=3600).annotation(nullable=True))]
+#: Memory and disk of one program: a bare number of MiB up to 64 GiB.
+Mebibytes = Annotated[(int, *Size("MiB", most=64 << 10).annotation())]
+#: One case's output or file: a bare number of KiB up to 256 MiB.
+Kibibytes = Annotated[(int, *Size("KiB", most=256 << 10).annotation())]
 
 
 class CodeLimits(BaseModel):
@@ -32,22 +44,26 @@ class CodeLimits(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    timeout: float = Field(
-        default=6.0, gt=0, description="Wall-clock seconds per test case; the case is killed then."
+    timeout: PerTest = Field(
+        default=6.0,
+        gt=0,
+        description="Wall-clock seconds per test case (or a duration with its unit: `2s`, "
+        "`1500ms`); the case is killed then.",
     )
-    cpu_seconds: float | None = Field(
+    cpu_seconds: PerTestOrNone = Field(
         default=None, gt=0, description="CPU seconds per test case (RLIMIT_CPU); null: `timeout`."
     )
-    memory_mb: int = Field(
+    memory_mb: Mebibytes = Field(
         default=1024,
         ge=32,
-        description="Memory of the program, MiB: the address space of each of its processes "
+        description="Memory of the program, MiB (or a size with its unit: `512MiB`, `2GiB`): "
+        "the address space of each of its processes "
         "(RLIMIT_AS), and, with `disk_mb`, all its memory together as the kernel counts it "
         "(a cgroup of its own: shared memory and files in /tmp included), where this process "
         "may make cgroups; elsewhere the resident memory of its processes, watched while it "
         "runs. Over it, the case ends with status memory.",
     )
-    output_kb: int = Field(
+    output_kb: Kibibytes = Field(
         default=1024,
         ge=1,
         description="Largest output or file a test case may write, KiB (RLIMIT_FSIZE); more is "
@@ -60,13 +76,13 @@ class CodeLimits(BaseModel):
         "for a user id of its own when the router runs as root, and a pids cgroup of its own "
         "where this process may make cgroups).",
     )
-    disk_mb: int = Field(
+    disk_mb: Mebibytes = Field(
         default=64,
         ge=1,
         description="Size of the private /tmp, the only place a program can write (inside "
         "bubblewrap).",
     )
-    deadline: float | None = Field(
+    deadline: AllTests = Field(
         default=None,
         gt=0,
         description="Seconds for all of a program's test cases together; cases not started by "
