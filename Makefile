@@ -77,9 +77,15 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 # The manual (docs/ and mkdocs.yml) as a site in site/; a warning (a broken link, anchor or API
-# reference) fails the build.
+# reference) fails the build. It needs the runtime (the API reference imports the package) and
+# the `docs` extra, not the test tools and trainers' packages of $(STAMP).
+DOCS_STAMP := $(VENV)/.docs
+$(DOCS_STAMP): $(RUNTIME)
+	$(RUNTIME_PIP) -c $(VENV)/constraints.txt -e ".[ifeval-lean,docs]"
+	touch $(DOCS_STAMP)
+
 .PHONY: docs
-docs: $(STAMP)
+docs: $(DOCS_STAMP)
 	$(BIN)/mkdocs build --strict
 
 schema: $(STAMP)
