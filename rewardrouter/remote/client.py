@@ -9,9 +9,15 @@ The JSON reply is the reward: a number, a dict (the term's ``key`` names the tra
 batch mode the body is a JSON list of such objects and the reply must be a list of the same
 length, in order; an entry ``{"error": message}`` fails that sample alone.
 
-Every request: at most ``concurrency`` in flight per term, ``timeout`` seconds each, retried with
-jittered exponential backoff after connection errors, timeouts, 5xx and 429 (waiting what
-``Retry-After`` asks), never after another 4xx, and never past the ``deadline``. Redirects are
+Every request: at most ``concurrency`` in flight per term (the others wait their turn,
+requesters in turn: :class:`~rewardrouter.remote.pool.Slots`), ``timeout`` seconds per attempt,
+retried with jittered exponential backoff after connection errors, timeouts, 5xx and 429
+(waiting what ``Retry-After`` asks), never after another 4xx, and never past the ``deadline``,
+which counts from when the request has its slot, not while it waited for one. The budgets
+compose: a request waits for a slot only as long as the reward call that makes it (the term's
+``timeout``) can still give it its whole ``deadline``; then it goes on beyond the cap. So a
+request behind slow ones loses none of its time to them, and every request ends before its
+reward call's deadline. Redirects are
 not followed (a POST redirected with 301-303 would come back as a body-less GET, whose reply
 would be read as the reward): a 3xx is an error naming where it points. A reply is read up to
 ``max_reply_mb`` and no further. Failures raise the exceptions of
@@ -33,6 +39,7 @@ import aiohttp
 from pydantic import SecretStr
 from yarl import URL
 
+from rewardrouter.execute.deadline import current_deadline
 from rewardrouter.remote.errors import (
     RemoteError,
     RemoteInvalid,
@@ -42,7 +49,13 @@ from rewardrouter.remote.errors import (
 )
 from rewardrouter.remote.pool import SessionPool
 from rewardrouter.remote.retry import backoff_delay, retry_after, retryable
-from rewardrouter.remote.settings import EndpointSettings, RemoteSettings, display_url
+from rewardrouter.remote.settings import (
+    AFTER_REQUEST,
+    EndpointSettings,
+    RemoteSettings,
+    deadline_fits,
+    display_url,
+)
 from rewardrouter.sample import SampleLike, metadata_of
 
 log = logging.getLogger("rewardrouter.remote")
@@ -105,9 +118,19 @@ class JsonEndpoint:
             "it cannot be sent to another process"
         )
 
-    async def post_json(self, body: Any) -> Any:
-        """POST ``body`` as JSON; the decoded JSON reply."""
-        return await self._post(self._encode(body))
+    def fits(self, seconds: float) -> tuple[str, str] | None:
+        """Whether ``deadline`` fits in the term's timeout ``seconds`` (checked when the router
+        compiles: :class:`~rewardrouter.rewards.registry.Budgeted`)."""
+        return deadline_fits(self.settings.deadline, seconds)
+
+    async def post_json(self, body: Any, *, retry_timeouts: bool = True) -> Any:
+        """POST ``body`` as JSON; the decoded JSON reply.
+
+        ``retry_timeouts=False``: an attempt that gets no reply within ``timeout`` ends the
+        call (:class:`~rewardrouter.remote.errors.RemoteTimeout`) instead of being sent again,
+        for a caller that splits such a request (a batch whose one input the server hangs on).
+        """
+        return await self._post(self._encode(body), retry_timeouts)
 
     # -- one request, with retries ---------------------------------------------------------
 
@@ -117,45 +140,84 @@ class JsonEndpoint:
         except (TypeError, ValueError) as exc:
             raise RemoteError(f"cannot send the sample as JSON: {exc}") from None
 
-    async def _post(self, payload: bytes) -> Any:
+    async def _post(self, payload: bytes, retry_timeouts: bool = True) -> Any:
+        """The decoded reply to ``payload``, after at most ``retries + 1`` attempts and their
+        backoff, all within ``deadline`` seconds of the request having a slot (and before the
+        deadline of the reward call it runs in, :func:`~rewardrouter.execute.deadline.current_deadline`).
+
+        The request waits for one of the endpoint's ``concurrency`` slots while that call can
+        still give it its whole ``deadline`` (outside a call with a deadline: as long as it
+        takes); then it goes on beyond the cap.
+        """
         settings = self.settings
         here = self.pool.here()
         loop = asyncio.get_running_loop()
-        async with here.semaphore(self, settings.concurrency):
-            deadline = loop.time() + settings.deadline
-            attempts = settings.retries + 1
-            last = _Failure("no attempt made", False)
-            for attempt in range(attempts):
-                budget = min(settings.timeout, deadline - loop.time())
-                value, failure = await self._attempt(here.session, payload, budget)
-                if failure is None:
-                    return value
-                last = failure
-                if not failure.retry:
-                    raise RemoteRejected(f"{failure.message} (a 4xx reply: not retried)")
-                if attempt + 1 == attempts:
-                    break
-                delay = failure.wait
-                if delay is None:
-                    delay = backoff_delay(
-                        attempt, settings.backoff, settings.max_backoff, self._rng
-                    )
-                left = deadline - loop.time()
-                if delay >= left:
-                    raise RemoteTimeout(
-                        f"{failure.message}; gave up after {attempt + 1} attempt(s): the "
-                        f"{settings.deadline:g} s deadline leaves {max(left, 0):.3g} s, the next "
-                        f"attempt was due in {delay:.3g} s"
-                    )
+        call = current_deadline()
+        # The call's end, less what it needs after its request (to read the reply).
+        ends = None if call is None else loop.time() + call.remaining() - AFTER_REQUEST
+        until = None if ends is None else ends - settings.deadline
+        async with here.slots(self, settings.concurrency).slot(until) as held:
+            if not held:
                 log.info(
-                    "%s: attempt %d/%d failed (%s); retrying in %.3g s",
+                    "%s: no free slot among `concurrency` %d while its call can still give it "
+                    "its %g s deadline; sent beyond the cap",
                     self.name,
-                    attempt + 1,
-                    attempts,
-                    failure.message,
-                    delay,
+                    settings.concurrency,
+                    settings.deadline,
                 )
-                await asyncio.sleep(delay)
+            deadline = loop.time() + settings.deadline
+            what = f"the {settings.deadline:g} s deadline"
+            if ends is not None and ends < deadline:
+                deadline, what = ends, "its reward call's deadline"
+            return await self._attempts(here.session, payload, deadline, what, retry_timeouts)
+
+    async def _attempts(
+        self,
+        session: aiohttp.ClientSession,
+        payload: bytes,
+        deadline: float,
+        what: str,
+        retry_timeouts: bool,
+    ) -> Any:
+        """The decoded reply to ``payload`` after at most ``retries + 1`` attempts, the last
+        ending by loop time ``deadline`` (``what`` names it in messages)."""
+        settings = self.settings
+        loop = asyncio.get_running_loop()
+        attempts = settings.retries + 1
+        last = _Failure("no attempt made", False)
+        for attempt in range(attempts):
+            budget = deadline - loop.time()
+            if budget <= 0:
+                tried = f"{last.message}; " if attempt else ""
+                raise RemoteTimeout(f"{tried}{what} has passed")
+            value, failure = await self._attempt(session, payload, min(settings.timeout, budget))
+            if failure is None:
+                return value
+            last = failure
+            if not failure.retry:
+                raise RemoteRejected(f"{failure.message} (a 4xx reply: not retried)")
+            if failure.timed_out and not retry_timeouts:
+                raise RemoteTimeout(f"{failure.message} (not sent again whole: it is split)")
+            if attempt + 1 == attempts:
+                break
+            delay = failure.wait
+            if delay is None:
+                delay = backoff_delay(attempt, settings.backoff, settings.max_backoff, self._rng)
+            left = deadline - loop.time()
+            if delay >= left:
+                raise RemoteTimeout(
+                    f"{failure.message}; gave up after {attempt + 1} attempt(s): {what} leaves "
+                    f"{max(left, 0):.3g} s, the next attempt was due in {delay:.3g} s"
+                )
+            log.info(
+                "%s: attempt %d/%d failed (%s); retrying in %.3g s",
+                self.name,
+                attempt + 1,
+                attempts,
+                failure.message,
+                delay,
+            )
+            await asyncio.sleep(delay)
         message = f"all {attempts} attempt(s) failed; last: {last.message}"
         raise RemoteTimeout(message) if last.timed_out else RemoteUnavailable(message)
 

@@ -19,6 +19,7 @@ Example (a judge behind a bearer token, scored in batches of 32)::
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -39,9 +40,11 @@ class EndpointSettings(BaseModel):
     deadline: float = Field(
         default=50.0,
         gt=0,
-        description="Seconds for one sample (one batch in batch mode), every attempt and wait "
-        "included, counted from its first attempt; keep it below the term's `timeout` (the "
-        "router's default is 60 s), which cuts the call otherwise.",
+        description="Seconds for one sample (one batch in batch mode), every attempt and backoff "
+        "included, counted from when its request has a `concurrency` slot. It must fit in the "
+        "term's `timeout` with 0.25 s to spare (checked when the router compiles, but for "
+        "`batch: true`; the router's default timeout is 60 s): a request waits for a slot only "
+        "while the term's timeout can still give it its whole deadline.",
     )
     retries: int = Field(
         default=3, ge=0, description="Extra attempts after connection errors, timeouts, 5xx, 429."
@@ -52,7 +55,13 @@ class EndpointSettings(BaseModel):
         description="First retry delay in seconds; doubles per attempt, jittered.",
     )
     max_backoff: float = Field(default=10.0, ge=0, description="Upper bound of one retry delay.")
-    concurrency: int = Field(default=32, ge=1, description="Requests in flight at once.")
+    concurrency: int = Field(
+        default=32,
+        ge=1,
+        description="Requests in flight at once; the others wait their turn (the clients of "
+        "`rewardrouter serve` in turn), a request whose term's timeout could no longer give it "
+        "its whole `deadline` goes on beyond the cap.",
+    )
     max_reply_mb: float = Field(
         default=32.0,
         gt=0,
@@ -124,6 +133,36 @@ class RemoteSettings(EndpointSettings):
         if self.batch_size is not None and not self.batch:
             raise ValueError("`batch_size` only applies with `batch: true`; set both or neither")
         return self
+
+
+#: Seconds a reward call keeps after its request's deadline, to read the reply: a request ends
+#: (with its own status) before the call's deadline cuts the call.
+AFTER_REQUEST = 0.25
+
+
+def deadline_fits(deadline: float, seconds: float) -> tuple[str, str] | None:
+    """Whether a request's ``deadline`` (``kwargs.deadline``) fits in its term's timeout
+    ``seconds``, as :class:`~rewardrouter.rewards.registry.Budgeted` asks: with
+    :data:`AFTER_REQUEST` it must be within it, or no request could be given its whole deadline
+    (and the term, not the request's own deadline, would cut a slow one).
+
+    >>> deadline_fits(50, 60) is None
+    True
+    >>> for line in deadline_fits(90, 60):
+    ...     print(line)
+    kwargs.deadline (90 s) and 0.25 s to read the reply are more than the term's timeout (60 s): the term would cut a slow request before its own deadline
+    set kwargs.deadline to 50 or less, or `timeout: 108` or more on the term (or the router's `timeout`)
+    """
+    if deadline + AFTER_REQUEST <= seconds:
+        return None
+    below = math.floor(seconds * 5 / 6) if seconds >= 6 else round(seconds * 5 / 6, 2)
+    return (
+        f"kwargs.deadline ({deadline:g} s) and {AFTER_REQUEST:g} s to read the reply are more than "
+        f"the term's timeout ({seconds:g} s): the term would cut a slow request before its own "
+        "deadline",
+        f"set kwargs.deadline to {below:g} or less, or `timeout: {math.ceil(deadline * 1.2)}` "
+        "or more on the term (or the router's `timeout`)",
+    )
 
 
 def display_url(url: str) -> str:

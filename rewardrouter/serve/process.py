@@ -36,6 +36,7 @@ from itertools import count
 from rewardrouter.config.models import RouterConfig
 from rewardrouter.errors import ConfigError, Problem
 from rewardrouter.execute.process.boot import die_with_parent, kill_group, start_python
+from rewardrouter.remote.pool import REQUESTER
 from rewardrouter.router import Router, compile_router
 from rewardrouter.serve.scoring import answer
 
@@ -353,6 +354,8 @@ async def _answer_requests(router: Router, sock: socket.socket) -> None:
     reader, writer = await asyncio.open_unix_connection(sock=sock, limit=BUFFER)
 
     async def reply(ident: int, endpoint: int, body: bytes) -> None:
+        # Each request its own requester: clients share a remote term's slots in turn.
+        REQUESTER.set(ident)
         status, payload = await answer(router, endpoint, body)
         write_frame(writer, ident, status, payload)
         with contextlib.suppress(ConnectionError):

@@ -13,9 +13,11 @@ no result, error, log record or repr may show.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -25,6 +27,7 @@ from typing import Any, Literal
 import pytest
 from aiohttp import web
 from rr_remote import LoopbackApp, refused_url
+from rr_serve import ServeThread, request
 
 from rewardrouter import ConfigError, RewardError, compile_router
 from rewardrouter.config import to_container
@@ -66,12 +69,13 @@ HONEST = "The capital of France is Paris."
 
 @dataclass(frozen=True)
 class Request:
-    """One request as the judge received it."""
+    """One request as the judge received it, and when (``time.monotonic()``)."""
 
     path: str
     query: str
     headers: dict[str, str]
     body: Any
+    at: float = 0.0
 
 
 def completion(content: Any) -> dict[str, Any]:
@@ -83,7 +87,8 @@ class EchoJudge(LoopbackApp):
     """A judge that knows the truth and quotes what it was sent (see the module doc).
 
     ``reply(request)``, when given, answers instead (a web.Response): the credential tests'
-    misbehaving servers. Every request is kept in ``seen``.
+    misbehaving servers. ``stall``: an answer holding this text is never judged (the judge
+    stalls on it). Every request is kept in ``seen``.
     """
 
     def __init__(
@@ -91,8 +96,9 @@ class EchoJudge(LoopbackApp):
         shape: str = "tag",
         order: Order = "echo_first",
         reply: Callable[[Request], web.Response] | None = None,
+        stall: str | None = None,
     ) -> None:
-        self.shape, self.order, self.reply = shape, order, reply
+        self.shape, self.order, self.reply, self.stall = shape, order, reply, stall
         self.seen: list[Request] = []
         app = web.Application(client_max_size=64 * 2**20)
         app.router.add_route("POST", "/{tail:.*}", self._handle)
@@ -100,7 +106,11 @@ class EchoJudge(LoopbackApp):
 
     async def _handle(self, request: web.Request) -> web.Response:
         seen = Request(
-            request.path, request.query_string, dict(request.headers), await request.json()
+            request.path,
+            request.query_string,
+            dict(request.headers),
+            await request.json(),
+            time.monotonic(),
         )
         self.seen.append(seen)
         if self.reply is not None:
@@ -108,6 +118,8 @@ class EchoJudge(LoopbackApp):
         rubric = seen.body["messages"][-1]["content"]
         fenced, reference = FENCED.search(rubric), REFERENCE.search(rubric)
         answer = fenced.group(2) if fenced else ""
+        if self.stall is not None and self.stall in answer:
+            await asyncio.sleep(600)  # the client gives up first
         right = reference is not None and reference.group(1).strip(" .") in answer
         verdict = VERDICT[self.shape].format(10 if right else 2)
         content = {
@@ -156,12 +168,14 @@ def routers() -> Iterator[Callable[[dict[str, Any]], Any]]:
 
 
 def judge_term(url: str, **kwargs: Any) -> dict[str, Any]:
-    """A judge term on ``url`` whose credential is the canary, failures scored 0."""
+    """A judge term on ``url`` whose credential is the canary, failures scored 0; a request's
+    deadline (15 s) fits in the term's timeout (20 s)."""
     settings = {
         "url": url,
         "model": "judge",
         "auth_env": CANARY_ENV,
         "backoff": 0.01,
+        "deadline": 15,
         "template": RUBRIC + ASK[kwargs.get("parser", "tag")],
         "parser": "tag",
         **kwargs,
@@ -564,3 +578,69 @@ def test_without_the_cap_a_flood_reaches_the_judge(
     router = routers(judge_term(judge.url("/v1"), max_response_chars=10**7))
     router.score_sync(batch(FLOOD))
     assert max(map(len, sent_bodies(judge))) > len(FLOOD)
+
+
+def stalling_term(url: str) -> dict[str, Any]:
+    """A judge term with two slots (`concurrency`), a request's deadline of 1 s (one attempt)
+    and a term timeout of 3 s."""
+    term = judge_term(url, concurrency=2, timeout=1.0, deadline=1.0, retries=0)
+    return {**term, "timeout": 3}
+
+
+STALLS = [f"Lyon, answer {i}. STALL" for i in range(6)]
+
+
+def test_rows_the_judge_stalls_on_cost_the_rows_behind_them_none_of_their_time(
+    judges: Any, routers: Any, canary: Canary
+) -> None:
+    """Six rows the judge never answers fill its two slots, three rounds deep, ahead of two
+    honest rows of the same batch. A request waits for a slot only while the term's timeout can
+    still give it its whole deadline, then goes on beyond the cap: the honest rows are judged
+    right, each stalled row times out alone on its own deadline, and the batch ends within the
+    term's timeout. (Before, a row's wait for a slot spent its term's timeout: the honest rows
+    timed out with 0.0 behind the stalls.)"""
+    judge = judges("tag", "quote", stall="STALL")
+    router = routers(stalling_term(judge.url("/v1")))
+    started = time.monotonic()
+    results = router.score_sync(batch(*STALLS, HONEST, "Paris, of course."), failures="record")
+    took = time.monotonic() - started
+    assert [(r.status, r.reward) for r in results[6:]] == [("ok", 1.0)] * 2
+    for stalled in results[:6]:
+        assert (stalled.status, stalled.reward) == ("timeout", 0.0)
+        assert "no reply within" in stalled.error_message  # its own deadline, not the term's
+    assert took < 3 + 2  # the term's timeout, and a margin for a loaded machine
+    honest_at = [s.at - started for s in judge.seen if "STALL" not in json.dumps(s.body)]
+    assert len(honest_at) == 2 and min(honest_at) > 0.9  # the premise: the stalls held the slots
+    canary.absent_from(*results)
+
+
+def test_one_clients_stalls_leave_another_clients_batch_judged(judges: Any, canary: Canary) -> None:
+    """Through a real `rewardrouter serve`: one client posts six rows the judge stalls on and an
+    honest one, another client then posts two honest rows. Each client's honest rows are judged
+    right (the second client's take the freed slots in turn with the first's), the stalls score
+    0.0, and the second client's batch is answered before the first's, in about one turn of a
+    slot."""
+    judge = judges("tag", "quote", stall="STALL")
+    config = {"default_route": "judged",
+              "routes": {"judged": {"rewards": {"quality": stalling_term(judge.url("/v1"))}}}}  # fmt: skip
+    server = ServeThread(config)
+    answered: dict[str, tuple[float, Any]] = {}
+
+    def post(name: str, rows: list[dict[str, Any]]) -> None:
+        reply = request(server.base + "/batch", rows, timeout=30)
+        answered[name] = (time.monotonic(), reply)
+
+    try:
+        first = threading.Thread(target=post, args=("first", batch(*STALLS, HONEST)))
+        first.start()
+        time.sleep(0.3)  # the first client's rows hold the slots
+        started = time.monotonic()
+        post("second", batch("Paris.", "It is Paris."))  # not the first's: judged once each
+        first.join(30)
+    finally:
+        server.stop()
+    assert answered["second"][1] == (200, [1.0, 1.0])
+    assert answered["first"][1] == (200, [0.0] * 6 + [1.0])
+    assert answered["second"][0] < answered["first"][0]
+    assert answered["second"][0] - started < 1 + 2  # a slot's turn (1 s), and a margin
+    canary.absent_from(answered)

@@ -87,7 +87,7 @@ def refused(seen: Seen, texts: list[str]) -> Reply:
 
 
 def slow(seen: Seen, texts: list[str]) -> Reply:
-    return Reply(reply("vllm_classify", [10.0] * len(texts)), delay=5.0)
+    return Reply(reply("vllm_classify", [10.0] * len(texts)), delay=30.0)
 
 
 CASES = [
@@ -118,15 +118,22 @@ def test_a_faulty_reply_fails_the_hostile_input_alone(
     assert message in bad.error_message
 
 
-def test_a_slow_reply_times_out_the_hostile_input_alone(servers: Servers, canary: Canary) -> None:
-    """One input per request: a batch shares its request's fate when the server never answers
-    (halving helps with unreadable replies, not with a server that hangs)."""
+@pytest.mark.parametrize("batch_size", [1, 64], ids=["one_input_per_request", "batched"])
+def test_an_input_the_server_hangs_on_times_out_alone(
+    servers: Servers, canary: Canary, batch_size: int
+) -> None:
+    """The server never answers a request that holds the hostile input. Sent with the honest
+    input in one request, that request gets no reply in `timeout` (0.5 s): it is not sent again
+    whole, each input goes alone, and only the hostile one times out (before, the honest input
+    of the same request timed out with it)."""
     server = servers.scripted(faulty(slow))
     settings = {"api": "vllm_classify", "url": server.url(), "model": "rm", "template": "plain",
                 "auth_env": CANARY_ENV, "timeout": 0.5, "deadline": 1.0, "retries": 1,
-                "backoff": 0.01, "batch_size": 1}  # fmt: skip
-    bad = score_hostile(canary, settings, HOSTILE, deadline=4)
+                "backoff": 0.01, "batch_size": batch_size}  # fmt: skip
+    bad = score_hostile(canary, settings, HOSTILE, deadline=5)
     assert (bad.reward, bad.status) == (0.0, "timeout")
+    first = texts_of("vllm_classify", server.seen[0].body)
+    assert len(first) == (2 if batch_size > 1 else 1)  # the premise: one request held both
 
 
 @pytest.mark.parametrize(("hostile", "marker"), TEMPLATE_INJECTIONS)

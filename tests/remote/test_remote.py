@@ -21,7 +21,7 @@ from rr_remote import Reply, Script, Seen, Servers, refused_url
 from rr_testfns import row
 
 from rewardrouter import ConfigError, RewardError, Router, RoutingError
-from rewardrouter.remote.pool import SessionPool
+from rewardrouter.remote.pool import REQUESTER, SessionPool, Slots
 from rewardrouter.remote.retry import backoff_delay, retry_after
 
 SECRET = "s3cr3t-t0ken-value"
@@ -720,3 +720,56 @@ def test_a_url_user_beside_another_authorization_is_refused_at_compile(
     with pytest.raises(ConfigError, match="holds a user name") as caught:
         make_router({"routes": {"r": {"rewards": {"t": {"kind": "remote", "kwargs": kwargs}}}}})
     assert "pw" not in str(caught.value)
+
+
+async def _waits_then(slots: Slots, leave: str) -> bool:
+    """Hold ``slots``' only slot, and have a second request wait behind it until it leaves:
+    ``cancelled`` while it waits, ``handed`` cancelled just as the slot is handed to it, or
+    ``expired`` by its ``until``; then whether a third request still gets the slot."""
+    loop = asyncio.get_running_loop()
+
+    async def second() -> None:
+        async with slots.slot(until=loop.time() + (0.01 if leave == "expired" else 60)) as held:
+            assert held is (leave != "expired")
+
+    async with slots.slot():
+        waiting = asyncio.create_task(second())
+        await asyncio.sleep(0.05)
+        if leave == "cancelled":
+            waiting.cancel()
+    if leave == "handed":
+        waiting.cancel()  # the slot was handed over as the first left; it is handed on
+    await asyncio.gather(waiting, return_exceptions=True)
+    async with slots.slot(until=loop.time()) as third:
+        return third and slots.held == 1
+
+
+@pytest.mark.parametrize("leave", ["cancelled", "handed", "expired"])
+def test_a_waiting_request_that_leaves_keeps_no_slot(leave: str) -> None:
+    """However a waiting request leaves (cancelled while it waits, cancelled as the slot is
+    handed to it, or gone on beyond the cap at its ``until``), the slot is free for the next."""
+    slots = Slots(1)
+    assert asyncio.run(_waits_then(slots, leave))
+    assert (slots.held, slots.beyond) == (0, int(leave == "expired"))
+
+
+def test_requesters_take_freed_slots_in_turn() -> None:
+    """Two requesters, one asking for ten slots first: a freed slot goes to the one holding
+    fewer, so the second's requests are served between the first's, not after them."""
+
+    async def main() -> list[str]:
+        slots, order = Slots(2), []
+
+        async def request(who: str, name: str) -> None:
+            REQUESTER.set(who)
+            async with slots.slot():
+                order.append(name)
+                await asyncio.sleep(0.01)
+
+        first = [request("a", f"a{i}") for i in range(10)]
+        second = [request("b", f"b{i}") for i in range(3)]
+        await asyncio.gather(*first, *second)
+        return order
+
+    order = asyncio.run(main())
+    assert order.index("b2") < order.index("a6")

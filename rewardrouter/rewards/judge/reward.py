@@ -94,6 +94,11 @@ class JudgeReward:
     def __repr__(self) -> str:
         return f"JudgeReward({self.name!r})"
 
+    def fits(self, seconds: float) -> tuple[str, str] | None:
+        """Whether the judge's ``deadline`` fits in the term's timeout ``seconds`` (checked
+        when the router compiles: :class:`~rewardrouter.rewards.registry.Budgeted`)."""
+        return self.endpoint.fits(seconds)
+
     def request(self, sample: Any) -> dict[str, Any]:
         """The chat-completions body for ``sample``.
 

@@ -26,8 +26,11 @@ concurrency cap, the reply size cap, and the credential scrubbed from every mess
 that cannot be read as one score per input (a wrong count, another shape, an oversized body) or
 a 400, 413 or 422 (vLLM refuses a whole batch for one input over its context length) fails the
 request's inputs only after the request is split in halves and each half sent again, down to
-one input: so one hostile input fails alone and its neighbours are scored. Another 4xx (401,
-403, 404) fails the request's inputs at once. A score that is not a finite
+one input: so one hostile input fails alone and its neighbours are scored. A request of several
+inputs that gets no reply within ``timeout`` is not sent again whole: each of its inputs is sent
+alone at once, so an input the server hangs on times out alone and its neighbours are scored
+(each request's ``deadline``, and the term's call deadline, count from when it has its slot).
+Another 4xx (401, 403, 404) fails the request's inputs at once. A score that is not a finite
 number fails its input alone.
 """
 
@@ -39,7 +42,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from rewardrouter.remote.errors import RemoteError, RemoteInvalid, RemoteRejected
+from rewardrouter.remote.errors import RemoteError, RemoteInvalid, RemoteRejected, RemoteTimeout
 from rewardrouter.rewards.model_input import ResponseGuard
 from rewardrouter.rewards.reward_model.conversation import (
     Unusable,
@@ -94,6 +97,11 @@ class ServedRewardModel:
     def __repr__(self) -> str:
         return f"ServedRewardModel({self.name!r})"
 
+    def fits(self, seconds: float) -> tuple[str, str] | None:
+        """Whether a request's ``deadline`` fits in the term's timeout ``seconds`` (checked
+        when the router compiles: :class:`~rewardrouter.rewards.registry.Budgeted`)."""
+        return self.endpoint.fits(seconds)
+
     @property
     def sends_messages(self) -> bool:
         """Whether each conversation goes alone as ``messages`` (the server renders it)."""
@@ -135,9 +143,18 @@ class ServedRewardModel:
         return [score for reply in replies for score in reply]
 
     async def _chunk(self, chunk: list[Any]) -> list[Scored]:
+        """The scores of one request's inputs; a request whose failure may be one input's is
+        split to find it (see the module doc)."""
         try:
-            reply = await self.endpoint.post_json(self._body(chunk))
+            # A batch that times out is not sent again whole: its inputs go alone instead.
+            reply = await self.endpoint.post_json(self._body(chunk), retry_timeouts=len(chunk) == 1)
             return self._read(reply, len(chunk))
+        except RemoteTimeout as exc:
+            if len(chunk) == 1:
+                return [exc]
+            # Which input does the server hang on? Each alone, at once.
+            alone = await asyncio.gather(*(self._chunk([item]) for item in chunk))
+            return [score for one in alone for score in one]
         except (RemoteInvalid, RemoteRejected) as exc:
             if len(chunk) == 1 or not _about_an_input(exc):
                 return [exc] * len(chunk)
@@ -146,7 +163,7 @@ class ServedRewardModel:
                 self._chunk(chunk[:half]), self._chunk(chunk[half:])
             )
             return first + second
-        except RemoteError as exc:  # timeouts, unavailable: retried already, fail the request
+        except RemoteError as exc:  # unavailable: retried already, fail the request
             return [exc] * len(chunk)
 
     def _body(self, chunk: list[Any]) -> dict[str, Any]:
