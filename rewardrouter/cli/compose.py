@@ -210,21 +210,52 @@ _MISSING_OPTION = re.compile(r"Could not (?:find|load) '([^'/]+)/([^']+)'")
 _CONTEXT_LINES = ("full_key:", "object_type=", "reference_type=")
 
 
-def hydra_problem(exc: Exception, options: Callable[[str], list[str]] | None = None) -> Problem:
+def search_path(overrides: Sequence[str]) -> list[str]:
+    """The folders ``hydra.searchpath=[...]`` names on the command line, as written."""
+    folders: list[str] = []
+    for override in _parse(overrides):
+        if override.key_or_group == "hydra.searchpath":
+            value = override.value()
+            folders += [str(v) for v in value] if isinstance(value, list) else [str(value)]
+    return folders
+
+
+def _too_deep(group: str, option: str, folders: Sequence[str]) -> str | None:
+    """Where a search-path folder is a group folder itself (it holds ``option.yaml``, or is
+    named ``group``): the fix, naming the folder above it."""
+    for entry in folders:
+        if not entry.startswith("file://"):
+            continue
+        folder = Path(entry.removeprefix("file://"))
+        if (folder / f"{option}.yaml").is_file() or folder.name == group:
+            return (
+                f"hydra.searchpath names {entry}, which is a {group!r} folder itself; a search "
+                f"path names the folder that holds the group folders: "
+                f"hydra.searchpath=[file://{folder.parent}] (then {group}={option} reads "
+                f"{folder.parent / group / option}.yaml)"
+            )
+    return None
+
+
+def hydra_problem(
+    exc: Exception,
+    options: Callable[[str], list[str]] | None = None,
+    folders: Sequence[str] = (),
+) -> Problem:
     """Hydra's or OmegaConf's own error as a :class:`Problem` at its key when it names one,
     with a "did you mean" for a group option that does not exist (``shaping=grpoo``) when
-    ``options(group)`` lists a group's options."""
+    ``options(group)`` lists a group's options, and the fix when a folder of the search path
+    (``folders``) is one level too deep."""
     text = str(exc)
     found = _MISSING_OPTION.search(text)
     if found and options is not None:
         group, option = found.groups()
         known = options(group)
         close = did_you_mean(option, known)
-        return Problem(
-            group,
-            f"no option {option!r} in config group {group!r}",
-            f"{close + ' ' if close else ''}options: {', '.join(known) or 'none'}",
+        hint = _too_deep(group, option, folders) or (
+            f"{close + ' ' if close else ''}options: {', '.join(known) or 'none'}"
         )
+        return Problem(group, f"no option {option!r} in config group {group!r}", hint)
     lines = [line for line in text.splitlines() if not line.strip().startswith(_CONTEXT_LINES)]
     return Problem(
         str(getattr(exc, "full_key", None) or "<overrides>"),
@@ -247,7 +278,7 @@ def _composed(overrides: Sequence[str], maps: bool = True) -> tuple[DictConfig, 
             found = dataset_maps_of(cfg.hydra.runtime.config_sources, overrides) if maps else []
         except (HydraException, OmegaConfBaseException) as exc:
             loader = GlobalHydra.instance().config_loader()
-            problem = hydra_problem(exc, loader.get_group_options)
+            problem = hydra_problem(exc, loader.get_group_options, search_path(overrides))
         else:
             with open_dict(cfg):  # as compose() leaves it without return_hydra_config
                 del cfg["hydra"]
@@ -406,12 +437,39 @@ def composed_job(
     if created:
         raise ConfigError(created, "the command line")
     cfg, maps = _composed(overrides)
+    bare = unpackaged(cfg, maps)
+    if bare:
+        raise ConfigError(bare, source_name(config_file))
     for found in maps:
         message = found.warning()
         if message is not None:
             warnings.warn(message, RewardRouterWarning, stacklevel=3)
     source = source_name(config_file)
     return validate(to_container(cfg, source), JobConfig, source), maps
+
+
+#: The first line a config file merged at the top level must have (Hydra's package header).
+GLOBAL_PACKAGE = "# @package _global_"
+
+
+def unpackaged(cfg: DictConfig, maps: Sequence[DatasetMap]) -> list[Problem]:
+    """A group's file without ``# @package _global_``: Hydra merges its keys under the group's
+    name (``datasets: {routes: ...}``) rather than at the top, where the router reads them."""
+    problems = []
+    for group in sorted(config_groups() & set(cfg)):
+        files = [m.path for m in maps if group == "datasets"]
+        bare = [f for f in files if not Path(f).read_text().lstrip().startswith(GLOBAL_PACKAGE)]
+        where = ", ".join(bare) or f"the {group} file chosen"
+        problems.append(
+            Problem(
+                group,
+                f"the keys of {where} were merged under `{group}:`, not at the top where the "
+                f"router reads them: its first line is not `{GLOBAL_PACKAGE}`",
+                f"add `{GLOBAL_PACKAGE}` as the first line of {where}, as the shipped "
+                f"conf/{group}/*.yaml files have",
+            )
+        )
+    return problems
 
 
 def source_name(config_file: Path | None) -> str:

@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress
 
-from rewardrouter.cli.compose import DatasetMap, named
+from rewardrouter.cli.compose import DatasetMap, named, unpackaged
 from rewardrouter.cli.figure import write_figure
 from rewardrouter.cli.jsonl import DataError, Rows, located, read_rows, writable, write_rows
 from rewardrouter.cli.objective import column_problems, objective
@@ -31,7 +31,7 @@ from rewardrouter.cli.paths import example_data
 from rewardrouter.cli.summary import json_safe, print_summary, route_stats, write_summary
 from rewardrouter.config.job import JobConfig, ObjectiveConfig
 from rewardrouter.config.load import to_container, validate
-from rewardrouter.errors import RewardRouterError, did_you_mean
+from rewardrouter.errors import ConfigError, RewardRouterError, did_you_mean
 from rewardrouter.integrations._checks import data_problems, unlabeled
 from rewardrouter.results import RewardResult, ScoreWarning, count_warnings
 from rewardrouter.router import Router, compile_router
@@ -164,6 +164,9 @@ def run(
     maps: Sequence[DatasetMap] = (),
 ) -> float:
     """Validate the composed config and run the job (:func:`run_job`)."""
+    bare = unpackaged(cfg, maps)
+    if bare:
+        raise ConfigError(bare, source)
     job = validate(to_container(cfg, source), JobConfig, source)
     with named(source):
         return run_job(job, output_dir, console, maps)

@@ -239,3 +239,38 @@ def test_the_job_counts_rows_whose_routing_field_is_out_of_place(
     ]
     assert f"warning: {message} (lines 1, 3)" in out
     assert "warnings counted (summary.json lists them): misplaced_route_field 2" in out
+
+
+def test_a_dataset_map_without_its_package_line_names_the_file_and_the_line(
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "1000")
+    # Without `# @package _global_`, Hydra merges the map's keys under `datasets:`; the message
+    # once read "unknown key 'datasets' ... did you mean 'data'?"
+    (tmp_path / "datasets").mkdir()
+    mine = tmp_path / "datasets" / "mine.yaml"
+    mine.write_text(MY_MAP.removeprefix("# @package _global_\n"))
+    overrides = ["datasets=[mine]", f"hydra.searchpath=[file://{tmp_path}]"]
+    with pytest.raises(ConfigError) as refused:
+        compose_job(overrides)
+    [problem] = refused.value.problems
+    assert problem.path == "datasets" and str(mine) in problem.message
+    assert problem.hint == (
+        f"add `# @package _global_` as the first line of {mine}, as the shipped "
+        f"conf/datasets/*.yaml files have"
+    )
+    status, out = run_cli(*overrides, f"hydra.run.dir={tmp_path / 'out'}")  # the job too
+    assert status == 2 and "add `# @package _global_` as the first line of" in out, out
+    assert "did you mean 'data'" not in out
+
+
+def test_a_search_path_one_folder_too_deep_names_the_folder_above(
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "1000")  # a path on one line of the output
+    (tmp_path / "router").mkdir()
+    (tmp_path / "router" / "mine.yaml").write_text(MY_MAP)
+    status, out = run_cli(f"hydra.searchpath=[file://{tmp_path / 'router'}]", "router=mine")
+    assert status == 2, out
+    assert "no option 'mine' in config group 'router'" in out
+    assert f"hydra.searchpath=[file://{tmp_path}] (then router=mine reads" in out, out
