@@ -103,17 +103,34 @@ def short(text: str, size: int = PROBLEM_CHARS) -> str:
     return f"{text[:size]}... (cut from {len(text):,} characters)"
 
 
-def listed(problems: Sequence[str]) -> str:
-    """The first :data:`LISTED` of ``problems``, each :func:`short`, and how many more.
+class Problems:
+    """The problems of a request, as an error names them: the first :data:`LISTED` kept (each
+    :func:`short`), the rest only counted, so that neither the message nor the memory it takes
+    grows with the body.
 
-    >>> listed(["a", "b"])
-    'a; b'
-    >>> listed([f"[{i}]: bad" for i in range(8)])
+    >>> found = Problems()
+    >>> for i in range(8):
+    ...     found.add(f"[{i}]: bad")
+    >>> str(found)
     '[0]: bad; [1]: bad; [2]: bad; [3]: bad; [4]: bad; and 3 more problems in the body'
     """
-    shown = "; ".join(short(problem) for problem in problems[:LISTED])
-    more = len(problems) - LISTED
-    return shown if more <= 0 else f"{shown}; and {more:,} more problems in the body"
+
+    def __init__(self) -> None:
+        self.first: list[str] = []
+        self.count = 0
+
+    def add(self, problem: str) -> None:
+        if self.count < LISTED:
+            self.first.append(short(problem))
+        self.count += 1
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+    def __str__(self) -> str:
+        shown = "; ".join(self.first)
+        more = self.count - len(self.first)
+        return shown if more <= 0 else f"{shown}; and {more:,} more problems in the body"
 
 
 def decode(body: bytes) -> Any:
@@ -136,24 +153,26 @@ def decode(body: bytes) -> Any:
 
 
 def _samples(items: list[Any], batched: bool) -> list[Sample]:
-    """The samples of a request's objects; every problem of every object is reported."""
+    """The samples of a request's objects; every problem of every object is counted, the
+    first ones named (:class:`Problems`)."""
     samples: list[Sample] = []
-    problems: list[str] = []
+    problems = Problems()
     for i, item in enumerate(items):
         prefix: list[str | int] = [i] if batched else []
         if not isinstance(item, dict):
             at = f"[{i}]: " if batched else ""
             found = type(item).__name__
-            problems.append(f"{at}expected a JSON object with `response`, found {found}")
+            problems.add(f"{at}expected a JSON object with `response`, found {found}")
             continue
         try:
             request = RewardRequest.model_validate(item)
         except ValidationError as exc:
-            problems += map(str, problems_from_validation(exc, item, RewardRequest, prefix))
+            for problem in problems_from_validation(exc, item, RewardRequest, prefix):
+                problems.add(str(problem))
             continue
         samples.append(Sample(**request.model_dump()))
     if problems:
-        raise BadRequest(400, listed(problems))
+        raise BadRequest(400, str(problems))
     return samples
 
 
