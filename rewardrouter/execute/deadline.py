@@ -3,15 +3,16 @@
 An ``inline`` call's deadline counts from when the executor starts it. A grader that then waits
 for a resource it shares (a sandbox's free worker, a server's free connection) would spend its
 own deadline in that queue, and the calls behind a slow one would time out without having run.
-Such a grader calls :meth:`CallDeadline.restart` once the resource is its own: the deadline then
-counts from there, in full, and what it does after is bounded by it as before. The wait itself is
-bounded by the work ahead of it, each piece of which is bounded by its own deadline.
+Such a grader waits inside :meth:`CallDeadline.paused`: the deadline stops for the wait and
+counts from its end, in full, so what the grader does with the resource is bounded as before.
+The wait itself is bounded by the work ahead of it, each piece of which is bounded by its own
+deadline.
 
 >>> import asyncio
 >>> from rewardrouter.execute.inprocess.inline import bounded
 >>> async def graded(item):
-...     await asyncio.sleep(0.2)  # a queue
-...     current_deadline().restart()
+...     with current_deadline().paused():
+...         await asyncio.sleep(0.5)  # a queue, longer than the whole deadline
 ...     await asyncio.sleep(0.2)  # the work
 ...     return 1.0
 >>> asyncio.run(bounded(graded, None, timeout=0.3)).status
@@ -21,7 +22,9 @@ bounded by the work ahead of it, each piece of which is bounded by its own deadl
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 
@@ -32,9 +35,14 @@ class CallDeadline:
     seconds: float
     scope: asyncio.Timeout
 
-    def restart(self) -> None:
-        """Count the call's deadline from now, in full."""
-        self.scope.reschedule(asyncio.get_running_loop().time() + self.seconds)
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """No deadline inside (a wait for the call's turn); from its end, the whole deadline."""
+        self.scope.reschedule(None)
+        try:
+            yield
+        finally:
+            self.scope.reschedule(asyncio.get_running_loop().time() + self.seconds)
 
     def remaining(self) -> float:
         """Seconds left before the deadline."""

@@ -827,3 +827,19 @@ def test_budgets_that_cannot_compose_are_refused_when_the_router_compiles() -> N
     with pytest.raises(ConfigError) as refused:
         _code_router("fraction", timeout=5)
     assert "need 13 s, more than the term's timeout (5 s)" in str(refused.value)
+
+
+def test_a_program_queued_longer_than_its_timeout_still_runs_in_full() -> None:
+    # One worker, a term timeout of 13 s, and more than that of sleepers (each fails its first
+    # 0.5 s test) ahead of an honest program: its wait for the worker is not its time (the
+    # call's deadline stops while it waits), so it runs all 11 tests and scores 1.0, where it
+    # once timed out in the queue.
+    kwargs = {"scoring": "all", "limits": {**LIMITS, "timeout": "500ms"}, "workers": 1}
+    term = {"kind": "code", "kwargs": kwargs, "timeout": 13}
+    config = {"routes": {"code": {"match": ["code"], "rewards": {"t": term}}}}
+    with compile_router(config) as router:
+        begun = time.monotonic()
+        batch = router.score_sync(_rows([SLEEPER] * 24 + [DOUBLES]))
+        took = time.monotonic() - begun
+    assert [(r.reward, r.status) for r in batch] == [(0.0, "ok")] * 24 + [(1.0, "ok")], batch
+    assert took > 13, f"the queue took {took:.1f} s: the test needs more than the timeout"

@@ -252,10 +252,11 @@ class LocalSandbox:
     ) -> RunReport:
         """Run ``program`` on each case of ``runs`` (the ``run`` dicts of the cases)."""
         _ = self._launcher  # SandboxError now, before a worker is taken, without bubblewrap
-        async with self._cap():
-            call = current_deadline()
-            if call is not None:
-                call.restart()  # its time starts now that it runs, not while it queued
+        call = current_deadline()
+        cap = self._cap()
+        with call.paused() if call is not None else contextlib.nullcontext():
+            await cap.acquire()  # its time starts when it runs, not while it waits for a worker
+        try:
             deadline = self.case_deadline(call.seconds if call is not None else None)
             groups = self._program_cgroups()
             try:
@@ -263,6 +264,8 @@ class LocalSandbox:
             finally:
                 if groups is not None:
                     await self._remove(groups)
+        finally:
+            cap.release()
 
     async def _run(
         self,

@@ -85,8 +85,8 @@ class CodeLimits(BaseModel):
     deadline: AllTests = Field(
         default=None,
         gt=0,
-        description="Seconds for all of a program's test cases together; cases not started by "
-        "then fail (status skipped). null: derived from the term's timeout (less one test's "
+        description="Seconds for all of a program's test cases together; cases after the first "
+        "not started by then fail (status skipped). null: derived from the term's timeout (less one test's "
         "`timeout` and the runner's 11 s allowance), so a program always ends within its call; "
         "a value whose worst case does not fit the term's timeout is refused when the router "
         "compiles.",
