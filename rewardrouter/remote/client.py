@@ -41,11 +41,11 @@ from yarl import URL
 
 from rewardrouter.execute.deadline import current_deadline
 from rewardrouter.remote.errors import (
-    RemoteError,
     RemoteInvalid,
     RemoteRejected,
     RemoteTimeout,
     RemoteUnavailable,
+    Unsendable,
 )
 from rewardrouter.remote.pool import SessionPool
 from rewardrouter.remote.retry import backoff_delay, retry_after, retryable
@@ -138,7 +138,7 @@ class JsonEndpoint:
         try:
             return json.dumps(body, ensure_ascii=False, allow_nan=False).encode()
         except (TypeError, ValueError) as exc:
-            raise RemoteError(f"cannot send the sample as JSON: {exc}") from None
+            raise Unsendable(f"cannot send the sample as JSON: {exc}") from None
 
     async def _post(self, payload: bytes, retry_timeouts: bool = True) -> Any:
         """The decoded reply to ``payload``, after at most ``retries + 1`` attempts and their

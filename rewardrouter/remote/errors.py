@@ -11,6 +11,9 @@
     └── RemoteInvalid (InvalidReturn)  a reply that is not JSON, or a batch reply that is not a
                                        list of one reward per sample (status ``invalid``)
 
+    Unsendable (ValueError)            the sample cannot be written as JSON (a lone surrogate in
+                                       its text): the sample's own failure, not the server's
+
 Messages name the endpoint without credentials and never contain the credential itself.
 """
 
@@ -38,3 +41,8 @@ class RemoteTimeout(RemoteError, TimeoutError):
 
 class RemoteInvalid(RemoteError, InvalidReturn):
     """The reply cannot be read as rewards."""
+
+
+class Unsendable(ValueError):
+    """The request cannot be written as JSON: what the sample holds (a lone surrogate, which no
+    UTF-8 can carry), never the server or the way to it, so not a :class:`RemoteError`."""

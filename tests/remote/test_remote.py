@@ -323,6 +323,20 @@ def test_a_sample_that_is_not_json_fails_alone(make_router: Any, servers: Server
     assert len(server.seen) == 1
 
 
+def test_a_response_no_json_can_carry_is_its_samples_failure_under_raise(
+    make_router: Any, servers: Servers
+) -> None:
+    # A lone surrogate cannot be written as UTF-8: the policy wrote it, so it is that sample's
+    # status, whatever on_error says, never a server fault that stops the batch.
+    server = servers.scripted(length)
+    router = judged(make_router, judge(server.url(), on_error="raise"))
+    ok, bad = router.score_sync([row("ok"), row("bad \ud800 text")])
+    assert ok.reward == 2.0
+    assert (bad.status, bad.reward) == ("error", None)
+    assert "cannot send the sample as JSON" in (bad.error_message or "")
+    assert len(server.seen) == 1
+
+
 # -- batch mode --------------------------------------------------------------------------------
 
 

@@ -59,6 +59,11 @@ class FusionSandbox:
         self._jobs = LocalSandbox(limits, workers=1, isolate=False, drop_user=False, walls=False)
         self._harness = HARNESS.read_text(encoding="utf-8")
 
+    def fits(self, seconds: float) -> tuple[str, str] | None:
+        """Whether the service's requests fit in the term's timeout ``seconds`` (their
+        ``deadline``, checked by the remote client's own rule)."""
+        return self.endpoint.fits(seconds)
+
     def _request(self, code: str, stdin: str, run_timeout: float, language: str) -> dict[str, Any]:
         return {
             "code": code,

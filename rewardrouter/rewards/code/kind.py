@@ -8,7 +8,6 @@ router with the same limits shares one local sandbox and its cap on programs run
 from __future__ import annotations
 
 import logging
-import math
 import platform
 from typing import TYPE_CHECKING, Any
 
@@ -19,9 +18,6 @@ from rewardrouter.rewards.code.compare import same_output, same_return
 from rewardrouter.rewards.code.extract import extract_program
 from rewardrouter.rewards.code.harness import SECCOMP_MACHINES, decode
 from rewardrouter.rewards.code.local import (
-    CASE_SLACK,
-    GRACE,
-    MARGIN,
     SECCOMP,
     WALLS,
     CaseRun,
@@ -62,33 +58,8 @@ class CodeReward:
 
     def fits(self, seconds: float) -> tuple[str, str] | None:
         """Whether a program's worst case fits in the term's timeout ``seconds`` (see
-        :class:`~rewardrouter.rewards.registry.Budgeted`): one test and the runner's allowance
-        must, and so must ``limits.deadline`` where it is set. Unset, the cases' deadline is
-        derived from the call's own (:meth:`LocalSandbox.case_deadline`)."""
-        if not isinstance(self.sandbox, LocalSandbox):
-            return None
-        limits = self.settings.limits
-        allowance = CASE_SLACK + GRACE + MARGIN
-        one = limits.timeout + allowance
-        if one > seconds:
-            return (
-                f"one test's kwargs.limits.timeout ({limits.timeout:g} s) and the runner's "
-                f"allowance ({allowance:g} s: start-up, clean-up, the report) need {one:g} s, "
-                f"more than the term's timeout ({seconds:g} s): no test could run",
-                f"set `timeout: {math.ceil(one)}` or more on the term (or the router's "
-                f"`timeout`), or lower kwargs.limits.timeout",
-            )
-        if limits.deadline is not None and limits.deadline + one > seconds:
-            need = limits.deadline + one
-            return (
-                f"kwargs.limits.deadline ({limits.deadline:g} s), one more test that started "
-                f"before it ({limits.timeout:g} s) and the runner's allowance ({allowance:g} s) "
-                f"need {need:g} s, more than the term's timeout ({seconds:g} s)",
-                f"set `timeout: {math.ceil(need)}` or more on the term, or kwargs.limits.deadline "
-                f"to {math.floor(seconds - one)} or less (or remove it: it is then derived from "
-                f"the term's timeout)",
-            )
-        return None
+        :class:`~rewardrouter.rewards.registry.Budgeted`): the sandbox's to say."""
+        return self.sandbox.fits(seconds)
 
     async def __call__(self, args: Any, sample: Any) -> float:
         cases = parse_tests(getattr(sample, "label", None))

@@ -35,6 +35,7 @@ import contextlib
 import functools
 import json
 import logging
+import math
 import os
 import platform
 import shutil
@@ -227,6 +228,34 @@ class LocalSandbox:
         bwrap, python = launcher
         disk = self.limits.disk_mb << 20
         return bubblewrap.command(bwrap, python, disk, os.geteuid() == 0, binds)
+
+    def fits(self, seconds: float) -> tuple[str, str] | None:
+        """Whether a program's worst case fits in its call's deadline ``seconds`` (checked when
+        the router compiles): one test and the runner's allowance must, and so must
+        ``limits.deadline`` where it is set. Unset, the cases' deadline is derived from the
+        call's own (:meth:`case_deadline`)."""
+        limits = self.limits
+        allowance = CASE_SLACK + GRACE + MARGIN
+        one = limits.timeout + allowance
+        if one > seconds:
+            return (
+                f"one test's kwargs.limits.timeout ({limits.timeout:g} s) and the runner's "
+                f"allowance ({allowance:g} s: start-up, clean-up, the report) need {one:g} s, "
+                f"more than the term's timeout ({seconds:g} s): no test could run",
+                f"set `timeout: {math.ceil(one)}` or more on the term (or the router's "
+                f"`timeout`), or lower kwargs.limits.timeout",
+            )
+        if limits.deadline is not None and limits.deadline + one > seconds:
+            need = limits.deadline + one
+            return (
+                f"kwargs.limits.deadline ({limits.deadline:g} s), one more test that started "
+                f"before it ({limits.timeout:g} s) and the runner's allowance ({allowance:g} s) "
+                f"need {need:g} s, more than the term's timeout ({seconds:g} s)",
+                f"set `timeout: {math.ceil(need)}` or more on the term, or kwargs.limits.deadline "
+                f"to {math.floor(seconds - one)} or less (or remove it: it is then derived from "
+                f"the term's timeout)",
+            )
+        return None
 
     def case_deadline(self, call_seconds: float | None) -> float | None:
         """Seconds for all of a program's cases: the limits' ``deadline``, cut so that the
