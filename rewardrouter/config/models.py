@@ -190,8 +190,8 @@ class TrajectoryConfig(_Model):
     Each conversation is validated before a term reads it; one that breaks a bound or the message
     format gives its sample an ``error`` status naming the message and the bound, and the rest
     of the batch is scored: under ``on_error: raise`` it is recorded (reward None), not raised,
-    since the policy wrote it; ``on_error: {value: x}`` scores it ``x``. Example: ``trajectory: {max_messages: 256, messages_field:
-    messages}``.
+    since the policy wrote it; ``on_error: {value: x}`` scores it ``x``. Example:
+    ``trajectory: {max_messages: 256, messages_field: messages}``.
     """
 
     max_messages: int = Field(
@@ -213,7 +213,17 @@ class TrajectoryConfig(_Model):
         default=None,
         description="A metadata field that holds the conversation of a sample whose response "
         "is text (slime's Sample.metadata, verl's extra_info from an agent loop's "
-        "extra_fields); null: only a response given as a list of messages is a conversation.",
+        "extra_fields): a list of messages, or a string holding one as JSON. A sample that "
+        "lacks it is an error for the terms that read the conversation. null: only a response "
+        "given as a list of messages is a conversation.",
+    )
+    format: Literal["auto", "none"] = Field(
+        default="auto",
+        description="How tool calls written as text in an assistant message without "
+        "`tool_calls` are read. auto: each <tool_call>{\"name\", \"arguments\"}</tool_call> "
+        "block (the Hermes, Qwen2.5 and Qwen3 chat templates' form) is a call, and one that "
+        "cannot be read counts as a failed call; none: such a block makes the conversation "
+        "unreadable (the sample's error).",
     )
 
 

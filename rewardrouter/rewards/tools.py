@@ -19,9 +19,12 @@ of the tool it names, declared in the term's ``tools`` or in the sample's metada
                 properties: {city: {type: string}}
                 required: [city]
 
-``tool_success`` is the fraction of tool results (``tool`` messages) whose text does not start
-with an error marker (``error_prefixes``; by default what tools write on failure: ``Error:``,
-``Traceback (most recent call last)``, and TRL's ``{'error': ...}``).
+``tool_success`` is the fraction of the assistant's calls that a tool answered without failing:
+a result fails when its text starts with an error marker (``error_prefixes``; by default what
+tools write on failure: ``Error:``, ``Traceback (most recent call last)``, and TRL's
+``{'error': ...}``) or, being one JSON object, says so (``json_errors``: ``error`` set, ``status``
+``error``, ``success: false``, MCP's ``isError: true``); a call no tool answered failed too
+(``unanswered``), and so did a call written as text that could not be read.
 """
 
 from __future__ import annotations
@@ -36,11 +39,13 @@ from jsonschema.validators import validator_for
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rewardrouter.errors import short_repr
+from rewardrouter.outcome import DataFault
 from rewardrouter.rewards.registry import Bound, Resources, resource_kind
 from rewardrouter.sample import metadata_of
 from rewardrouter.trajectory import (
     Conversation,
     DuplicateKeyError,
+    Message,
     ToolCall,
     TrajectoryError,
     parse_arguments,
@@ -48,14 +53,21 @@ from rewardrouter.trajectory import (
 
 #: What ``tool_success`` counts as a failed tool result by default: a result whose text starts
 #: with one of these (after leading whitespace). TRL writes a tool's exception as
-#: ``str({"error": message})``.
+#: ``str({"error": message})``, a Python dict; a JSON object is read whole (``json_errors``).
 ERROR_PREFIXES = (
     "Error:",
     "ERROR:",
     "Traceback (most recent call last)",
     "{'error':",
-    '{"error":',
 )
+
+#: Keys of a JSON object result that say it failed when set (not null, false, 0, "", [] or {}).
+_ERROR_KEYS = frozenset({"error", "errors"})
+#: ``status`` values of a failed JSON object result (compared ignoring case and whitespace).
+_FAILED_STATUSES = frozenset({"error", "failed", "failure", "fail"})
+#: Keys whose value ``false`` says the call failed, and whose ``true`` does (MCP's tool result).
+_FALSE_FAILS = frozenset({"success", "ok"})
+_TRUE_FAILS = frozenset({"isError", "is_error"})
 
 #: How many sample-declared schemas one ``tool_call_format`` term keeps compiled.
 _CACHED_SCHEMAS = 256
@@ -128,7 +140,8 @@ class ToolCallFormat:
     """A ``tool_call_format`` term's callable: ``{score, calls, valid, failed}`` per sample.
 
     ``score`` is None (not applicable) when the assistant made no call; ``failed`` names the
-    first malformed call and why ("" when none). Picklable: it holds its settings only.
+    first malformed call and why ("" when none). A call written as text that could not be read
+    is a malformed call. Picklable: it holds its settings only.
     """
 
     reads_conversation: ClassVar[bool] = True
@@ -147,7 +160,7 @@ class ToolCallFormat:
 
     def __call__(self, args: Any, sample: Any) -> dict[str, Any]:
         conversation: Conversation = sample.response
-        calls = conversation.tool_calls
+        calls = conversation.attempted_calls
         if not calls:
             return {"score": None, "calls": 0, "valid": 0, "failed": ""}
         tools = self._tools(metadata_of(sample))
@@ -200,6 +213,8 @@ class ToolCallFormat:
 
     def _problem(self, call: ToolCall, tools: Mapping[str, Validator]) -> str | None:
         """Why ``call`` is malformed, naming it; None when it is well formed."""
+        if call.problem is not None:
+            return f"{call.describe()}: {call.problem}"
         validator = tools.get(call.name)
         if validator is None:
             return f"{call.describe()}: not a declared tool (declared: {', '.join(sorted(tools))})"
@@ -252,7 +267,7 @@ def build_format(settings: ToolFormatSettings, resources: Resources) -> Bound:
 
 
 class ToolSuccessSettings(BaseModel):
-    """What a ``tool_success`` term counts as a failed tool result."""
+    """What a ``tool_success`` term counts as a failed call."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -263,11 +278,36 @@ class ToolSuccessSettings(BaseModel):
         "whitespace) is a failure.",
     )
     ignore_case: bool = Field(default=False, description="Compare the prefixes ignoring case.")
+    json_errors: bool = Field(
+        default=True,
+        description="A tool result whose text is one JSON object is a failure when it says so: "
+        '`error` or `errors` set (not null, false, 0, "", [] or {}), `status` error, failed, '
+        "failure or fail (any case), `success` or `ok` false, `isError` or `is_error` true "
+        "(MCP's tool results).",
+    )
+    unanswered: Literal["failed", "ignored"] = Field(
+        default="failed",
+        description="A call that no tool message answers: failed (its tool never worked for "
+        "the policy), or ignored (left out of the count: rollouts cut at a turn limit after a "
+        "call). A call written as text that could not be read is failed either way.",
+    )
+
+
+class NoToolResults(DataFault):
+    """``tool_success`` asked of a conversation read from a text response that makes calls: the
+    text is one assistant turn, so it carries no tool results to grade (a trainer that flattened
+    its tool loop into the response, or a route meant for another kind of sample)."""
 
 
 class ToolSuccess:
-    """A ``tool_success`` term's callable: the fraction of tool results without an error
-    marker; None (not applicable) when the conversation has no tool result."""
+    """A ``tool_success`` term's callable: the fraction of the assistant's calls that a tool
+    answered without failing (see :class:`ToolSuccessSettings`); None (not applicable) when
+    nothing is counted (no call; with ``unanswered: ignored``, no result and no unreadable call).
+
+    Every tool result answers one call (a conversation in which one does not is malformed
+    before any term reads it), so the calls no result answers are the calls made less the
+    results. Raises :class:`NoToolResults` for a conversation read from text that makes calls.
+    """
 
     reads_conversation: ClassVar[bool] = True
     name = "tool_success"
@@ -287,19 +327,59 @@ class ToolSuccess:
     def __call__(self, args: Any, sample: Any) -> float | None:
         conversation: Conversation = sample.response
         results = conversation.tool_results
-        if not results:
+        unreadable = len(conversation.unreadable_calls)
+        made = len(conversation.tool_calls)
+        if conversation.from_text and made + unreadable:
+            raise NoToolResults(
+                f"the conversation was read from a text response, one assistant turn that "
+                f"carries no tool results, yet it makes {made + unreadable} call(s); hand the "
+                f"conversation over as messages (the response as a list of messages, or under "
+                f"trajectory.messages_field: verl's ToolAgentLoop decodes its whole rollout, "
+                f"tool results included, into one text), or drop tool_success from this route "
+                f"if its samples are single turns"
+            )
+        failed = sum(map(self._failed, results)) + unreadable
+        counted = len(results) + unreadable
+        if self.settings.unanswered == "failed":
+            failed += made - len(results)
+            counted += made - len(results)
+        if not counted:
             return None
-        failed = 0
-        for message in results:
-            head = message.text.lstrip()[: self._longest]
-            if self.settings.ignore_case:
-                head = head.casefold()
-            failed += head.startswith(self._prefixes)
-        return (len(results) - failed) / len(results)
+        return (counted - failed) / counted
+
+    def _failed(self, result: Message) -> bool:
+        """Whether a tool result says its call failed."""
+        head = result.text.lstrip()[: self._longest]
+        if self.settings.ignore_case:
+            head = head.casefold()
+        if head.startswith(self._prefixes):
+            return True
+        return self.settings.json_errors and _json_failure(result.text)
+
+
+def _json_failure(text: str) -> bool:
+    """Whether ``text`` is one JSON object that says its call failed (top-level keys only;
+    every occurrence of a repeated key counts). Linear in the text."""
+    written = text.strip()
+    if not (written.startswith("{") and written.endswith("}")):
+        return False
+    try:  # each object as its list of pairs: a repeated key is read every time it occurs
+        pairs = json.loads(written, object_pairs_hook=list)
+    except (ValueError, RecursionError):
+        return False
+    for key, value in pairs:
+        if key in _ERROR_KEYS and value:  # objects are lists of pairs here: {} is []
+            return True
+        if key == "status" and isinstance(value, str):
+            if value.strip().casefold() in _FAILED_STATUSES:
+                return True
+        elif (key in _FALSE_FAILS and value is False) or (key in _TRUE_FAILS and value is True):
+            return True
+    return False
 
 
 @resource_kind("tool_success", ToolSuccessSettings)
 def build_success(settings: ToolSuccessSettings, resources: Resources) -> Bound:
-    """The fraction of tool results without an error marker."""
+    """The fraction of the assistant's calls that a tool answered without failing."""
     reward = resources.get((ToolSuccess, settings.model_dump_json()), lambda: ToolSuccess(settings))
     return Bound(reward, "single", reward.name)

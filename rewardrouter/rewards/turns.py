@@ -2,8 +2,9 @@
 tool calls. It reads the whole conversation (a term's ``reads`` defaults to ``conversation``).
 
 The reward is ``-penalty`` per turn (or call) beyond ``budget``, at most ``max_penalty`` in
-magnitude, and 0.0 within the budget; a plain-text response is one assistant turn without
-calls. Example: ``{kind: turns, kwargs: {count: tool_calls, budget: 4, penalty: 0.05}}``.
+magnitude, and 0.0 within the budget; a plain-text response is one assistant turn, making the
+calls it writes as text. Every call counts, read or not (a call written as text that could not
+be read is a call too). Example: ``{kind: turns, kwargs: {count: tool_calls, budget: 4, penalty: 0.05}}``.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ class Turns:
         conversation: Conversation = sample.response
         settings = self.settings
         if settings.count == "tool_calls":
-            counted = len(conversation.tool_calls)
+            counted = len(conversation.attempted_calls)
         else:
             counted = len(conversation.assistant_messages)
         beyond = counted - settings.budget

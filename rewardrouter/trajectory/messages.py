@@ -14,6 +14,13 @@ answers one call an earlier assistant message made and no tool message answered 
 them, the oldest unanswered call), and no call's arguments repeat a key within one JSON object
 (:func:`parse_arguments`, the one parser of arguments).
 
+An assistant message without ``tool_calls`` may write its calls as text, as the Hermes, Qwen2.5
+and Qwen3 chat templates teach a model to (``<tool_call>{"name": ..., "arguments": {...}}
+</tool_call>``, the form verl's and vLLM's ``hermes`` parsers read): under ``trajectory.format:
+auto`` each such block is one of its calls, and a block no parser could read is kept as an
+*unreadable* call, which no tool message answers (a loop never runs it) and the trajectory kinds
+count as a failed one, never as no call.
+
 >>> from rewardrouter.config.models import TrajectoryConfig
 >>> convo = parse_conversation(
 ...     [{"role": "user", "content": "2+2?"},
@@ -33,6 +40,7 @@ import json
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rewardrouter.errors import RewardRouterError, short_repr
@@ -49,11 +57,17 @@ _ROLES = frozenset(ROLES)
 #: ``input_audio``, ``video``, ``file``) carry no text and are skipped.
 TEXT_PARTS = ("text", "input_text", "output_text")
 
+#: The tags around a tool call written as text in the Hermes form (Hermes, Qwen2.5, Qwen3 chat
+#: templates; verl's and vLLM's ``hermes`` tool parsers): a JSON object with ``name`` and
+#: ``arguments`` between them.
+CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
+
 #: How the start of the message of every conversation error reads; the router's failure hints
 #: know it (the fix is in the sample's data, not in the reward function).
 MALFORMED = "the sample's conversation is malformed"
 
 _SHOWN = 24
+_POSITION = attrgetter("position")
 
 
 class TrajectoryError(RewardRouterError):
@@ -102,6 +116,9 @@ class ToolCall(NamedTuple):
     ``arguments`` is the JSON text of the arguments as the message carried them (a dict of
     already-parsed arguments, as TRL writes them, is serialized once here); ``message`` is the
     position of the assistant message in the conversation, ``position`` the call's place in it.
+    ``problem`` is set on a call written as text that could not be read (then ``name`` is ""
+    and ``arguments`` the text between its tags): why, as ``a `<tool_call>` block that is not
+    JSON``.
     """
 
     name: str
@@ -109,28 +126,42 @@ class ToolCall(NamedTuple):
     id: str | None
     message: int
     position: int
+    problem: str | None = None
 
     def describe(self) -> str:
-        """How errors name the call: ``call 0 'search' (message 1)``."""
-        return f"call {self.position} {short_repr(self.name, _SHOWN)} (message {self.message})"
+        """How errors name the call: ``call 0 'search' (message 1)``; ``call 0 (message 1)``
+        for an unreadable one."""
+        named = f" {short_repr(self.name, _SHOWN)}" if self.name else ""
+        return f"call {self.position}{named} (message {self.message})"
 
 
 class Message(NamedTuple):
     """One chat message: its role, its text (text parts joined; other parts skipped), its tool
-    calls (assistant messages) and the call it answers (``tool`` messages)."""
+    calls (assistant messages) and the call it answers (``tool`` messages).
+
+    Calls written as text and read (``trajectory.format: auto``) are among ``tool_calls``, their
+    blocks gone from ``text``; those that could not be read are ``unreadable_calls``, their
+    blocks left in ``text``.
+    """
 
     role: str
     text: str
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
+    unreadable_calls: tuple[ToolCall, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class Conversation:
-    """A validated conversation: what a term reading ``conversation`` receives as ``response``."""
+    """A validated conversation: what a term reading ``conversation`` receives as ``response``.
+
+    ``from_text``: read from a response given as text, one assistant turn (see
+    :func:`parse_text_response`), which carries no tool results.
+    """
 
     messages: tuple[Message, ...]
+    from_text: bool = False
 
     @property
     def assistant_messages(self) -> tuple[Message, ...]:
@@ -140,6 +171,24 @@ class Conversation:
     def tool_calls(self) -> tuple[ToolCall, ...]:
         """Every tool call, in order."""
         return tuple(call for m in self.messages for call in m.tool_calls)
+
+    @property
+    def unreadable_calls(self) -> tuple[ToolCall, ...]:
+        """Every call written as text that could not be read, in order."""
+        return tuple(call for m in self.messages for call in m.unreadable_calls)
+
+    @property
+    def attempted_calls(self) -> tuple[ToolCall, ...]:
+        """Every call the assistant made, read or not, in the order written."""
+        return tuple(
+            call
+            for m in self.messages
+            for call in (
+                sorted((*m.tool_calls, *m.unreadable_calls), key=_POSITION)
+                if m.unreadable_calls
+                else m.tool_calls
+            )
+        )
 
     @property
     def tool_results(self) -> tuple[Message, ...]:
@@ -169,6 +218,11 @@ def parse_conversation(value: Any, limits: TrajectoryConfig) -> Conversation:
     before it and not answered yet, or, without an id, no call before it is unanswered.
     Arguments that are not JSON at all are kept: that is a malformed call in a well-formed
     conversation, which ``tool_call_format`` grades.
+
+    An assistant message without ``tool_calls`` whose text writes calls in the Hermes form
+    (:data:`CALL_OPEN` ... :data:`CALL_CLOSE`) has them read as its calls under
+    ``trajectory.format: auto`` (see :class:`Message`); under ``none`` such a message raises, and
+    so does a block in Qwen3-Coder's XML form (``<function=...>``), which is not read.
     """
     if not is_conversation(value):
         raise _error(f"expected a list of chat messages, found {type(value).__name__}")
@@ -301,6 +355,9 @@ def _message(index: int, message: Any, budget: _Budget) -> Message:
         if not isinstance(raw_calls, list | tuple):
             raise _error(f"{where}: `tool_calls` is a {type(raw_calls).__name__}, expected a list")
         calls = tuple(_tool_call(index, k, call, budget) for k, call in enumerate(raw_calls))
+    unreadable: tuple[ToolCall, ...] = ()
+    if role == "assistant" and not calls:
+        text, calls, unreadable = _written_calls(index, text, budget)
     call_id = message.get("tool_call_id")
     name = message.get("name")
     return Message(
@@ -309,7 +366,111 @@ def _message(index: int, message: Any, budget: _Budget) -> Message:
         calls,
         call_id if isinstance(call_id, str) else None,
         name if isinstance(name, str) else None,
+        unreadable,
     )
+
+
+def parse_text_response(text: str, limits: TrajectoryConfig) -> Conversation:
+    """A response given as text as a conversation: one assistant message holding it, its calls
+    written as text read as :func:`parse_conversation` reads them (``from_text`` set: it
+    carries no tool results). Raises :class:`TrajectoryError` as that function does.
+
+    >>> from rewardrouter.config.models import TrajectoryConfig
+    >>> convo = parse_text_response(
+    ...     'On it.<tool_call>{"name": "add", "arguments": {"a": 2}}</tool_call>',
+    ...     TrajectoryConfig())
+    >>> convo.messages[0].text, convo.tool_calls[0].arguments, convo.from_text
+    ('On it.', '{"a": 2}', True)
+    """
+    budget = _Budget(limits)
+    written, calls, unreadable = _written_calls(0, budget.text(text), budget)
+    message = Message("assistant", written, calls, unreadable_calls=unreadable)
+    return Conversation((message,), from_text=True)
+
+
+def _written_calls(
+    index: int, text: str, budget: _Budget
+) -> tuple[str, tuple[ToolCall, ...], tuple[ToolCall, ...]]:
+    """The calls that message ``index`` writes as text: its text without the blocks read, the
+    calls read, the calls that could not be read (their blocks left in the text). One pass."""
+    start = text.find(CALL_OPEN)
+    if start == -1:
+        return text, (), ()
+    if budget.limits.format == "none":
+        raise _error(
+            f"message {index} writes a tool call as text (`{CALL_OPEN}` at character {start}), "
+            f"which trajectory.format: none does not read",
+            "set trajectory.format: auto to read it as a call, or hand the call over in the "
+            "message's `tool_calls`",
+        )
+    kept: list[str] = []
+    calls: list[ToolCall] = []
+    unreadable: list[ToolCall] = []
+    done = 0  # the text before this is kept or read
+    while start != -1:
+        budget.part(f"message {index}")
+        body = start + len(CALL_OPEN)
+        end = text.find(CALL_CLOSE, body)
+        closed = end != -1
+        stop = end + len(CALL_CLOSE) if closed else len(text)
+        call = _written_call(
+            index,
+            len(calls) + len(unreadable),
+            text[body : end if closed else stop],
+            closed,
+            budget,
+        )
+        if call.problem is None:
+            kept.append(text[done:start])
+            done = stop
+            calls.append(call)
+        else:
+            unreadable.append(call)
+        start = text.find(CALL_OPEN, stop) if closed else -1
+    kept.append(text[done:])
+    return "".join(kept), tuple(calls), tuple(unreadable)
+
+
+def _written_call(index: int, position: int, body: str, closed: bool, budget: _Budget) -> ToolCall:
+    """The call one ``<tool_call>`` block writes: read as the ``hermes`` parsers read it (a JSON
+    object with a string ``name`` and any JSON ``arguments``, passed on as their JSON text), or
+    unreadable, saying why."""
+
+    def unreadable(why: str) -> ToolCall:
+        return ToolCall("", body, None, index, position, f"a `{CALL_OPEN}` block {why}")
+
+    if not closed:
+        return unreadable(f"not closed by `{CALL_CLOSE}`")
+    where = f"message {index}, tool call {position}"
+    written = body.strip()
+    if written.startswith("<function="):
+        raise _error(
+            f"{where} is written in Qwen3-Coder's XML form (<function=...>), which is not read",
+            "hand the calls over in the messages' `tool_calls`, as the trainer's tool parser "
+            "reads them (verl: the `qwen3_coder` format)",
+        )
+    try:
+        envelope = parse_arguments(written)
+    except DuplicateKeyError:
+        raise _error(
+            f"{where}: its JSON repeats a key within one object",
+            "JSON parsers disagree on which value counts, so the call has no single meaning; "
+            "write each key once",
+        ) from None
+    except (ValueError, RecursionError):
+        return unreadable("that is not JSON")
+    if not isinstance(envelope, dict) or "arguments" not in envelope:
+        return unreadable("whose JSON is not an object with `name` and `arguments`")
+    name = envelope.get("name")
+    if not isinstance(name, str) or not name:
+        return unreadable("whose `name` is not a non-empty string")
+    budget.text(name)
+    try:
+        arguments = json.dumps(envelope["arguments"], ensure_ascii=False)
+    except RecursionError:
+        raise _error(f"{where}: its arguments are nested too deeply to write as JSON") from None
+    budget.text(arguments)
+    return ToolCall(name, arguments, None, index, position)
 
 
 def _content(where: str, content: Any, budget: _Budget) -> str:

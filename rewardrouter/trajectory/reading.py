@@ -4,7 +4,12 @@ router's step that hands each term that reading.
 A sample's conversation is its ``response`` when that is a list of messages, or else, when the
 router sets ``trajectory.messages_field``, the list of messages its metadata holds under that
 field (slime's ``Sample.metadata``, verl's ``extra_info``, where the response must stay the
-trained text). A term reads:
+trained text; a string there holding the list as JSON is decoded). A sample that lacks that
+field, whose response is text, carries no conversation: a term that reads one (``conversation``,
+``tool_calls``) then fails with the setup's error, naming the fix, since grading the text as if
+it were the conversation gives plausible, wrong rewards. A response that is a string holding a
+JSON list of messages (a conversation encoded twice) is that sample's error for every term. A
+term reads:
 
 - ``final_answer`` (the default): the text of the last assistant message ("" when it has none);
 - ``assistant_text``: every assistant message's text, joined by blank lines;
@@ -13,8 +18,9 @@ trained text). A term reads:
 - ``conversation``: the :class:`~rewardrouter.trajectory.messages.Conversation` itself (what the
   trajectory kinds read).
 
-A plain-text response reads as itself, except under ``tool_calls`` ("", no call was made) and
-``conversation`` (one assistant message holding the text). Text-reading terms thus see a string
+A plain-text response reads as itself, except under ``tool_calls`` and ``conversation``: there it
+is one assistant message holding the text, whose calls written as text are read
+(:func:`~rewardrouter.trajectory.messages.parse_text_response`). Text-reading terms thus see a string
 as they always have, so every kind works on trajectories unchanged.
 
 >>> from rewardrouter.config.models import TrajectoryConfig
@@ -29,19 +35,22 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, get_args
 
 from rewardrouter.config.models import Reads
-from rewardrouter.outcome import Outcome
+from rewardrouter.errors import short_repr
+from rewardrouter.outcome import Outcome, setup_failed
 from rewardrouter.sample import Sample, SampleLike, metadata_of
 from rewardrouter.trajectory.messages import (
+    ROLES,
     Conversation,
-    Message,
     TrajectoryError,
     is_conversation,
     parse_conversation,
+    parse_text_response,
 )
 
 if TYPE_CHECKING:
@@ -50,6 +59,14 @@ if TYPE_CHECKING:
 READS: tuple[str, ...] = get_args(Reads)
 #: What a term reads when its config says nothing and its function does not read conversations.
 DEFAULT_READS: Reads = "final_answer"
+#: Readings that need the conversation itself, not text: a sample without one cannot give them.
+CONVERSATION_READS: frozenset[str] = frozenset({"conversation", "tool_calls"})
+
+#: Where the start of a string may open a JSON list of objects (a conversation encoded as JSON);
+#: a C-level match per response, so a batch of plain text costs no Python per sample.
+_MAY_BE_ENCODED = re.compile(r"\s*\[\s*\{").match
+#: Metadata fields named in the error for a sample without its conversation.
+_FIELDS_SHOWN = 12
 
 
 def reads_conversation(fn: Any) -> bool:
@@ -59,8 +76,8 @@ def reads_conversation(fn: Any) -> bool:
 
 
 def conversation_source(sample: SampleLike, limits: TrajectoryConfig) -> Any:
-    """The sample's messages (the response, or its metadata's ``messages_field``); ``None``
-    when the sample is plain text."""
+    """The sample's messages (the response, or its metadata's ``messages_field``, as found: a
+    string is decoded by :func:`decoded_messages`); ``None`` when it carries none."""
     response = getattr(sample, "response", None)
     if is_conversation(response):
         return response
@@ -72,16 +89,77 @@ def conversation_source(sample: SampleLike, limits: TrajectoryConfig) -> Any:
     return None
 
 
+def decoded_messages(held: Any, field: str) -> Any:
+    """What metadata field ``field`` holds, a string decoded as JSON (datasets and generate
+    functions that store a conversation as JSON text); raises :class:`MessagesFieldError` for
+    a string that holds no JSON list. The list is then validated as any conversation is."""
+    if not isinstance(held, str):
+        return held
+    try:
+        value = json.loads(held)
+    except (ValueError, RecursionError):
+        value = None
+    if not isinstance(value, list):
+        raise MessagesFieldError(
+            f"metadata field {field!r} holds a string that is not a JSON list of chat messages "
+            f"({len(held)} characters); store the list itself, or its JSON text "
+            f"(json.dumps(messages))"
+        )
+    return value
+
+
+def encoded_conversation(text: str) -> list[Any] | None:
+    """The messages ``text`` encodes when it is a JSON list of objects each with a ``role`` of
+    :data:`~rewardrouter.trajectory.messages.ROLES` (a conversation written as JSON text); else
+    None. Linear in the text."""
+    if not _MAY_BE_ENCODED(text):
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(value, list) and all(map(_is_message, value)):
+        return value
+    return None
+
+
+def _is_message(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("role") in ROLES
+
+
+class MessagesFieldError(TrajectoryError):
+    """The metadata field that should hold a sample's conversation holds something else: the
+    dataset's or the generate function's fault, not the response's."""
+
+
+def missing_conversation(sample: SampleLike, field: str) -> str:
+    """Why a term that reads the conversation cannot run on ``sample``: ``messages_field`` names
+    a field its metadata lacks, and its response is text; what the trainers need to change."""
+    names = sorted(map(str, metadata_of(sample)))
+    shown = ", ".join(short_repr(n, 40) for n in names[:_FIELDS_SHOWN])
+    if len(names) > _FIELDS_SHOWN:
+        shown += f", ... ({len(names)} in all)"
+    return (
+        f"trajectory.messages_field is {field!r}, but the sample's metadata has no {field!r} "
+        f"(its fields: {shown or 'none'}) and its response is text, while this term reads the "
+        f"conversation; grading the text as the conversation would give wrong rewards. Put the "
+        f"conversation's messages under {field!r}: verl: an agent loop that sets "
+        f"extra_fields[{field!r}] (verl's ToolAgentLoop does not; docs/kinds/trajectories.md "
+        f"shows one that does); slime, miles: the generate or agent function sets "
+        f"metadata[{field!r}] (slime's TrajectoryManager: get_trajectory(extra_metadata="
+        f"{{{field!r}: messages}})). Or grade these samples with text terms only"
+    )
+
+
 def read_response(response: Any, reads: Reads, limits: TrajectoryConfig) -> Any:
     """What a term reading ``reads`` sees of a response (text or messages); raises
-    :class:`TrajectoryError` for messages that :func:`parse_conversation` refuses."""
+    :class:`TrajectoryError` for messages that :func:`parse_conversation` refuses, or a text
+    :func:`parse_text_response` refuses."""
     if is_conversation(response):
         return read_conversation(parse_conversation(response, limits), reads)
-    if reads == "conversation":
+    if reads in CONVERSATION_READS:
         text = response if isinstance(response, str) else ""
-        return Conversation((Message("assistant", text),))
-    if reads == "tool_calls":
-        return ""
+        return read_conversation(parse_text_response(text, limits), reads)
     return response
 
 
@@ -155,25 +233,32 @@ async def run_reading(
     """``run`` on ``members`` as a term reading ``reads`` sees them: one outcome per member.
 
     A batch of plain-text samples read as text goes to ``run`` as it is. Otherwise each
-    conversation is validated and read; a member whose conversation is malformed gets its own
-    ``error`` outcome (saying what is wrong) and is not handed to ``run``, so a group-mode
-    function never sees it and the rest of the group is scored.
+    conversation is validated and read; a member whose conversation is malformed, or whose
+    response is a conversation encoded as JSON text, gets its own ``error`` outcome (the
+    sample's fault: saying what is wrong) and is not handed to ``run``, so a group-mode function
+    never sees it and the rest of the group is scored. A member that carries no conversation
+    where ``messages_field`` says one travels, under a reading that needs it
+    (:data:`CONVERSATION_READS`), or whose ``messages_field`` holds text that is no conversation,
+    gets the setup's ``error`` (the term's ``on_error`` decides, ``raise`` included).
     """
-    if reads != "conversation" and reads != "tool_calls" and not _any_conversation(members, limits):
+    if reads not in CONVERSATION_READS and _all_plain_text(members, limits):
         return await run(list(members))
     seen: list[SampleLike] = []
     failed: dict[int, Outcome] = {}
     for position, sample in enumerate(members):
-        source = conversation_source(sample, limits)
-        response = getattr(sample, "response", None)
         try:
-            if source is None:
-                reading = read_response(response, reads, limits)
-            else:
-                reading = read_conversation(parse_conversation(source, limits), reads)
+            reading = _reading(sample, reads, limits)
+        except MessagesFieldError as exc:
+            failed[position] = setup_failed(str(exc))
+            continue
         except TrajectoryError as exc:
             failed[position] = Outcome(None, "error", str(exc), sample_fault=True)
             continue
+        if reading is _MISSING:
+            assert limits.messages_field is not None  # only then is a conversation missing
+            failed[position] = setup_failed(missing_conversation(sample, limits.messages_field))
+            continue
+        response = getattr(sample, "response", None)
         seen.append(sample if reading is response else with_response(sample, reading))
     outcomes = await run(seen) if seen else []
     if not failed:
@@ -185,10 +270,42 @@ async def run_reading(
     return merged
 
 
-def _any_conversation(members: Sequence[SampleLike], limits: TrajectoryConfig) -> bool:
-    if limits.messages_field is None:  # routed samples all have a response: one C-level pass
-        return set(map(type, map(_RESPONSE, members))) != {str}
-    return any(conversation_source(s, limits) is not None for s in members)
+#: What :func:`_reading` gives for a sample that lacks the conversation its term needs.
+_MISSING = object()
+
+
+def _reading(sample: SampleLike, reads: Reads, limits: TrajectoryConfig) -> Any:
+    """What a term reading ``reads`` sees of ``sample``, or :data:`_MISSING`."""
+    source = conversation_source(sample, limits)
+    if source is not None:
+        if source is not getattr(sample, "response", None):
+            assert limits.messages_field is not None  # the source came from the metadata
+            source = decoded_messages(source, limits.messages_field)
+        return read_conversation(parse_conversation(source, limits), reads)
+    response = getattr(sample, "response", None)
+    if isinstance(response, str):
+        encoded = encoded_conversation(response)
+        if encoded is not None:
+            raise TrajectoryError(
+                f"the sample's response is a string holding a JSON list of {len(encoded)} chat "
+                f"messages: a conversation encoded as JSON text, which would be graded as text; "
+                f"give `response` as the list itself (json.loads it once), or put the list under "
+                f"the metadata field that trajectory.messages_field names"
+            )
+    if limits.messages_field is not None and reads in CONVERSATION_READS:
+        return _MISSING
+    return read_response(response, reads, limits)
+
+
+def _all_plain_text(members: Sequence[SampleLike], limits: TrajectoryConfig) -> bool:
+    """Whether every member's response is text that opens no JSON list of objects, and none
+    carries messages under ``messages_field``: C-level passes over the batch, no Python per
+    sample, when ``messages_field`` is unset."""
+    responses = list(map(_RESPONSE, members))
+    if set(map(type, responses)) != {str} or any(map(_MAY_BE_ENCODED, responses)):
+        return False
+    field = limits.messages_field
+    return field is None or all(metadata_of(s).get(field) is None for s in members)
 
 
 _RESPONSE = attrgetter("response")

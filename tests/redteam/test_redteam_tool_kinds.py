@@ -83,12 +83,19 @@ FORMAT_CASES = [
         "ok",
         id="one_good_call_hides_a_bad_one",
     ),
-    # the call written as text in the answer, not as a tool call: nothing to check, no credit
+    # a call written as text but never closed: no loop could run it, a malformed call
     pytest.param(
         asked(answer('<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}')),
-        None,
-        "skipped",
-        id="call_written_as_text",
+        0.0,
+        "ok",
+        id="call_written_as_text_cut_off",
+    ),
+    # a call written as text that is not JSON: kept as an unreadable call, malformed
+    pytest.param(
+        asked(answer('<tool_call>{"name": "get_weather", "arguments": {city: Paris}}</tool_call>')),
+        0.0,
+        "ok",
+        id="call_written_as_text_not_json",
     ),
 ]
 
@@ -121,8 +128,22 @@ SUCCESS_CASES = [
         "skipped",
         id="result_forged_in_its_own_text",
     ),
-    # calls whose results never came back are not successes
-    pytest.param(asked(GOOD, answer("Sunny.")), None, "skipped", id="call_without_a_result"),
+    # calls whose results never came back are failures, not successes and not "no call"
+    pytest.param(asked(GOOD, answer("Sunny.")), 0.0, "ok", id="call_without_a_result"),
+    # a result that reports its failure as JSON, however its keys are ordered
+    pytest.param(
+        asked(GOOD, result('{"temperature": null, "status": "error"}')),
+        0.0,
+        "ok",
+        id="json_status_error",
+    ),
+    # a forged success answering a call written as text that no loop could read or run
+    pytest.param(
+        asked(answer('<tool_call>{"name": "get_weather"}</tool_call>'), result("sunny", None)),
+        None,
+        "error",
+        id="result_for_an_unreadable_call",
+    ),
 ]
 
 

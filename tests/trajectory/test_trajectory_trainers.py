@@ -138,8 +138,9 @@ def qwen3_tokenizer() -> Any:
 def test_trl_completions_parsed_by_trls_own_response_parser(router_yaml: Path) -> None:
     """Each assistant turn is what GRPOTrainer makes of the generated ids
     (``parse_response(tokenizer, ids, prefix=prompt_ids)``); a tool call TRL cannot parse stays
-    text in ``content``, so no term sees a call there: ``tool_call_format`` does not apply, and
-    the final answer is that text."""
+    text in ``content``, where the router finds it: an unreadable call, malformed for
+    ``tool_call_format`` and failed for ``tool_success`` (TRL never ran it), and the final answer
+    is that text."""
     from trl.chat_template_utils import parse_response
 
     tokenizer = qwen3_tokenizer()
