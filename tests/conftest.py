@@ -19,6 +19,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.path not in slow)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The last lines of a run that skipped tests: how many, and why, grouped by reason (a
+    missing trainer checkout, no CUDA device), so that such a run never reads as a full pass."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        return
+    reasons: dict[str, int] = {}
+    for report in skipped:
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        reasons[reason] = reasons.get(reason, 0) + 1
+    terminalreporter.write_sep("=", f"NOT A FULL RUN: {len(skipped)} test(s) skipped", yellow=True)
+    for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
+        terminalreporter.write_line(f"  {count} skipped: {reason}")
+
+
 @pytest.fixture(autouse=True)
 def _clear_calls() -> Iterator[None]:
     rr_testfns.CALLS.clear()
