@@ -21,9 +21,23 @@ route or other end-of-sequence strings, write a file of your own::
 
     reward_func = RewardFunc("/abs/path/router.yaml", label_field="answer", route="gsm8k")
 
-OpenRLHF logs any exception a reward function raises at INFO and goes on without a reward, so a
-config error would pass unseen: every failure is logged at ERROR on the ``rewardrouter.openrlhf``
-logger first (once per message, with the fix), then raised.
+OpenRLHF catches every ``Exception`` a reward function raises, logs it at INFO and goes on with
+``reward=None``, which its experience maker cannot batch (``Experience.concat_experiences``
+then fails on the ``None``, far from the cause). So nothing this function raises is an
+``Exception``: a fault that must stop the run (no router config, one that does not compile, a
+sample no route accepts, a reward call that failed under ``on_error: raise``) is logged at
+ERROR on the ``rewardrouter.openrlhf`` logger (once per message, with the fix) and raised as
+:class:`FatalRewardError`, a ``BaseException`` like ``KeyboardInterrupt``: it passes OpenRLHF's
+handler, and Ray hands it to the trainer, which stops with the message. A label that is not a
+JSON object names no route: without ``default_route`` or ``RewardFunc(..., route=...)`` that
+is such an error, naming the three fixes.
+
+A label that opens as a JSON object (``{"`` or ``{'``) but is not valid JSON (cut short, or a
+Python dict's repr with single quotes) is never scored as a plain label, which would give a
+right answer a plausible wrong reward: that sample gets ``missing_reward.value`` with status
+``invalid``, is counted in ``extra_logs`` (``rewardrouter/label_unreadable``) and logged at
+ERROR once with the fix. (A label that opens with ``{`` alone, as the set ``{1, 2}`` does,
+stays a plain label.)
 
 The response is the query after the prompt, without trailing end-of-sequence strings
 (:data:`EOS_STRINGS`). A route's ``shaping`` stages apply to its reward; stages OpenRLHF cannot
@@ -34,9 +48,11 @@ it never gets ``None`` from here. ``extra_logs`` (averaged by OpenRLHF over each
 keys on every call, as OpenRLHF's batching needs) hold ``rewardrouter/scored`` (1.0 when the
 route's terms produced the reward), ``rewardrouter/status/<s>`` for ``skipped``, ``error``,
 ``timeout``, ``invalid``, ``rewardrouter/route/<name>`` per configured route: the fraction of
-rows with each; and ``rewardrouter/label_missing``: the fraction of rows whose label object has
+rows with each; ``rewardrouter/label_missing``: the fraction of rows whose label object has
 no ``label_field`` entry (or whose label is null) while a grader returned None for want of it,
-the check the command line runs (:mod:`._checks`; warned about once, with the fix).
+the check the command line runs (:mod:`._checks`; warned about once, with the fix); and
+``rewardrouter/label_unreadable``: the fraction of rows whose label is a JSON object that does
+not parse.
 
 ``rewardrouter serve`` answers OpenRLHF's HTTP form of the same call (``--reward.remote_url
 http://HOST:PORT/reward``, body ``{"query": [...], "prompts": [...], "labels": [...]}``) with the
@@ -48,11 +64,13 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rewardrouter.errors import ConfigError, Problem
+from rewardrouter.errors import ConfigError, Problem, RoutingError, short_repr
 from rewardrouter.integrations._checks import unlabeled, warn_unlabeled
+from rewardrouter.integrations._fatal import FatalRewardError
 from rewardrouter.integrations._metrics import warn
 from rewardrouter.integrations._route_shaping import OPENRLHF, check_route_shaping, shape_rewards
 from rewardrouter.integrations._router_cache import shared_router
@@ -66,7 +84,14 @@ from rewardrouter.results import RewardResult
 from rewardrouter.router import Router
 from rewardrouter.sample import Sample
 
-__all__ = ["EOS_STRINGS", "RewardFunc", "openrlhf_reply", "openrlhf_samples", "reward_func"]
+__all__ = [
+    "EOS_STRINGS",
+    "FatalRewardError",
+    "RewardFunc",
+    "openrlhf_reply",
+    "openrlhf_samples",
+    "reward_func",
+]
 
 #: End-of-sequence strings stripped from the end of a response (common chat templates).
 EOS_STRINGS = (
@@ -107,18 +132,58 @@ def _response(query: str, prompt: Any, eos: Sequence[str]) -> str:
     return text
 
 
-def _label(label: Any, label_field: str) -> tuple[Any, dict[str, Any]]:
-    """``(label, metadata)``: a JSON object label is metadata holding the label."""
+#: How a label that is meant as a JSON object opens: ``{`` and a quoted key. ``{`` alone also
+#: opens plain answers (the set ``{1, 2}``), which stay labels.
+_OBJECT_OPENING = re.compile(r"\s*\{\s*[\"']")
+
+#: What to do about a label that opens as a JSON object but does not parse.
+LABEL_JSON_FIX = (
+    'write each label as JSON, with double quotes (json.dumps of the object): {"label": "42", '
+    '"dataset": "openai/gsm8k"} (a label column of objects works too)'
+)
+
+
+def _label(label: Any, label_field: str) -> tuple[Any, dict[str, Any], str | None]:
+    """``(label, metadata, problem)``: a JSON object label is metadata holding the label;
+    ``problem`` says why a label that opens as a JSON object cannot be read (else None)."""
     value = label
     if isinstance(label, str) and label.lstrip().startswith("{"):
         try:
             value = json.loads(label)
-        except ValueError:
-            return label, {}
+        except ValueError as exc:
+            if _OBJECT_OPENING.match(label):
+                return (
+                    label,
+                    {},
+                    f"label {short_repr(label)} opens a JSON object but is not JSON ({exc})",
+                )
+            return label, {}, None
     if isinstance(value, Mapping):
         metadata = dict(value)
-        return metadata.pop(label_field, None), metadata
-    return label, {}
+        return metadata.pop(label_field, None), metadata, None
+    return label, {}, None
+
+
+def _read(
+    queries: Sequence[Any],
+    prompts: Sequence[Any],
+    labels: Sequence[Any] | None,
+    label_field: str,
+    eos: Sequence[str],
+) -> tuple[list[Sample], dict[int, str]]:
+    """The samples of one call, and why each unreadable label cannot be read, by position."""
+    labels = [None] * len(queries) if labels is None else labels
+    samples = []
+    unreadable: dict[int, str] = {}
+    for i, (query, prompt, label) in enumerate(zip(queries, prompts, labels, strict=True)):
+        value, metadata, problem = _label(label, label_field)
+        if problem is not None:
+            unreadable[i] = problem
+        response = _response(query, prompt, eos)
+        samples.append(
+            Sample(prompt=prompt, response=response, label=value, metadata=metadata, index=i)
+        )
+    return samples, unreadable
 
 
 def openrlhf_samples(
@@ -130,15 +195,7 @@ def openrlhf_samples(
     eos: Sequence[str] = EOS_STRINGS,
 ) -> list[Sample]:
     """The samples of one OpenRLHF reward call (file or HTTP form)."""
-    labels = [None] * len(queries) if labels is None else labels
-    samples = []
-    for i, (query, prompt, label) in enumerate(zip(queries, prompts, labels, strict=True)):
-        value, metadata = _label(label, label_field)
-        response = _response(query, prompt, eos)
-        samples.append(
-            Sample(prompt=prompt, response=response, label=value, metadata=metadata, index=i)
-        )
-    return samples
+    return _read(queries, prompts, labels, label_field, eos)[0]
 
 
 def openrlhf_reply(
@@ -146,10 +203,13 @@ def openrlhf_reply(
     results: Sequence[RewardResult],
     samples: Sequence[Sample] | None = None,
     label_field: str = "label",
+    unreadable: Mapping[int, str] | None = None,
 ) -> dict[str, Any]:
     """``{"rewards", "scores", "extra_logs"}`` as lists: what OpenRLHF reads back. With the
     ``samples`` that were scored (:func:`openrlhf_samples`), ``extra_logs`` also holds
-    ``rewardrouter/label_missing``."""
+    ``rewardrouter/label_missing`` and ``rewardrouter/label_unreadable`` (``unreadable``: the
+    positions of labels that open as a JSON object but do not parse, whose results are
+    failed)."""
     shaped = shape_rewards(router, [r.reward for r in results], [r.route for r in results])
     fill = router.config.missing_reward.value
     rewards = [fill if r is None else r for r in shaped]
@@ -163,6 +223,8 @@ def openrlhf_reply(
     if samples is not None:
         missing = set(_warn_unlabeled(samples, results, label_field))
         logs["rewardrouter/label_missing"] = [float(i in missing) for i in range(len(results))]
+        bad = unreadable or {}
+        logs["rewardrouter/label_unreadable"] = [float(i in bad) for i in range(len(results))]
     return {"rewards": rewards, "scores": list(rewards), "extra_logs": logs}
 
 
@@ -231,19 +293,14 @@ class RewardFunc:
         self, queries: Sequence[Any], prompts: Sequence[Any], labels: Sequence[Any], **_: Any
     ) -> dict[str, Any]:
         try:
-            router = shared_router(self._source())
-            check_route_shaping(router, OPENRLHF)
-            samples = openrlhf_samples(
-                queries, prompts, labels, label_field=self.label_field, eos=self.eos
-            )
-            results = router.score_sync(samples, route=self.route)
-            reply = openrlhf_reply(router, results, samples, self.label_field)
+            reply = self._reply(queries, prompts, labels)
         except Exception as exc:
-            message = f"rewardrouter could not score OpenRLHF's samples: {exc}"
-            if message not in self._reported:  # OpenRLHF itself logs this at INFO only
-                self._reported.add(message)
-                log.error(message)
-            raise
+            message = (
+                f"rewardrouter could not score OpenRLHF's samples and stops the run (OpenRLHF "
+                f"would go on with no reward): {exc}"
+            )
+            self._error(message)
+            raise FatalRewardError(message) from exc
         import torch
 
         return {
@@ -251,6 +308,62 @@ class RewardFunc:
             "scores": torch.tensor(reply["scores"], dtype=torch.float32),
             "extra_logs": {k: torch.tensor(v) for k, v in reply["extra_logs"].items()},
         }
+
+    def _error(self, message: str) -> None:
+        """Log ``message`` at ERROR, once: OpenRLHF logs what reaches it at INFO only."""
+        if message not in self._reported:
+            self._reported.add(message)
+            log.error(message)
+
+    def _reply(
+        self, queries: Sequence[Any], prompts: Sequence[Any], labels: Sequence[Any]
+    ) -> dict[str, Any]:
+        router = shared_router(self._source())
+        check_route_shaping(router, OPENRLHF)
+        samples, unreadable = _read(queries, prompts, labels, self.label_field, self.eos)
+        if self.route is None and router.config.default_route is None:
+            _refuse_plain_labels(router, samples, unreadable, self.label_field)
+        readable = [s for i, s in enumerate(samples) if i not in unreadable]
+        scored = iter(router.score_sync(readable, route=self.route) if readable else ())
+        results = [
+            RewardResult(None, "invalid", error_message=unreadable[i])
+            if i in unreadable
+            else next(scored)
+            for i in range(len(samples))
+        ]
+        if unreadable:
+            first = unreadable[min(unreadable)]
+            message = (
+                f"{first}: that sample gets missing_reward.value "
+                f"({router.config.missing_reward.value:g}) with status invalid, counted in "
+                f"extra_logs as rewardrouter/label_unreadable; {LABEL_JSON_FIX}"
+            )
+            warn("label_unreadable", message, count=len(unreadable), key="label_unreadable")
+            self._error(message)
+        return openrlhf_reply(router, results, samples, self.label_field, unreadable)
+
+
+def _refuse_plain_labels(
+    router: Router, samples: Sequence[Sample], unreadable: Mapping[int, str], label_field: str
+) -> None:
+    """Raise :class:`RoutingError` for the first sample whose label is no JSON object (so it
+    names no route) when nothing else routes it, with the three ways to give it one."""
+    for i, sample in enumerate(samples):
+        if sample.metadata or i in unreadable:
+            continue
+        field = router.config.route_by[0] if router.config.route_by else "dataset"
+        datasets = [d for route in router.routes.values() for d in (*route.match, route.name)]
+        example = json.dumps({label_field: "42", field: datasets[0] if datasets else "<dataset>"})
+        names = ", ".join(router.routes) or "none"
+        raise RoutingError(
+            f"sample {i}: OpenRLHF's label {short_repr(sample.label)} is not a JSON object, so "
+            f"it names no route (OpenRLHF hands a reward function no dataset column), and the "
+            f"router config has no default_route. Write each label as a JSON object holding the "
+            f"answer and the {field!r} field, e.g. {example}; or set `default_route: <route>` "
+            f"in the router config (REWARDROUTER_OVERRIDES=default_route=<route>); or write a "
+            f"reward file with `reward_func = RewardFunc('/abs/path/router.yaml', "
+            f"route='<route>')`. Routes: {names}"
+        )
 
 
 #: The function OpenRLHF calls when given this file (config from the environment).

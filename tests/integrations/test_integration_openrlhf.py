@@ -28,6 +28,8 @@ import re
 import socket
 import subprocess
 import sys
+import warnings
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from types import CodeType, SimpleNamespace
@@ -42,7 +44,8 @@ from openrlhf.utils.agent import SingleTurnAgentExecutor
 from rr_tiny_llama import bpe_tokenizer
 
 import rewardrouter.integrations.openrlhf as module
-from rewardrouter import Sample, compile_router, load_config
+from rewardrouter import RewardRouterWarning, Sample, compile_router, load_config
+from rewardrouter.integrations import _metrics
 from rewardrouter.integrations._router_cache import close_shared
 from rewardrouter.serve.app import make_app
 
@@ -65,6 +68,8 @@ ROWS = [
 
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(_metrics, "WARNINGS", Counter())
+    monkeypatch.setattr(_metrics, "_emitted", set())
     monkeypatch.setenv("REWARDROUTER_CONFIG", str(ROUTER))
     monkeypatch.delenv("REWARDROUTER_OVERRIDES", raising=False)
     yield
@@ -106,12 +111,17 @@ def expected(rows: list[tuple[str, str, dict[str, Any]]]) -> list[float]:
     ]
 
 
+def label_column(label: Any) -> str:
+    """A label as OpenRLHF's data holds it: an object as JSON text, a string as it is."""
+    return label if isinstance(label, str) else json.dumps(label)
+
+
 def execute(executor: SingleTurnAgentExecutor, tokenizer: Any, row: tuple[str, str, Any]) -> Any:
     prompt, response, label = row
     params = SimpleNamespace(max_tokens=32, logprobs=None)
     return asyncio.run(
         executor.execute(
-            prompt, json.dumps(label), params, 128, tokenizer, Engine(tokenizer, response)
+            prompt, label_column(label), params, 128, tokenizer, Engine(tokenizer, response)
         )
     )
 
@@ -131,6 +141,7 @@ def test_openrlhf_loads_the_module_file_and_gets_the_routers_rewards(tokenizer: 
         "rewardrouter/route/gsm8k": 1.0,
         "rewardrouter/route/squad": 0.0,
         "rewardrouter/label_missing": 0.0,
+        "rewardrouter/label_unreadable": 0.0,
     }
     # what OpenRLHF's experience maker does with the values
     assert torch.tensor([outputs[2]["reward"]]).tolist() == pytest.approx([2.0])
@@ -140,22 +151,6 @@ def test_a_reward_file_of_your_own(tokenizer: Any) -> None:
     executor = SingleTurnAgentExecutor(remote_rm_url=str(EXAMPLE / "reward_func.py"))
     outputs = [execute(executor, tokenizer, row) for row in ROWS]
     assert [float(o["reward"]) for o in outputs] == pytest.approx(expected(ROWS))
-
-
-def test_config_errors_are_logged_at_error_with_the_fix(
-    tokenizer: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    """OpenRLHF swallows the exception (INFO, no reward); rewardrouter's ERROR line remains."""
-    monkeypatch.delenv("REWARDROUTER_CONFIG")
-    executor = SingleTurnAgentExecutor(remote_rm_url=module.__file__)
-    with caplog.at_level(logging.INFO):
-        out = execute(executor, tokenizer, ROWS[0])
-        execute(executor, tokenizer, ROWS[1])
-    assert out["reward"] is None  # OpenRLHF went on without a reward
-    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
-    assert len(errors) == 1  # once, not once per sample
-    assert errors[0].name == "rewardrouter.openrlhf"
-    assert "export REWARDROUTER_CONFIG=/abs/path/router.yaml" in errors[0].getMessage()
 
 
 def test_plain_labels_go_to_the_default_route() -> None:
@@ -391,26 +386,35 @@ def test_readme_rows_score_right_above_wrong_through_openrlhfs_loaders(
 # -- no None to OpenRLHF: what its experience maker batches -----------------------------------
 
 
-def experience_of() -> Any:
-    """``SamplesGenerator._process_response_into_experience`` of the installed OpenRLHF, compiled
-    from its file (the module imports vLLM): how OpenRLHF turns the executor's output into an
-    ``Experience``."""
-    from openrlhf.trainer.ppo_utils.experience import Experience
-
+def openrlhf_method(module: str, cls: str, method: str, namespace: dict[str, Any]) -> Any:
+    """``cls.method`` of the installed OpenRLHF's ``module`` file, compiled alone from its source
+    (the module imports vLLM) with ``namespace`` as its globals: OpenRLHF's own code."""
     spec = importlib.util.find_spec("openrlhf")
     assert spec is not None and spec.submodule_search_locations
-    path = Path(spec.submodule_search_locations[0]) / "trainer/ppo_utils/samples_generator.py"
+    path = Path(spec.submodule_search_locations[0]) / module
     tree = ast.parse(path.read_text(), str(path))
-    [method] = [
+    [node] = [
         node
-        for cls in tree.body
-        if isinstance(cls, ast.ClassDef) and cls.name == "SamplesGenerator"
-        for node in cls.body
-        if isinstance(node, ast.FunctionDef) and node.name == "_process_response_into_experience"
+        for klass in tree.body
+        if isinstance(klass, ast.ClassDef) and klass.name == cls
+        for node in klass.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == method
     ]
-    namespace: dict[str, Any] = {"torch": torch, "Experience": Experience}
-    exec(compile(ast.Module(body=[method], type_ignores=[]), str(path), "exec"), namespace)
-    return namespace["_process_response_into_experience"]
+    exec(compile(ast.Module(body=[node], type_ignores=[]), str(path), "exec"), namespace)
+    return namespace[method]
+
+
+def experience_of() -> Any:
+    """``SamplesGenerator._process_response_into_experience``: how OpenRLHF turns the
+    executor's output into an ``Experience``."""
+    from openrlhf.trainer.ppo_utils.experience import Experience
+
+    return openrlhf_method(
+        "trainer/ppo_utils/samples_generator.py",
+        "SamplesGenerator",
+        "_process_response_into_experience",
+        {"torch": torch, "Experience": Experience},
+    )
 
 
 def batched(outputs: list[Any]) -> Any:
@@ -484,3 +488,167 @@ def test_a_label_entry_that_matches_nothing_is_counted_in_openrlhfs_logs(
     assert experience.rewards.tolist() == pytest.approx([0.1, 0.0])  # the format bonus alone
     assert experience.info["rewardrouter/label_missing"].tolist() == [1.0, 1.0]
     assert experience.info["rewardrouter/status/skipped"].tolist() == [0.0, 0.0]
+
+
+# -- what stops the run, and what is one sample's counted failure ------------------------------
+
+GSM8K_LABEL = {"label": "42", "dataset": "openai/gsm8k"}
+
+
+def generate_responses(executor: SingleTurnAgentExecutor, tokenizer: Any, label: str) -> Any:
+    """Two answers to one prompt through ``RolloutRayActor.generate_responses`` of the installed
+    OpenRLHF (its executor's ``execute`` under ``asyncio.gather``), as its vLLM actor runs it."""
+    method = openrlhf_method(
+        "trainer/ray/vllm_engine.py", "RolloutRayActor", "generate_responses", {"asyncio": asyncio}
+    )
+    engine = Engine(tokenizer, "\\boxed{42}")
+    actor = SimpleNamespace(executor=executor, generate=engine.generate)
+    params = SimpleNamespace(max_tokens=32, logprobs=None)
+    return asyncio.run(method(actor, "Q: 7*6? A:", label, params, 128, tokenizer, num_samples=2))
+
+
+#: (environment overrides, label, what the error says): faults that stop the run. Before, each
+#: reached OpenRLHF as an exception, which it turned into reward None, and its experience maker
+#: failed on that None.
+STOPS = [
+    pytest.param(
+        {"REWARDROUTER_CONFIG": None},
+        GSM8K_LABEL,
+        "export REWARDROUTER_CONFIG=/abs/path/router.yaml",
+        id="no_config",
+    ),
+    pytest.param(
+        {"REWARDROUTER_OVERRIDES": "routes.gsm8k.rewards.correct.kind=boxed_exact_mach"},
+        GSM8K_LABEL,
+        "did you mean 'boxed_exact_match'",
+        id="config_does_not_compile",
+    ),
+    pytest.param(
+        {},
+        {"label": "42", "dataset": "openai/gsm8K_v2"},
+        "add the value to a route's `match:`, or set `default_route`",
+        id="unknown_dataset",
+    ),
+    pytest.param(
+        {},
+        "42",
+        "OpenRLHF's label '42' is not a JSON object, so it names no route",
+        id="plain_label_without_default_route",
+    ),
+    pytest.param(
+        {"REWARDROUTER_OVERRIDES": "+routes.gsm8k.rewards.own={path: rr_testfns.raises}"},
+        GSM8K_LABEL,
+        "term 'own' (rr_testfns.raises): error: ValueError",
+        id="own_function_raises_under_on_error_raise",
+    ),
+]
+
+
+@pytest.mark.parametrize(("env", "label", "says"), STOPS)
+def test_a_fault_that_must_stop_the_run_passes_openrlhfs_handler(
+    tokenizer: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    env: dict[str, str | None],
+    label: Any,
+    says: str,
+) -> None:
+    """OpenRLHF's executor catches every Exception of a reward function and goes on with reward
+    None; the error passes it, its vLLM actor's gather, and reaches the trainer whole."""
+    for name, value in env.items():
+        if value is None:
+            monkeypatch.delenv(name)
+        else:
+            monkeypatch.setenv(name, value)
+    executor = SingleTurnAgentExecutor(remote_rm_url=module.__file__)
+    with caplog.at_level(logging.INFO), pytest.raises(module.FatalRewardError) as stopped:
+        generate_responses(
+            executor, tokenizer, json.dumps(label) if isinstance(label, dict) else label
+        )
+    assert says in str(stopped.value)
+    assert isinstance(stopped.value.__cause__, Exception)
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1  # two samples, one line
+    assert errors[0].name == "rewardrouter.openrlhf"
+    assert says in errors[0].getMessage()
+
+
+def test_a_plain_label_error_names_every_fix(tokenizer: Any) -> None:
+    executor = SingleTurnAgentExecutor(remote_rm_url=module.__file__)
+    with pytest.raises(module.FatalRewardError) as stopped:
+        execute(executor, tokenizer, ("Q: 7*6? A:", "\\boxed{42}", "42"))
+    message = str(stopped.value)
+    assert '{"label": "42", "dataset": "openai/gsm8k"}' in message  # the label to write
+    assert "REWARDROUTER_OVERRIDES=default_route=<route>" in message
+    assert "RewardFunc('/abs/path/router.yaml', route='<route>')" in message
+    assert "Routes: gsm8k, squad" in message
+
+
+#: (REWARDROUTER_OVERRIDES, label, reward, label_unreadable): labels as OpenRLHF hands them
+#: over, batched beside a right answer. A label that opens as a JSON object but does not parse
+#: was a plain label before: under default_route it was graded as the answer (a right answer
+#: got the format bonus alone), without it the call raised and OpenRLHF got None.
+LABELS = [
+    pytest.param(
+        "default_route=gsm8k",
+        '{"label": "42", "dataset": "openai/gsm8k"',
+        0.0,
+        1.0,
+        id="cut_short_under_default_route",
+    ),
+    pytest.param(
+        "",
+        "{'label': '42', 'dataset': 'openai/gsm8k'}",
+        0.0,
+        1.0,
+        id="python_repr_without_default_route",
+    ),
+    pytest.param(
+        "missing_reward.value=-1",
+        '{ "label": "42", dataset: "openai/gsm8k"}',
+        -1.0,
+        1.0,
+        id="unquoted_key_declared_missing_reward",
+    ),
+    pytest.param(
+        "default_route=gsm8k",
+        "{42}",
+        1.0,
+        0.0,
+        id="a_braced_answer_stays_a_plain_label",
+    ),
+]
+
+
+@pytest.mark.parametrize(("overrides", "label", "reward", "unreadable"), LABELS)
+def test_an_unreadable_json_label_is_that_samples_counted_failure(
+    tokenizer: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    overrides: str,
+    label: str,
+    reward: float,
+    unreadable: float,
+) -> None:
+    monkeypatch.setenv("REWARDROUTER_OVERRIDES", overrides)
+    executor = SingleTurnAgentExecutor(remote_rm_url=module.__file__)
+    right = ("Q: 7*6? A:", "<think>6 sevens</think> \\boxed{42}", GSM8K_LABEL)
+    with caplog.at_level(logging.ERROR), warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        good = execute(executor, tokenizer, right)
+        outputs = [good, execute(executor, tokenizer, ("Q: 7*6? A:", "\\boxed{42}", label))]
+    experience = batched(outputs)  # OpenRLHF's experience maker takes both
+    assert experience.rewards.tolist() == pytest.approx([1.1, reward])
+    info = {k: v.tolist() for k, v in experience.info.items()}
+    assert info["rewardrouter/label_unreadable"] == [0.0, unreadable]
+    assert info["rewardrouter/status/invalid"] == [0.0, unreadable]
+    logged = [r.getMessage() for r in caplog.records if r.name == "rewardrouter.openrlhf"]
+    counted = [str(w.message) for w in warned if w.category is RewardRouterWarning]
+    assert _metrics.WARNINGS["label_unreadable"] == unreadable
+    if unreadable:
+        [line] = logged
+        assert "opens a JSON object but is not JSON" in line
+        assert "write each label as JSON, with double quotes" in line
+        assert counted == [line]
+    else:
+        assert logged == counted == []
