@@ -35,7 +35,7 @@ Graders, each on the same cases:
   suite gives none);
 - rofa's ``extract_choice_letter`` (``rofa/core/parse.py`` alone).
 
-    python benchmarks/external_suites.py choice --slime /tmp/slime --nemo-rl /tmp/RL \\
+    python benchmarks/choice_suites.py --slime /tmp/slime --nemo-rl /tmp/RL \\
         --lm-eval /tmp/lm-evaluation-harness --lighteval /tmp/lighteval --rofa /tmp/rofa-dev
 
 A checkout left out leaves out its cases and its graders. Each call runs under the same

@@ -21,11 +21,10 @@ suite is read here at run time, and the project's tests hold cases of their own.
     python benchmarks/external_suites.py /tmp/Math-Verify
     python benchmarks/external_suites.py /tmp/Math-Verify --slime /tmp/slime --verl /tmp/verl
 
-``python benchmarks/external_suites.py choice --slime ... --nemo-rl ... --lm-eval ...
---lighteval ... --rofa ...`` runs the multiple-choice suites instead
-(``benchmarks/choice_suites.py``: slime's, NeMo-RL's, lm-eval's, lighteval's and rofa's tests
-of reading an option letter, through ``gpqa``, slime, NeMo-RL's verifiers, lm-eval's GPQA and
-MMLU-Pro filters and rofa's parser).
+The multiple-choice suites (slime's, NeMo-RL's, lm-eval's, lighteval's and rofa's tests of
+reading an option letter, through ``gpqa``, slime, NeMo-RL's verifiers, lm-eval's GPQA and
+MMLU-Pro filters and rofa's parser) are ``benchmarks/choice_suites.py``'s, which uses this
+module's loaders.
 
 Peers need ``pylatexenc`` (``pip install pylatexenc``); a peer that cannot load is reported and
 left out. Every grader call runs under a 10-second alarm; an overrun counts as a wrong verdict.
@@ -246,10 +245,6 @@ def run(grader: Grader, case: Case) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["choice"]:
-        import choice_suites
-
-        return choice_suites.main(argv[1:])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("math_verify", type=Path, help="a Math-Verify checkout")
     parser.add_argument("--slime", type=Path, help="a slime checkout (THUDM/slime)")

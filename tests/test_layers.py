@@ -371,6 +371,43 @@ def test_the_cycle_check_finds_what_it_must(
     assert cycles(module_graph(edges(root), modules(root))) == expected
 
 
+BENCHMARKS = PACKAGE.parent / "benchmarks"
+
+
+def script_graph(folder: Path) -> dict[str, dict[str, Edge]]:
+    """Script → the scripts of ``folder`` it imports by plain name (they run with the folder on
+    ``sys.path``), with the edge; deferred imports count, ``TYPE_CHECKING`` ones do not."""
+    scripts = {path.stem for path in folder.glob("*.py")}
+    graph: dict[str, dict[str, Edge]] = {}
+    for path in sorted(folder.glob("*.py")):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        type_only = _type_checking_lines(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                if name in scripts and name != path.stem and node.lineno not in type_only:
+                    edge = Edge(path.stem, name, node.lineno, "import")
+                    graph.setdefault(path.stem, {}).setdefault(name, edge)
+    return graph
+
+
+def test_no_benchmark_script_imports_itself_through_others() -> None:
+    graph = script_graph(BENCHMARKS)
+    assert graph, "the graph sees the scripts that import each other"
+    assert cycles(graph) == []
+
+
+def test_the_script_check_finds_a_cycle_closed_by_a_deferred_import(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("import b\n")
+    (tmp_path / "b.py").write_text("def main():\n    import a\n")
+    assert cycles(script_graph(tmp_path)) == ["a (1, import) → b (2, import) → a"]
+
+
 README = PACKAGE.parent / "README.md"
 
 
