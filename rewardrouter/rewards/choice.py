@@ -23,8 +23,9 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rewardrouter.errors import short_repr
 from rewardrouter.rewards.choice_statements import LETTER, final_choice, fold, last_fix
-from rewardrouter.rewards.labels import label_missing, unwrapped
+from rewardrouter.rewards.labels import LabelError, label_missing, unwrapped
 from rewardrouter.rewards.registry import BoxedAnswer, boxed_at, builtin, last_box_start
 from rewardrouter.rewards.squad import normalize_answer
 from rewardrouter.rewards.thinking import after_thinking
@@ -96,8 +97,8 @@ def _gold_letter(
     if isinstance(label, list | tuple):
         given = [unwrapped(item) for item in label if not _missing(item)]
         if len(given) > 1:
-            raise ValueError(
-                f"label is a list of {len(given)} answers ({str(given)[:60]}); gpqa and "
+            raise LabelError(
+                f"label is a list of {len(given)} answers ({short_repr(given[:2], 60)}); gpqa and "
                 "multiple_choice grade one correct option: give its letter, index or text"
             )
         label = given[0] if given else None
@@ -106,11 +107,12 @@ def _gold_letter(
     if isinstance(label, int):
         if 0 <= label < len(letters):
             return letters[label]
-        raise ValueError(f"label index {label} is outside the {len(letters)} options {letters}")
+        shown = label if label.bit_length() <= 64 else f"of {label.bit_length()} bits"
+        raise LabelError(f"label index {shown} is outside the {len(letters)} options {letters}")
     text = fold(str(label).strip())
     letter = _only_letter(text, letters) or _letter_of_text(text, letters, texts)
     if letter is None:
-        raise ValueError(
+        raise LabelError(
             f"label {text[:60]!r} is neither an option letter ({letters}), an index, nor the text "
             f"of one of metadata.choices"
         )

@@ -10,6 +10,7 @@ import pytest
 
 from rewardrouter.rewards import BoxedAnswer, choice_statements
 from rewardrouter.rewards.choice import gpqa, multiple_choice
+from rewardrouter.rewards.labels import LabelError
 
 CHOICES = {"choices": ["Carbon", "Nitrogen", "Oxygen", "Helium"]}
 LONG = "Let us weigh each option in turn. " * 30_000  # about 1 MB
@@ -115,11 +116,17 @@ def test_multiple_choice(
         pytest.param("Argon", CHOICES, id="unknown_text"),
         # an index past the options
         pytest.param(7, CHOICES, id="index_out_of_range"),
+        pytest.param(10**5000, CHOICES, id="index_of_five_thousand_digits"),
+        pytest.param(0.0, CHOICES, id="a_float"),
+        pytest.param(object(), CHOICES, id="an_object"),
     ],
 )
-def test_unusable_labels_are_errors(label: Any, metadata: dict[str, Any]) -> None:
-    with pytest.raises(ValueError, match="label"):
+def test_unusable_labels_are_the_datas_fault(label: Any, metadata: dict[str, Any]) -> None:
+    # a LabelError (a DataFault) stops the batch under on_error: raise, as a fault of the
+    # dataset; any other exception would be blamed on the response
+    with pytest.raises(LabelError, match="label") as raised:
         gpqa("Answer: A", label, metadata)
+    assert len(str(raised.value)) < 200
 
 
 def _both_ways(name: str, rows: list[tuple[str, str, str]]) -> list[object]:
@@ -459,7 +466,7 @@ def test_a_missing_label_is_not_applicable(kind: Any, label: Any) -> None:
 def test_a_list_label_of_one_answer_is_read() -> None:
     assert gpqa("Answer: C", ["C"], {}) == 1.0
     assert gpqa("Answer: C", [" ", "(c)"], {}) == 1.0
-    with pytest.raises(ValueError, match="label is a list of 2 answers"):
+    with pytest.raises(LabelError, match="label is a list of 2 answers"):
         gpqa("Answer: C", ["A", "C"], {})
 
 
@@ -484,7 +491,7 @@ def test_a_numpy_label_is_read_as_what_it_holds(
 
 
 def test_a_numpy_label_of_two_answers_is_an_error() -> None:
-    with pytest.raises(ValueError, match="label is a list of 2 answers"):
+    with pytest.raises(LabelError, match="label is a list of 2 answers"):
         gpqa("Answer: C", np.array(["A", "C"]), {})
 
 

@@ -103,9 +103,20 @@ def test_a_user_function_that_raises_follows_its_on_error(make_router: Any) -> N
         router.score_sync([row("a", value=1.0), row("b", value="not a number")])
 
 
-def test_a_label_no_grader_reads_follows_its_on_error(make_router: Any) -> None:
-    term = {"kind": "exact_match"}
+@pytest.mark.parametrize(
+    ("kind", "label"),
+    [
+        pytest.param("exact_match", {"a": 1}, id="a_dict_for_exact_match"),
+        pytest.param("gpqa", "Argon", id="a_text_naming_no_option"),
+        pytest.param("multiple_choice", 10**400, id="an_index_past_the_options"),
+        pytest.param("gpqa", ["A", "C"], id="two_correct_options"),
+    ],
+)
+def test_a_label_no_grader_reads_follows_its_on_error(
+    make_router: Any, kind: str, label: Any
+) -> None:
+    term = {"kind": kind}
     router = make_router({"default_route": "r", "routes": {"r": {"rewards": {"t": term}}}})
-    rows = [{"response": "x", "label": "x"}, {"response": "x", "label": {"a": 1}}]
+    rows = [{"response": "C", "label": "C"}, {"response": "C", "label": label}]
     with pytest.raises(RewardError, match=r"sample 1, route 'r', term 't'.*LabelError"):
         router.score_sync(rows)
