@@ -31,7 +31,10 @@ def deterministic_random(
 
     Contract: a BLAKE2b hash of ``salt`` and the response text, read as a uniform number in
     [0, 1), gives 1.0 when below ``p``; identical across runs, machines and processes (unlike
-    Python's ``hash``). Ignores the label and the metadata; never ``None``.
+    Python's ``hash``). The text is hashed as UTF-8, a lone surrogate (which UTF-8 cannot
+    encode, and a Python string can hold) as the three bytes of its code point. Ignores the label
+    and the metadata; never ``None``.
     """
-    digest = hashlib.blake2b(f"{salt}\0{response}".encode(), digest_size=8).digest()
+    text = f"{salt}\0{response}".encode("utf-8", "surrogatepass")
+    digest = hashlib.blake2b(text, digest_size=8).digest()
     return float(int.from_bytes(digest, "big") / 2**64 < p)

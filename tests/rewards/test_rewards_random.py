@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from rewardrouter.rewards.random import deterministic_random, random_reward
@@ -58,6 +60,9 @@ PINNED = [
     pytest.param("答案是四", 1.0, id="unicode_cjk"),
     # a megabyte
     pytest.param("x" * 1_000_000, 1.0, id="one_megabyte"),
+    # lone surrogates, which UTF-8 cannot encode: hashed as their code points' bytes
+    pytest.param("\ud800", 1.0, id="lone_high_surrogate"),
+    pytest.param("A\udfffB", 0.0, id="lone_low_surrogate_inside_text"),
     # near-identical responses get independent values
     pytest.param("r0", 1.0, id="r0"),
     pytest.param("r1", 0.0, id="r1"),
@@ -75,3 +80,12 @@ def test_random_ignores_everything() -> None:
     # no label, no metadata, an empty response: still 0.0 or 1.0, never None
     assert random_reward("", None, {}) in (0.0, 1.0)
     assert random_reward("x", "label", {"a": 1}, p=1.0) == 1.0
+
+
+def test_a_lone_surrogate_is_scored_beside_honest_rows(make_router: Any) -> None:
+    # it raised UnicodeEncodeError, recorded as the sample's error: no reward for a response
+    # that the kind's contract says always gets one
+    term = {"kind": "deterministic_random"}
+    router = make_router({"default_route": "r", "routes": {"r": {"rewards": {"t": term}}}})
+    batch = router.score_sync([{"response": "A"}, {"response": "\ud800"}, {"response": "a"}])
+    assert [(r.reward, r.status) for r in batch] == [(1.0, "ok"), (1.0, "ok"), (0.0, "ok")]
