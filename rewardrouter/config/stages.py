@@ -194,7 +194,9 @@ class ReinforcePPBaselineStage(_AdvantageStage):
 
 
 class NoAdvantageStage(_AdvantageStage):
-    """Raw (shaped) rewards pass through as advantages."""
+    """The shaped rewards pass through as advantages, unnormalized: the way to say that a
+    trainer trains on raw rewards. Hooks that hand a trainer advantages refuse a post_process
+    that ends in no advantage stage."""
 
     kind: Literal["none"] = "none"
 

@@ -15,13 +15,15 @@ check                       finds                                            com
 :func:`unlabeled`           samples without a label whose graders did not    hint; counted
                             apply: the labels are probably elsewhere         ``label_missing``
 :func:`mixed_prompt_groups` a prompt group holding answers to different      error; counted
-                            prompts (joined files that each number           ``mixed_prompt_group``
-                            ``group_index`` from 0)
+                            prompts, labels or datasets (joined files that   ``mixed_prompt_group``
+                            each number ``group_index`` from 0)
 :func:`position_problem`    ``group_by: position`` over a batch that is not  error; error
                             whole groups of ``n_samples_per_prompt``
 :func:`batch_positions`     slime's rule without ``group_index``: a batch    (needs group_index);
                             that is not ``n_samples_per_prompt *             counted
                             rollout_batch_size`` is one group                ``one_prompt_group``
+:func:`no_advantage_stage`  a hook that hands over advantages from a chain   (writes rewards);
+                            that ends in no advantage stage                  error
 ==========================  ===============================================  =====================
 
 Counted warnings go through :func:`rewardrouter.integrations._metrics.warn`: each trainer's
@@ -39,11 +41,12 @@ form of :meth:`Router.check <rewardrouter.Router.check>`, so that the command li
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Hashable, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from typing import Any
 
 from rewardrouter.config.models import RouterConfig
-from rewardrouter.errors import Problem, did_you_mean
+from rewardrouter.config.stages import ADVANTAGE_KINDS
+from rewardrouter.errors import Problem, did_you_mean, short_repr
 from rewardrouter.integrations._metrics import warn
 from rewardrouter.results import RewardResult
 
@@ -137,59 +140,115 @@ def _sample(i: int) -> str:
     return f"sample {i}"
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Whether two values of one field read the same: equal (labels may be lists, dicts or NumPy
+    arrays, whose ``==`` is elementwise), or written the same (``nan``)."""
+    if a is b:
+        return True
+    try:
+        if bool(a == b):
+            return True
+    except (TypeError, ValueError):  # an array of truth values
+        pass
+    return repr(a) == repr(b)
+
+
+def _shared_fields(sample: Any, route_by: Sequence[str]) -> dict[str, tuple[Any, str]]:
+    """What every answer of one prompt group shares, as ``{field: (value, shown)}``: the
+    prompt, the label and the dataset (the ``route_by`` fields in ``metadata``); a field the
+    sample lacks (a prompt None or ``""``, a label None, no route_by field) is left out."""
+    found: dict[str, tuple[Any, str]] = {}
+    prompt = getattr(sample, "prompt", None)
+    if prompt is not None and prompt != "":
+        found["prompt"] = (prompt, _quoted(prompt))
+    label = getattr(sample, "label", None)
+    if label is not None:
+        found["label"] = (label, short_repr(label, QUOTED))
+    metadata = getattr(sample, "metadata", None)
+    if isinstance(metadata, Mapping):
+        named = tuple((f, metadata[f]) for f in route_by if metadata.get(f) is not None)
+        if named:
+            found["dataset"] = (named, ", ".join(f"{f}={short_repr(v, QUOTED)}" for f, v in named))
+    return found
+
+
 def mixed_prompt_groups(
     samples: Sequence[Any],
     groups: Sequence[Hashable | None],
     name: Callable[[int], str] = _sample,
+    route_by: Sequence[str] = (),
 ) -> list[tuple[int, str]]:
-    """Samples whose prompt differs from the first prompt of their prompt group.
+    """Samples whose prompt, label or dataset differs from their prompt group's.
 
-    GRPO compares the answers to *one* prompt; a group that holds answers to two prompts
-    (files joined after each numbered its groups from 0) ranks them against each other. One
+    GRPO compares the answers to *one* prompt, graded against its one label; a group that holds
+    answers to two prompts (files joined after each numbered its groups from 0) ranks them
+    against each other, and so does a group whose answers carry different labels or datasets
+    (the ``route_by`` fields of their ``metadata``) under one prompt text (an image question,
+    a prompt template). Labels that compare equal (lists, dicts, arrays) are one label. One
     sample per rollout is compared (siblings sharing a ``rollout_id`` may carry longer prompts:
-    fan-out turns), and samples without a prompt (``None`` or ``""``) or a group are left out.
-    ``groups`` holds each sample's group key, ``name`` says where a sample is (``"line 12"``
-    for a file). One problem per (group, prompt) pair.
+    fan-out turns); a sample without a group is left out, and so is a field a sample lacks (a
+    prompt ``None`` or ``""``, a label ``None``). ``groups`` holds each sample's group key,
+    ``name`` says where a sample is (``"line 12"`` for a file). One problem per group and
+    distinct values found.
+
+    >>> from rewardrouter import Sample
+    >>> rows = [Sample(prompt="<image> Which animal?", label="cat", group_index=0),
+    ...         Sample(prompt="<image> Which animal?", label="dog", group_index=0)]
+    >>> print(mixed_prompt_groups(rows, [0, 0])[0][1])  # doctest: +ELLIPSIS
+    prompt group 0 holds answers to another label: 'dog' here, 'cat' at sample 0; GRPO would ...
     """
-    first: dict[Hashable, tuple[int, Any]] = {}
+    first: dict[Hashable, dict[str, tuple[int, Any, str]]] = {}
     rollouts: set[tuple[Hashable, Hashable]] = set()
-    reported: set[tuple[Hashable, str]] = set()
+    reported: set[tuple[Hashable, tuple[str, ...]]] = set()
     problems: list[tuple[int, str]] = []
     for i, (sample, group) in enumerate(zip(samples, groups, strict=True)):
-        prompt = getattr(sample, "prompt", None)
-        if group is None or prompt is None or prompt == "":
+        if group is None:
+            continue
+        fields = _shared_fields(sample, route_by)
+        if not fields:
             continue
         rollout = getattr(sample, "rollout_id", None)
         if rollout is not None:
             if (group, rollout) in rollouts:
                 continue
             rollouts.add((group, rollout))
-        if group not in first:
-            first[group] = (i, prompt)
+        seen = first.setdefault(group, {})
+        differ = []
+        for field, (value, shown) in fields.items():
+            if field not in seen:
+                seen[field] = (i, value, shown)
+            elif not _same(value, seen[field][1]):
+                differ.append(field)
+        key = (group, tuple(f"{f}={fields[f][1]!r}" for f in differ))
+        if not differ or key in reported:
             continue
-        j, expected = first[group]
-        if prompt == expected or (group, repr(prompt)) in reported:
-            continue
-        reported.add((group, repr(prompt)))
+        reported.add(key)
+        details = "; ".join(
+            f"{field + ' ' if len(differ) > 1 else ''}{fields[field][1]} here, "
+            f"{seen[field][2]} at {name(seen[field][0])}"
+            for field in differ
+        )
         problems.append(
             (
                 i,
-                f"prompt group {group!r} holds answers to another prompt: "
-                f"{_quoted(prompt)} here, {_quoted(expected)} at {name(j)}; GRPO would "
-                f"compare answers to different questions. Give each prompt its own "
-                f"group_index (files joined after each numbered its groups from 0: offset each "
-                f"file's group_index past the previous file's)",
+                f"prompt group {group!r} holds answers to another {' and '.join(differ)}: "
+                f"{details}; GRPO would compare answers to different questions. Give each "
+                f"prompt its own group_index (files joined after each numbered its groups from "
+                f"0: offset each file's group_index past the previous file's)",
             )
         )
     return problems
 
 
 def warn_mixed_prompt_groups(
-    samples: Sequence[Any], groups: Sequence[Hashable | None], batch: Hashable | None = None
+    samples: Sequence[Any],
+    groups: Sequence[Hashable | None],
+    batch: Hashable | None = None,
+    route_by: Sequence[str] = (),
 ) -> None:
     """:func:`mixed_prompt_groups`, counted as ``mixed_prompt_group`` (one per problem; once
     per ``batch``, see :func:`~rewardrouter.integrations._metrics.batch_key`)."""
-    problems = mixed_prompt_groups(samples, groups)
+    problems = mixed_prompt_groups(samples, groups, route_by=route_by)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         i, why = problems[0]
@@ -221,6 +280,34 @@ def position_problem(config: RouterConfig, n: int) -> tuple[int, str] | None:
         f"(n_samples_per_prompt), but the batch holds {n} samples: the last {left} make no "
         f"whole group. Give every sample its prompt's group_index and drop `group_by: "
         f"position` (groups by group_index take any sizes), or pass whole groups",
+    )
+
+
+def no_advantage_stage(config: RouterConfig, hook: str, keep_own: str) -> Problem | None:
+    """A :class:`Problem` at ``post_process`` when ``hook`` would hand the trainer advantages
+    from a chain that ends in no advantage stage (raw rewards as advantages, unsaid); None when
+    it ends in one (``{kind: none}`` says it on purpose). ``keep_own`` says how to keep the
+    trainer's own normalization instead.
+
+    >>> from rewardrouter.config.models import RouterConfig
+    >>> problem = no_advantage_stage(RouterConfig(), "the hook", "drop the hook")
+    >>> problem.message[-85:]
+    'but the config has none: the trainer would take the raw rewards as advantages, unsaid'
+    >>> problem.hint  # doctest: +ELLIPSIS
+    'end post_process with an advantage stage, e.g. `- {kind: grpo}` (or `rloo`, ...; or drop the hook'
+    """
+    stages = config.post_process
+    if stages and stages[-1].kind in ADVANTAGE_KINDS:
+        return None
+    found = f"its last stage is `{stages[-1].kind}`" if stages else "the config has none"
+    return Problem(
+        "post_process",
+        f"{hook} computes advantages with the advantage stage that ends the router config's "
+        f"post_process, but {found}: the trainer would take the raw rewards as advantages, "
+        f"unsaid",
+        "end post_process with an advantage stage, e.g. `- {kind: grpo}` (or `rloo`, "
+        "`reinforce_pp_baseline`), or with `- {kind: none}` to train on the shaped rewards as "
+        f"they are; or {keep_own}",
     )
 
 
@@ -264,7 +351,7 @@ def data_problems(
     :func:`position_problem`, and :func:`mixed_prompt_groups` over the samples' ``group_index``.
     ``(sample index, message)`` pairs in sample order."""
     groups = [getattr(s, "group_index", None) for s in samples]
-    problems = mixed_prompt_groups(samples, groups, name)
+    problems = mixed_prompt_groups(samples, groups, name, config.route_by)
     uneven = position_problem(config, len(samples))
     if uneven is not None:
         problems.append(uneven)

@@ -16,13 +16,15 @@ A sample without a reward (aborted, not applicable, skipped after a failure) get
 ``missing_reward.value`` as raw reward and advantage 0.0, and stays out of its group's
 statistics; so does a sample whose reward is that value handed over by the reward hook in its
 place (its ``metadata["rewardrouter"]`` record says ``filled``). With the ``none`` advantage
-stage (or none at all) the advantages are the shaped rewards in float64, unrounded.
+stage the advantages are the shaped rewards in float64, unrounded; the hooks refuse a chain
+that ends in no advantage stage (:func:`._checks.no_advantage_stage`), so that training on raw
+rewards is said, never implied.
 
 Before the chain runs, the batch goes through the checks of :mod:`._checks` that the command
 line runs too: ``group_by: position`` over a batch that is not whole groups is refused
 (:class:`~rewardrouter.SampleError`); a given prompt group (``group_index`` or
-``prompt_group_sizes``) holding answers to different prompts and slime's one-group fallback are
-counted warnings.
+``prompt_group_sizes``) holding answers to different prompts, labels or datasets and slime's
+one-group fallback are counted warnings.
 """
 
 from __future__ import annotations
@@ -195,7 +197,7 @@ def post_process(
     groups, given = prompt_groups(args, samples, framework, prompt_group_sizes, batch)
     all_groups = groups
     if given:  # position groups hold answers to different prompts by design (one_prompt_group)
-        warn_mixed_prompt_groups(samples, groups, batch)
+        warn_mixed_prompt_groups(samples, groups, batch, router.config.route_by)
     spread: list[int] | None = None
     processor = router.post_processor
     # routes matter to route shaping alone

@@ -30,6 +30,7 @@ import torch
 from torch import Tensor
 
 from rewardrouter.errors import ConfigError, Problem
+from rewardrouter.integrations._checks import no_advantage_stage
 from rewardrouter.integrations._route_shaping import _NEEDS as STAGE_NEEDS
 from rewardrouter.integrations._router_cache import shared_router
 from rewardrouter.integrations._source import config_source
@@ -41,13 +42,6 @@ ESTIMATOR_NAME = "rewardrouter"
 
 #: The per-row fields verl's advantage step gives global stages (lengths are the mask's sums).
 CARRIED = frozenset({"response_length", "group_index"})
-
-#: The fix for a config whose ``post_process`` does not end in an advantage stage.
-END_WITH_ESTIMATOR = (
-    "end post_process with an advantage stage, e.g. `- {kind: grpo}` (or `rloo`, "
-    "`reinforce_pp_baseline`, or `none` to train on the shaped rewards as they are); or drop "
-    "`algorithm.adv_estimator=rewardrouter` to keep one of verl's own estimators"
-)
 
 log = logging.getLogger("rewardrouter.verl")
 
@@ -77,20 +71,13 @@ def _problems(router: Router) -> list[Problem]:
     processor = router.post_processor
     estimator = processor.estimator
     problems: list[Problem] = []
-    if estimator is None:
-        found = (
-            f"its last stage is `{router.config.post_process[-1].kind}`"
-            if router.config.post_process
-            else "the config has none"
-        )
-        problems.append(
-            Problem(
-                "post_process",
-                f"algorithm.adv_estimator=rewardrouter computes advantages with the advantage "
-                f"stage that ends the router config's post_process, but {found}",
-                END_WITH_ESTIMATOR,
-            )
-        )
+    missing = no_advantage_stage(
+        router.config,
+        "algorithm.adv_estimator=rewardrouter",
+        "drop `algorithm.adv_estimator=rewardrouter` to keep one of verl's own estimators",
+    )
+    if missing is not None:
+        problems.append(missing)
     for stage in processor.stages:
         need = STAGE_NEEDS.get(stage.config.kind)
         if need is not None and need not in CARRIED:

@@ -62,7 +62,7 @@ from typing import Any
 from rewardrouter.config.models import MissingReward
 from rewardrouter.errors import ConfigError, Problem
 from rewardrouter.integrations import _metrics
-from rewardrouter.integrations._checks import warn_unlabeled
+from rewardrouter.integrations._checks import no_advantage_stage, warn_unlabeled
 from rewardrouter.integrations._post_process import (
     RECORD,
     Framework,
@@ -91,6 +91,9 @@ log = logging.getLogger("rewardrouter.slime")
 #: Where slime's samples get their labels, and how to read them from another column.
 LABELS_FROM = "the samples' `label` (slime's --label-key column of the data, default `label`)"
 LABELS_FIX = "launch with --label-key <the column that holds the reference answers>"
+
+#: Each trainer's name as an owner ("slime's own normalization").
+POSSESSIVE = {"slime": "slime's", "miles": "miles'"}
 
 #: Statuses of samples that are handed ``missing_reward.value`` when they got no reward.
 NOT_FILLED = frozenset({"aborted", "kept"})
@@ -265,9 +268,19 @@ def run_post_process(
     framework: Framework,
     prompt_group_sizes: Sequence[int] | None = None,
 ) -> tuple[list[float], list[float]]:
-    """The post-process hook of ``framework`` (see :mod:`._post_process`)."""
+    """The post-process hook of ``framework`` (see :mod:`._post_process`); refuses a config
+    whose ``post_process`` ends in no advantage stage (:func:`._checks.no_advantage_stage`)."""
     keys = _Keys.of(args)
-    router = _router(args, keys)
+    source = config_source(args, "args")
+    router = shared_router(source, reward_key=keys.train, eval_reward_key=keys.eval)
+    missing = no_advantage_stage(
+        router.config,
+        f"--custom-reward-post-process-path rewardrouter.integrations.{framework}."
+        f"post_process_rewards",
+        f"drop --custom-reward-post-process-path to keep {POSSESSIVE[framework]} own normalization",
+    )
+    if missing is not None:
+        raise ConfigError([missing], source.path)
     key = keys.train or router.config.reward_key
     done = post_process(router, args, samples, key, framework, prompt_group_sizes)
     return done.raw, done.advantages
@@ -280,8 +293,10 @@ def post_process_rewards(
 
     Runs the config's shaping stages and its advantage stage in place of slime's normalization:
     groups from ``group_index`` (any order, any sizes), else by position as slime does
-    (``n_samples_per_prompt`` on ``args``); constant groups get exactly 0. Both lists hold plain
-    floats, one per sample; a sample without a reward (aborted, not applicable, skipped after a
+    (``n_samples_per_prompt`` on ``args``); constant groups get exactly 0. A config whose
+    ``post_process`` ends in no advantage stage is refused (:class:`~rewardrouter.ConfigError`
+    naming the fix): ``{kind: none}`` says that the shaped rewards are the advantages. Both
+    lists hold plain floats, one per sample; a sample without a reward (aborted, not applicable, skipped after a
     failure, or handed ``missing_reward.value`` by :func:`custom_rm`) has that value as raw
     reward and advantage 0.0, and stays out of its group's statistics. The batch is checked
     first (:mod:`._checks`): ``group_by: position`` over an incomplete last group raises

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from rich.console import Console
 
@@ -118,6 +119,54 @@ def test_mixed_prompt_groups(
     assert [i for i, _ in mixed_prompt_groups(samples, groups)] == found
 
 
+#: (labels, datasets, group keys, samples found): answers under one prompt text whose labels or
+#: datasets differ (joined files whose prompts read the same) against the shapes one prompt
+#: legitimately gives.
+LABELED = [
+    pytest.param(["cat", "cat", "dog"], None, [0, 0, 0], [2], id="labels_differ"),
+    pytest.param(["cat", "dog"], None, [0, 1], [], id="two_groups"),
+    pytest.param([["a", "b"], ["a", "b"]], None, [0, 0], [], id="equal_lists"),
+    pytest.param([{"x": 1}, {"x": 1}], None, [0, 0], [], id="equal_dicts"),
+    pytest.param([np.array(["C", "D"]), np.array(["C", "D"])], None, [0, 0], [], id="arrays"),
+    pytest.param([float("nan"), float("nan")], None, [0, 0], [], id="nan_labels"),
+    pytest.param(["cat", None], None, [0, 0], [], id="a_missing_label"),
+    pytest.param(["", ""], None, [0, 0], [], id="blank_labels"),
+    pytest.param(["cat"] * 3, ["gsm8k", "gsm8k", "math"], [0, 0, 0], [2], id="datasets_differ"),
+    pytest.param(["cat", "dog"], ["gsm8k", "math"], [0, 0], [1], id="both_differ"),
+    # miles with multi-LoRA: each adapter numbers its groups from 0, grouped per adapter
+    pytest.param(["cat", "dog"], None, [("A", 0), ("B", 0)], [], id="adapters"),
+]
+
+
+@pytest.mark.parametrize(("labels", "datasets", "groups", "found"), LABELED)
+def test_mixed_prompt_groups_by_label_and_dataset(
+    labels: list[Any], datasets: list[str] | None, groups: list[Any], found: list[int]
+) -> None:
+    samples = [
+        Namespace(
+            prompt="<image> Which animal?",
+            label=label,
+            metadata={} if datasets is None else {"dataset": datasets[i]},
+        )
+        for i, label in enumerate(labels)
+    ]
+    problems = mixed_prompt_groups(samples, groups, route_by=["dataset"])
+    assert [i for i, _ in problems] == found
+
+
+def test_a_group_that_differs_in_several_fields_names_each() -> None:
+    samples = [
+        Namespace(prompt="a", label="1", metadata={"dataset": "gsm8k"}),
+        Namespace(prompt="b", label="2", metadata={"dataset": "math"}),
+    ]
+    [(_, message)] = mixed_prompt_groups(samples, [0, 0], route_by=["dataset"])
+    assert message.startswith(
+        "prompt group 0 holds answers to another prompt and label and dataset: prompt 'b' here, "
+        "'a' at sample 0; label '2' here, '1' at sample 0; dataset dataset='math' here, "
+        "dataset='gsm8k' at sample 0; GRPO would compare answers to different questions."
+    )
+
+
 @pytest.mark.parametrize(
     ("stage", "n", "found"),
     [
@@ -213,6 +262,23 @@ def test_joined_files_that_each_number_groups_from_0_are_refused(tmp_path: Path)
     assert (
         "data.jsonl:3: prompt group 0 holds answers to another prompt: \"second file's "
         'question" here, "first file\'s question" at line 1'
+    ) in said
+    assert "nothing was scored" in said and not (tmp_path / "rewards.jsonl").exists()
+
+
+def test_joined_files_without_prompts_are_refused_by_their_labels(tmp_path: Path) -> None:
+    """Rows with no prompt column: the labels tell the two files' groups 0 apart."""
+    rows = [
+        {**ANSWERS, "label": "Paris", "group_index": 0},
+        {**ANSWERS, "label": "Paris", "group_index": 0},
+        {**ANSWERS, "label": "Rome", "group_index": 0},
+        {**ANSWERS, "label": "Rome", "group_index": 0},
+    ]
+    said = job(tmp_path, rows, "router=mixed")
+    assert (
+        "data.jsonl:3: prompt group 0 holds answers to another label: 'Rome' here, 'Paris' at "
+        "line 1; GRPO would compare answers to different questions. Give each prompt its own "
+        "group_index"
     ) in said
     assert "nothing was scored" in said and not (tmp_path / "rewards.jsonl").exists()
 

@@ -24,6 +24,7 @@ import pytest
 from rr_checkouts import MILES, checkout
 from rr_frameworks import trainer_args
 
+from rewardrouter import ConfigError
 from rewardrouter.integrations import _metrics
 from rewardrouter.integrations._router_cache import close_shared
 
@@ -52,6 +53,9 @@ def miles(miles_root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[types.S
         monkeypatch.setenv("JUDGE_URL", f"http://127.0.0.1:{probe.getsockname()[1]}/v1")
     # miles is no package: imported from the checkout, unknown to type checkers
     from miles.ray.rollout.metrics import log_rollout_data  # type: ignore[import-not-found]
+    from miles.ray.rollout.train_data_conversion import (  # type: ignore[import-not-found]
+        _post_process_rewards,
+    )
     from miles.rollout.rm_hub import async_rm, batched_async_rm  # type: ignore[import-not-found]
     from miles.utils.misc import load_function  # type: ignore[import-not-found]
     from miles.utils.tracking_utils import tracking  # type: ignore[import-not-found]
@@ -78,6 +82,7 @@ def miles(miles_root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[types.S
         batched_async_rm=batched_async_rm,
         log_rollout_data=log_rollout_data,
         load_function=load_function,
+        post_process_rewards=_post_process_rewards,
     )
     tracking.finish_tracking()
     close_shared()
@@ -152,3 +157,36 @@ def test_miles_logs_a_rollout_whose_judge_is_unreachable(miles: Any, group_rm: b
     raw, advantages = miles.load_function(args.custom_reward_post_process_path)(args, samples)
     assert raw[2:] == [0.0, 0.0] and advantages[2:] == [0.0, 0.0]
     assert advantages[0] == pytest.approx(-advantages[1]) and advantages[0] > 0.5
+
+
+#: (post_process override, what miles gets), through miles' own ``_post_process_rewards`` with
+#: the hook as ``custom_reward_post_process_func``: before, a chain without an advantage stage
+#: handed miles the raw rewards as advantages, unsaid.
+CHAINS = [
+    pytest.param("post_process=[]", "but the config has none", id="no_post_process"),
+    pytest.param(
+        "post_process=[{kind: scale, mul: 2.0}]",
+        "but its last stage is `scale`",
+        id="ends_in_a_shaping_stage",
+    ),
+    pytest.param("post_process=[{kind: none}]", None, id="none_says_raw_rewards"),
+]
+
+
+@pytest.mark.parametrize(("chain", "refused"), CHAINS)
+def test_a_chain_without_an_advantage_stage_is_refused_where_miles_calls_the_hook(
+    miles: Any, chain: str, refused: str | None
+) -> None:
+    args = miles_args(True, rewardrouter_overrides=[chain])
+    samples = scored_batch(miles, args)
+    hook = miles.load_function(args.custom_reward_post_process_path)
+    if refused is None:
+        raw, advantages = miles.post_process_rewards(args, samples, hook)
+        assert advantages == raw == [pytest.approx(1.1), pytest.approx(0.1), 0.0, 0.0]
+        return
+    with pytest.raises(ConfigError) as stopped:
+        miles.post_process_rewards(args, samples, hook)
+    message = str(stopped.value)
+    assert refused in message
+    assert "--custom-reward-post-process-path rewardrouter.integrations.miles" in message
+    assert "drop --custom-reward-post-process-path to keep miles' own normalization" in message

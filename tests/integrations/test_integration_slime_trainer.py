@@ -17,12 +17,15 @@ read back.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import os
+import re
 import socket
 import subprocess
 import sys
 import types
+import warnings
 from argparse import Namespace
 from collections import Counter
 from collections.abc import Iterator
@@ -33,7 +36,7 @@ import pytest
 from rr_checkouts import SLIME, checkout
 from rr_frameworks import trainer_args
 
-from rewardrouter import SampleError
+from rewardrouter import ConfigError, RewardRouterWarning, SampleError
 from rewardrouter.integrations import _metrics
 from rewardrouter.integrations._router_cache import close_shared
 
@@ -41,6 +44,7 @@ pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
 
 HOOKS = "rewardrouter.integrations.slime"
 GSM8K, JUDGED = "openai/gsm8k", "HuggingFaceH4/ultrafeedback_binarized"
+SQUAD = "rajpurkar/squad"
 
 
 class Tracker(types.ModuleType):
@@ -243,6 +247,131 @@ def test_a_group_index_shared_by_two_prompts_is_counted_once_per_batch(slime: An
     [logged] = TRACKER.logged
     assert logged["rewardrouter/warnings/mixed_prompt_group"] == 1.0
     assert _metrics.WARNINGS["mixed_prompt_group"] == 1
+
+
+#: (two groups that one group_index joined: (prompt, [(response, label)], dataset) each, the
+#: warning, or None where one group is legitimate). The prompts read the same, so only the
+#: labels or the datasets tell the files apart; before, such a group was normalized as one,
+#: with no warning.
+SAME_PROMPT = "<image> Which animal is in the picture?"
+JOINED = [
+    pytest.param(
+        (SAME_PROMPT, [("cat", "cat"), ("a dog", "cat")], SQUAD),
+        (SAME_PROMPT, [("dog", "dog"), ("a cat", "dog")], SQUAD),
+        r"sample 2: prompt group 0 holds answers to another label: 'dog' here, 'cat' at "
+        r"sample 0; GRPO would compare answers to different questions\. Give each prompt its "
+        r"own group_index \(.*offset each file's group_index past the previous file's\)",
+        id="labels_differ",
+    ),
+    pytest.param(
+        (SAME_PROMPT, [("cat", "cat"), ("a dog", "cat")], SQUAD),
+        (SAME_PROMPT, [("cat", "cat"), ("dog", "cat")], "rajpurkar/squad_v2"),
+        r"sample 2: prompt group 0 holds answers to another dataset: dataset='rajpurkar/squad_v2' "
+        r"here, dataset='rajpurkar/squad' at sample 0",
+        id="datasets_differ",
+    ),
+    pytest.param(
+        (SAME_PROMPT, [("cat", ["cat", "kitten"]), ("a dog", ["cat", "kitten"])], SQUAD),
+        (SAME_PROMPT, [("kitten", ["cat", "kitten"]), ("dog", ["cat", "kitten"])], SQUAD),
+        None,
+        id="equal_list_labels_are_one_group",
+    ),
+]
+
+
+@pytest.mark.parametrize(("first", "second", "warned"), JOINED)
+def test_a_group_index_shared_by_answers_to_other_labels_or_datasets_is_counted(
+    slime: Any, first: Any, second: Any, warned: str | None
+) -> None:
+    args = slime_args(
+        True, rewardrouter_overrides=["routes.squad.match=[rajpurkar/squad, rajpurkar/squad_v2]"]
+    )
+    index = iter(range(4))
+    batch = [
+        [
+            slime.Sample(
+                group_index=0,
+                index=next(index),
+                prompt=prompt,
+                response=response,
+                label=label,
+                status=slime.Sample.Status.COMPLETED,
+                metadata={"dataset": data},
+            )
+            for response, label in answers
+        ]
+        for prompt, answers, data in (first, second)
+    ]
+    samples = score_as_slime(slime, args, batch)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        slime.log_rollout_data(1, args, samples, {}, 1.0)
+        slime.load_function(args.custom_reward_post_process_path)(args, samples)  # same batch
+    said = [str(w.message) for w in caught if issubclass(w.category, RewardRouterWarning)]
+    [logged] = TRACKER.logged
+    if warned is None:
+        assert said == [] and "rewardrouter/warnings/mixed_prompt_group" not in logged
+    else:
+        [message] = said
+        assert re.search(warned, message), message
+        assert logged["rewardrouter/warnings/mixed_prompt_group"] == 1.0
+
+
+#: (post_process override, what slime gets): a chain that ends in no advantage stage is
+#: refused where slime's rollout manager calls the hook; before, slime took the raw rewards as
+#: advantages, unsaid. `{kind: none}` says so on purpose.
+CHAINS = [
+    pytest.param("post_process=[]", "but the config has none", id="no_post_process"),
+    pytest.param(
+        "post_process=[{kind: clip, max: 1.0}]",
+        r"but its last stage is `clip`",
+        id="ends_in_a_shaping_stage",
+    ),
+    pytest.param("post_process=[{kind: none}]", None, id="none_says_raw_rewards"),
+]
+
+
+def rollout_manager_post_process(slime_root: Path, slime: Any) -> Any:
+    """``RolloutManager._post_process_rewards`` of the checkout's ``slime/ray/rollout.py``,
+    compiled alone (the module imports sglang): how slime's trainer calls the hook."""
+    path = slime_root / "slime" / "ray" / "rollout.py"
+    tree = ast.parse(path.read_text(), str(path))
+    [method] = [
+        node
+        for klass in tree.body
+        if isinstance(klass, ast.ClassDef) and klass.name == "RolloutManager"
+        for node in klass.body
+        if isinstance(node, ast.FunctionDef) and node.name == "_post_process_rewards"
+    ]
+    namespace: dict[str, Any] = {"Sample": slime.Sample}
+    exec(compile(ast.Module(body=[method], type_ignores=[]), str(path), "exec"), namespace)
+    return namespace["_post_process_rewards"]
+
+
+@pytest.mark.parametrize(("chain", "refused"), CHAINS)
+def test_a_chain_without_an_advantage_stage_is_refused_where_slime_calls_the_hook(
+    slime: Any, slime_root: Path, chain: str, refused: str | None
+) -> None:
+    args = slime_args(True, rewardrouter_overrides=[chain])
+    samples = score_as_slime(slime, args, groups(slime))
+    manager = Namespace(
+        args=args,
+        custom_reward_post_process_func=slime.load_function(args.custom_reward_post_process_path),
+    )
+    post_process = rollout_manager_post_process(slime_root, slime)
+    if refused is None:
+        raw, advantages = post_process(manager, samples)
+        assert advantages == raw == [pytest.approx(1.1), pytest.approx(0.1), 0.0, 0.0]
+        return
+    with pytest.raises(ConfigError) as stopped:
+        post_process(manager, samples)
+    message = str(stopped.value)
+    assert re.search(refused, message)
+    assert (
+        "post_process: --custom-reward-post-process-path rewardrouter.integrations.slime" in message
+    )
+    assert "or with `- {kind: none}` to train on the shaped rewards as they are" in message
+    assert "drop --custom-reward-post-process-path to keep slime's own normalization" in message
 
 
 def test_a_batch_without_group_index_that_is_not_whole_groups_is_counted(slime: Any) -> None:

@@ -380,8 +380,9 @@ REFUSED = [
     pytest.param(
         "routes: {}\n",
         estimator_line,
-        r"algorithm\.rewardrouter_config -> .*router\.yaml, post_process: .*the config has none\n"
-        r".*end post_process with an advantage stage",
+        r"algorithm\.rewardrouter_config -> .*router\.yaml, post_process: .*the config has none: "
+        r"the trainer would take the raw rewards as advantages, unsaid\n"
+        r".*end post_process with an advantage stage, .* or with `- \{kind: none\}`",
         id="estimator_without_post_process",
     ),
     pytest.param(
