@@ -220,7 +220,7 @@ class TrajectoryConfig(_Model):
     format: Literal["auto", "none"] = Field(
         default="auto",
         description="How tool calls written as text in an assistant message without "
-        "`tool_calls` are read. auto: each <tool_call>{\"name\", \"arguments\"}</tool_call> "
+        '`tool_calls` are read. auto: each <tool_call>{"name", "arguments"}</tool_call> '
         "block (the Hermes, Qwen2.5 and Qwen3 chat templates' form) is a call, and one that "
         "cannot be read counts as a failed call; none: such a block makes the conversation "
         "unreadable (the sample's error).",

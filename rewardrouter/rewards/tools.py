@@ -53,12 +53,17 @@ from rewardrouter.trajectory import (
 
 #: What ``tool_success`` counts as a failed tool result by default: a result whose text starts
 #: with one of these (after leading whitespace). TRL writes a tool's exception as
-#: ``str({"error": message})``, a Python dict; a JSON object is read whole (``json_errors``).
+#: ``str({"error": message})``, a Python dict (a JSON object is read whole: ``json_errors``);
+#: verl's ToolAgentLoop answers a call to no declared tool, arguments that are not JSON and a
+#: tool that raised with the last three.
 ERROR_PREFIXES = (
     "Error:",
     "ERROR:",
     "Traceback (most recent call last)",
     "{'error':",
+    "Unknown function '",
+    "Invalid JSON in arguments for '",
+    "Error executing tool '",
 )
 
 #: Keys of a JSON object result that say it failed when set (not null, false, 0, "", [] or {}).

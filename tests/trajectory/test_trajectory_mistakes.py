@@ -337,6 +337,15 @@ RESULTS = [
     pytest.param("Error: no such city", True, id="error_prefix"),
     pytest.param("  Traceback (most recent call last):\n ...", True, id="traceback"),
     pytest.param(str({"error": "missing city"}), True, id="trl_python_dict_of_an_exception"),
+    pytest.param(
+        "Unknown function 'get_forecast'. Available tools: ['get_weather']",
+        True,
+        id="verl_call_to_no_tool",
+    ),
+    pytest.param(
+        "Invalid JSON in arguments for 'get_weather': Expecting value", True, id="verl_bad_json"
+    ),
+    pytest.param("Error executing tool 'get_weather': boom", True, id="verl_tool_raised"),
     pytest.param('{"error": "missing city"}', True, id="json_error"),
     pytest.param('{"result": null, "error": "boom"}', True, id="json_error_not_first"),
     pytest.param('{"error": null, "result": 21}', False, id="json_error_null_is_success"),

@@ -1,10 +1,13 @@
 """Trajectories through the trainers' own data structures: TRL's conversational completions with
-tool calls, verl's agent-loop output handed to its reward manager, slime's multi-turn ``Sample``
-scored by slime's reward entry points (its loss mask untouched)."""
+tool calls, verl's ToolAgentLoop run on scripted turns and its output handed to its reward
+manager, slime's multi-turn ``Sample`` (and its ``TrajectoryManager``'s) and miles' scored by
+their reward entry points (the loss mask untouched). Where the trainer does not hand the
+conversation over, the call stops with the fix, never a reward graded on the flat text."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,10 +15,13 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from rr_checkouts import SLIME, checkout
+from rr_checkouts import MILES, SLIME, checkout
 from rr_frameworks import trainer_args
 from rr_tiny_llama import CPU_RUN, bpe_tokenizer, tiny_llama
+from rr_trajectory import weather_tool
+from test_docs import ROOT, blocks
 
+from rewardrouter import RewardError
 from rewardrouter.integrations._router_cache import close_shared
 from rewardrouter.integrations.trl import reward_function
 
@@ -52,6 +58,21 @@ def router_yaml(tmp_path: Path) -> Iterator[Path]:
     path.write_text(ROUTER)
     yield path
     close_shared()
+
+
+@pytest.fixture
+def text_router_yaml(tmp_path: Path) -> Iterator[Path]:
+    """The same routes without ``messages_field``: a text response is the conversation."""
+    path = tmp_path / "text-router.yaml"
+    path.write_text(ROUTER.replace("trajectory: {messages_field: messages}\n", ""))
+    yield path
+    close_shared()
+
+
+CLEAN_RUN = 1.0 + 0.5 + 0.25  # the answer, a well-formed call, a tool that worked; within budget
+#: What the error says where a trainer does not hand the conversation over.
+NO_MESSAGES = "but the sample's metadata has no 'messages'"
+NO_RESULTS = "one assistant turn that carries no tool results"
 
 
 def assistant_call(arguments: Any, call_id: str | None = "c1") -> dict[str, Any]:
@@ -344,6 +365,163 @@ def test_verl_agent_loop_output_through_its_reward_manager(router_yaml: Path) ->
     assert output.response_mask == response_mask
 
 
+def docs_agent_loop(folder: Path) -> tuple[str, dict[str, Any]]:
+    """The agent loop that docs/kinds/trajectories.md gives verl users, written where it can be
+    imported, and the entry of verl's agent-loop config file that names it (as the page says)."""
+    from omegaconf import OmegaConf
+
+    page = blocks(ROOT / "docs" / "kinds" / "trajectories.md")
+    [module] = [b for b in page if b.title == "messages_tool_agent.py"]
+    [entry] = [b for b in page if b.language == "yaml" and "messages_tool_agent." in b.code]
+    (folder / "messages_tool_agent.py").write_text(module.code)
+    [config] = OmegaConf.to_container(OmegaConf.create(entry.code))
+    return config["name"], config
+
+
+def run_tool_agent(
+    agent: dict[str, Any], tokenizer: Any, turns: list[str], max_assistant_turns: int = 4
+) -> Any:
+    """verl's agent loop ``agent`` (an agent-loop config entry) made as verl's worker makes it
+    (``hydra.utils.instantiate``), run on a prompt with the ``get_weather`` tool while a scripted
+    server answers each turn with the next of ``turns``; its ``AgentLoopOutput``."""
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
+    from verl.tools.function_tool import FunctionTool
+    from verl.tools.schemas import OpenAIFunctionToolSchema
+    from verl.workers.rollout.replica import TokenOutput
+
+    left = iter(turns)
+
+    class Server:
+        async def generate(self, **request: Any) -> Any:
+            ids = tokenizer(next(left) + "<|im_end|>", add_special_tokens=False)["input_ids"]
+            return TokenOutput(token_ids=ids)
+
+    multi_turn = {
+        "max_user_turns": 4,
+        "max_assistant_turns": max_assistant_turns,
+        "max_parallel_calls": 1,
+        "max_tool_response_length": 256,
+        "tool_response_truncate_side": "right",
+        "format": "hermes",
+    }
+    rollout = {
+        "multi_turn": multi_turn,
+        "prompt_length": 1024,
+        "response_length": 1024,
+        "full_determinism": False,
+    }
+    config = OmegaConf.create({"actor_rollout_ref": {"rollout": rollout}, "data": {}})
+    declared = weather_tool()
+    declared["function"]["description"] = "Get the weather of a city."
+    tool = FunctionTool(
+        "get_weather", get_weather, OpenAIFunctionToolSchema.model_validate(declared)
+    )
+    loop = instantiate(
+        config=agent,
+        trainer_config=DictConfigWrap(config=config),
+        server_manager=Server(),
+        tokenizer=tokenizer,
+        processor=None,
+        dataset_cls=None,
+        data_config=DictConfigWrap(config.data),
+        tools=ToolListWrap([tool]),
+    )
+    prompt = [{"role": "user", "content": "Weather in Paris?"}]
+    return asyncio.get_event_loop().run_until_complete(loop.run({}, raw_prompt=prompt))
+
+
+CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+
+VERL_RUNS = [
+    # (agent loop, router, turns the policy writes, max assistant turns, reward or error)
+    pytest.param("tool_agent", "router_yaml", [CALL, "Sunny"], 4, NO_MESSAGES, id="stock_loop"),
+    pytest.param(
+        "tool_agent", "text_router_yaml", [CALL, "Sunny"], 4, NO_RESULTS, id="stock_loop_as_text"
+    ),
+    pytest.param("docs", "router_yaml", [CALL, "Sunny"], 4, CLEAN_RUN, id="docs_loop_clean_run"),
+    # the turn limit ends the loop after the call: verl keeps no message of that turn, the docs'
+    # loop keeps its text, whose call is read and has no reply: a failed call, no answer
+    pytest.param("docs", "router_yaml", [CALL], 1, 0.0 + 0.5 + 0.0, id="docs_loop_cut_at_a_call"),
+    # verl's parser drops a call that is not JSON, its text too, and ends the rollout: the turn
+    # as written keeps it, a malformed call that no tool answered (verl's own messages: no call)
+    pytest.param(
+        "docs",
+        "router_yaml",
+        [CALL.replace('"Paris"', "Paris")],
+        4,
+        0.0 + 0.0 + 0.0,
+        id="docs_loop_call_verl_cannot_parse",
+    ),
+    # verl answers a call to an undeclared tool with its own message: a failed call
+    pytest.param(
+        "docs",
+        "router_yaml",
+        [CALL.replace("get_weather", "get_forecast"), "Sunny"],
+        4,
+        1.0 + 0.0 + 0.0,
+        id="docs_loop_call_to_no_tool",
+    ),
+]
+
+
+@pytest.mark.parametrize(("agent", "router", "turns", "limit", "expected"), VERL_RUNS)
+def test_verl_tool_agent_loop_through_its_reward_loop(
+    agent: str,
+    router: str,
+    turns: list[str],
+    limit: int,
+    expected: float | str,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """verl's ToolAgentLoop (or the page's subclass of it) runs the tool on the turns a scripted
+    server writes; its output goes through ``NaiveRewardManager.run_single`` to the router, as
+    verl's reward loop sends it."""
+    from omegaconf import OmegaConf
+    from verl.experimental.agent_loop.agent_loop import _agent_loop_registry
+    from verl.experimental.reward_loop.reward_manager.naive import NaiveRewardManager
+    from verl.trainer.ppo.reward import get_custom_reward_fn
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    entry = _agent_loop_registry["tool_agent"] if agent == "tool_agent" else None
+    if entry is None:
+        _, entry = docs_agent_loop(tmp_path)
+    tokenizer = qwen3_tokenizer()
+    path: Path = request.getfixturevalue(router)
+    config = OmegaConf.create(
+        {
+            "reward": {
+                "custom_reward_function": {
+                    "path": "pkg://rewardrouter.integrations.verl",
+                    "name": "compute_score",
+                    "reward_kwargs": {"rewardrouter_config": str(path)},
+                }
+            }
+        }
+    )
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        output = run_tool_agent(entry, tokenizer, turns, limit)
+        manager = NaiveRewardManager(config, tokenizer, get_custom_reward_fn(config))
+        batch = verl_batch(output, "weather", "Sunny")
+        if isinstance(expected, str):
+            with pytest.raises(RewardError, match="route 'weather'") as info:
+                loop.run_until_complete(manager.run_single(batch))
+            assert expected in str(info.value)
+            return
+        result = loop.run_until_complete(manager.run_single(batch))
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
+    assert (result["reward_score"], result["reward_extra_info"]["status"]) == (expected, "ok")
+    info = result["reward_extra_info"]
+    assert None not in (info["weather/format"], info["weather/tools_worked"])  # calls counted
+
+
 # -- slime -------------------------------------------------------------------------------------
 
 
@@ -399,3 +577,176 @@ def test_slime_multi_turn_sample_keeps_its_loss_mask(
     assert rewards == [1.0 + 0.5 + 0.0, 1.0 + 0.0 + 0.0]
     assert [s.loss_mask for s in samples] == [[1, 1, 1, 0, 0, 0, 1]] * 2
     assert all(s.response.endswith("Sunny") for s in samples)
+
+
+def slime_args(router: Path, group_rm: bool, hooks: str = "rewardrouter.integrations.slime") -> Any:
+    return trainer_args(hooks, group_rm, rewardrouter_config=str(router))
+
+
+async def scored(entry: Any, args: Any, samples: list[Any]) -> list[Any]:
+    """``samples`` through a trainer's reward entry point, as its rollout calls it: the group
+    one with ``--group-rm``, else the per-sample one."""
+    if args.group_rm:
+        return list(await entry.batched(args, samples))
+    return [await entry.async_rm(args, sample) for sample in samples]
+
+
+def outcome(entry: Any, args: Any, samples: list[Any], expected: float | str) -> None:
+    """Score ``samples``: each gets ``expected``, or (a string) the call stops with it."""
+    if isinstance(expected, str):
+        with pytest.raises(RewardError, match="route 'weather'") as info:
+            asyncio.run(scored(entry, args, samples))
+        assert expected in str(info.value)
+    else:
+        assert asyncio.run(scored(entry, args, samples)) == [expected] * len(samples)
+
+
+ASK = {"role": "user", "content": "Weather in Paris?"}
+#: A run as slime's tau-bench agent keeps its messages: each turn's raw text (its call written
+#: in it), each tool's result named by the tool.
+WRITTEN_RUN = [
+    ASK,
+    {"role": "assistant", "content": CALL},
+    {"role": "tool", "name": "get_weather", "content": "sunny"},
+    {"role": "assistant", "content": "Sunny"},
+]
+#: ``response`` as slime's retool example builds it: each turn's text, then the tool's output in
+#: tags of its own; its samples carry no messages.
+RETOOL_RESPONSE = f"{CALL}\n\n<interpreter>\nsunny\n</interpreter>\n\nSunny"
+
+SLIME_SAMPLES = [
+    # (router, what the metadata carries besides the dataset, response, reward or error)
+    pytest.param("router_yaml", {}, RETOOL_RESPONSE, NO_MESSAGES, id="retool_no_messages"),
+    pytest.param("text_router_yaml", {}, RETOOL_RESPONSE, NO_RESULTS, id="retool_as_text"),
+    pytest.param(
+        "router_yaml",
+        {"messages": WRITTEN_RUN},
+        RETOOL_RESPONSE,
+        CLEAN_RUN,
+        id="messages_with_calls_written_as_text",
+    ),
+    pytest.param(
+        "router_yaml",
+        {"messages": json.dumps(WRITTEN_RUN)},
+        RETOOL_RESPONSE,
+        CLEAN_RUN,
+        id="messages_as_json_text",
+    ),
+    pytest.param(
+        "router_yaml",
+        {"messages": [*WRITTEN_RUN[:2], {**WRITTEN_RUN[2], "content": '{"status": "error"}'}]},
+        RETOOL_RESPONSE,
+        0.0 + 0.5 + 0.0,
+        id="tool_result_that_says_error",
+    ),
+    pytest.param(
+        "router_yaml",
+        {"messages": WRITTEN_RUN[:2]},
+        CALL,
+        0.0 + 0.5 + 0.0,
+        id="cut_before_the_reply",
+    ),
+]
+
+
+@pytest.mark.parametrize("group_rm", [False, True], ids=["custom_rm", "batched_custom_rm"])
+@pytest.mark.parametrize(("router", "carried", "response", "expected"), SLIME_SAMPLES)
+def test_slime_multi_turn_samples_through_its_reward_entry_points(
+    slime: Any,
+    router: str,
+    carried: dict[str, Any],
+    response: str,
+    expected: float | str,
+    group_rm: bool,
+    request: pytest.FixtureRequest,
+) -> None:
+    """slime's ``async_rm`` / ``batched_async_rm`` on samples built as its multi-turn examples
+    build them: the trained text in ``response``, the conversation in the metadata or nowhere."""
+    sample = slime.Sample(
+        group_index=0,
+        index=0,
+        prompt="Weather in Paris?",
+        response=response,
+        label="Sunny",
+        status=slime.Sample.Status.COMPLETED,
+        metadata={"dataset": "weather", **carried},
+    )
+    outcome(slime, slime_args(request.getfixturevalue(router), group_rm), [sample], expected)
+
+
+@pytest.mark.parametrize("kept", [False, True], ids=["no_messages", "messages_in_extra_metadata"])
+def test_slime_trajectory_manager_samples(slime: Any, router_yaml: Path, kept: bool) -> None:
+    """slime's ``TrajectoryManager`` records each turn of a session and hands over one ``Sample``
+    per linear chain: tokens and a loss mask, no messages (they stay in its session tree), its
+    metadata what ``extra_metadata`` gives (the base sample's is not copied). ``reward=None``,
+    or slime never asks for one. Without the messages the call stops with the fix."""
+    from slime.agent.trajectory import TrajectoryManager, TurnRecord  # type: ignore[import-not-found]
+
+    call = assistant_call('{"city": "Paris"}')
+    result = {"role": "tool", "tool_call_id": "c1", "content": "sunny"}
+    answer = {"role": "assistant", "content": "Sunny"}
+    manager = TrajectoryManager()
+    manager.record_turn(
+        "s",
+        turn=TurnRecord(prompt_ids=[1, 2, 3], output_ids=[4, 5], finish_reason="stop"),
+        prompt_messages=[ASK],
+        response_message=call,
+    )
+    manager.record_turn(
+        "s",
+        turn=TurnRecord(prompt_ids=[1, 2, 3, 4, 5, 6, 7], output_ids=[8], finish_reason="stop"),
+        prompt_messages=[ASK, call, result],
+        response_message=answer,
+    )
+    base = slime.Sample(index=0, group_index=0, prompt="Weather in Paris?", label="Sunny")
+    extra: dict[str, Any] = {"dataset": "weather"}
+    if kept:
+        extra["messages"] = [ASK, call, result, answer]
+    [sample] = manager.get_trajectory("s", base_sample=base, reward=None, extra_metadata=extra)
+    assert (sample.loss_mask, sample.response) == ([1, 1, 0, 0, 1], "")
+    args = slime_args(router_yaml, group_rm=False)
+    outcome(slime, args, [sample], CLEAN_RUN if kept else NO_MESSAGES)
+
+
+# -- miles -------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def miles(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """miles' ``Sample`` and reward entry points, imported from a checkout."""
+    monkeypatch.syspath_prepend(str(checkout(MILES)))
+    from miles.rollout.rm_hub import async_rm, batched_async_rm  # type: ignore[import-not-found]
+    from miles.utils.types import Sample  # type: ignore[import-not-found]
+
+    return type("Miles", (), {"Sample": Sample, "async_rm": async_rm, "batched": batched_async_rm})
+
+
+@pytest.mark.parametrize("group_rm", [False, True], ids=["custom_rm", "batched_custom_rm"])
+@pytest.mark.parametrize(
+    ("returned", "expected"),
+    [
+        pytest.param(None, NO_MESSAGES, id="agent_returns_none"),
+        pytest.param({"messages": WRITTEN_RUN}, CLEAN_RUN, id="agent_returns_its_messages"),
+    ],
+)
+def test_miles_agentic_samples_through_its_reward_entry_points(
+    miles: Any,
+    router_yaml: Path,
+    returned: dict[str, Any] | None,
+    expected: float | str,
+    group_rm: bool,
+) -> None:
+    """miles' agentic rollout merges what the agent function returns into each sample's metadata
+    (``agentic_tool_call.generate``); its docs' agent returns None, which leaves no messages."""
+    sample = miles.Sample(
+        group_index=0,
+        index=0,
+        prompt=[ASK],
+        response=RETOOL_RESPONSE,
+        label="Sunny",
+        status=miles.Sample.Status.COMPLETED,
+        metadata={"dataset": "weather"},
+    )
+    sample.metadata.update(returned or {})
+    args = slime_args(router_yaml, group_rm, hooks="rewardrouter.integrations.miles")
+    outcome(miles, args, [sample], expected)
