@@ -16,10 +16,11 @@ key                                    value
                                        (no learning signal: exactly zero advantage)
 ``rewardrouter/warnings/<kind>``       warnings of that kind in this process so far (see
                                        :func:`warn`; the checks' kinds: ``label_missing``,
-                                       ``mixed_prompt_group``, ``one_prompt_group``; and
+                                       ``mixed_prompt_group``, ``one_prompt_group``;
                                        ``misplaced_route_field``: samples ``default_route``
                                        took with a route_by field out of place, see
-                                       :func:`warn_misrouted`)
+                                       :func:`warn_misrouted`; ``rm_type_data_fault``:
+                                       samples whose named built-in refused their data)
 =====================================  ===========================================================
 
 >>> from rewardrouter import RewardResult

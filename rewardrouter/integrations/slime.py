@@ -41,7 +41,10 @@ graders did not apply are counted (``rewardrouter/warnings/label_missing``) and 
 once, with the fix (``--label-key``).
 
 Per-sample ``custom_rm_path`` and ``metadata.rm_type`` win over routes, as the router's precedence
-says. (Without ``--group-rm`` slime calls a sample's own ``custom_rm_path`` itself.) Without
+says. A built-in that a sample names (``rm_type``) has no ``on_error`` in the config: when it
+refuses the sample's own data (a label it cannot read), that sample is its counted failure
+(``missing_reward.value``, masked, ``rewardrouter/warnings/rm_type_data_fault``), not an
+error that stops the rollout (:mod:`._data_named`). (Without ``--group-rm`` slime calls a sample's own ``custom_rm_path`` itself.) Without
 ``--group-rm`` slime calls the hook once per sample, so a group-mode term (``fn(args, samples)``)
 sees one sample per call: the first such call warns (:class:`~rewardrouter.RewardRouterWarning`,
 counted in ``rewardrouter/warnings/group_term_per_sample``) with the fix.
@@ -63,6 +66,7 @@ from rewardrouter.config.models import MissingReward
 from rewardrouter.errors import ConfigError, Problem
 from rewardrouter.integrations import _metrics
 from rewardrouter.integrations._checks import no_advantage_stage, warn_unlabeled
+from rewardrouter.integrations._data_named import settle_failures
 from rewardrouter.integrations._post_process import (
     RECORD,
     Framework,
@@ -91,6 +95,12 @@ log = logging.getLogger("rewardrouter.slime")
 #: Where slime's samples get their labels, and how to read them from another column.
 LABELS_FROM = "the samples' `label` (slime's --label-key column of the data, default `label`)"
 LABELS_FIX = "launch with --label-key <the column that holds the reference answers>"
+
+#: How rows that name a built-in (rm_type) get labels it reads.
+DATA_NAMED_FIX = (
+    "Give these rows labels that kind reads (launch with --label-key <the column that holds "
+    "the reference answers>, or convert the labels)"
+)
 
 #: Each trainer's name as an owner ("slime's own normalization").
 POSSESSIVE = {"slime": "slime's", "miles": "miles'"}
@@ -199,18 +209,29 @@ def _warn_group_terms(router: Router, results: Sequence[RewardResult]) -> None:
                 )
 
 
+def _where(sample: Any, position: int) -> str:
+    """A sample as messages name it: by the trainer's ``index`` (slime numbers every sample of
+    a rollout), else by its position in the call."""
+    index = getattr(sample, "index", None)
+    return f"sample {position}" if index is None else f"sample {index}"
+
+
 async def _score_flat(args: Any, samples: Sequence[SampleLike], *, one: bool = False) -> list[Any]:
     keys = _Keys.of(args)
     router = _router(args, keys)
     views = without_self_references(samples)
-    results = await router.score(views, args=args)
+    where = [_where(sample, i) for i, sample in enumerate(samples)]
+    results = await router.score(views, args=args, failures="record")
+    settle_failures(results, where, DATA_NAMED_FIX)
     if one:
         _warn_group_terms(router, results)
     warn_unlabeled(views, results, LABELS_FROM, LABELS_FIX)
     _metrics.warn_misrouted(results)
     evaluated: Sequence[RewardResult | None] = [None] * len(views)
     if keys.eval != keys.train and _eval_differs(router):
-        evaluated = await router.score(views, args=args, evaluation=True)
+        scored = await router.score(views, args=args, evaluation=True, failures="record")
+        settle_failures(scored, where, DATA_NAMED_FIX, count=False)
+        evaluated = scored
     missing = router.config.missing_reward
     values = []
     for sample, result, other in zip(samples, results, evaluated, strict=True):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import types
+import warnings
 from argparse import Namespace
 from collections import Counter
 from collections.abc import Iterator
@@ -24,7 +25,7 @@ import pytest
 from rr_checkouts import MILES, checkout
 from rr_frameworks import trainer_args
 
-from rewardrouter import ConfigError
+from rewardrouter import ConfigError, RewardError, RewardRouterWarning
 from rewardrouter.integrations import _metrics
 from rewardrouter.integrations._router_cache import close_shared
 
@@ -62,7 +63,7 @@ def miles(miles_root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[types.S
     from miles.utils.tracking_utils.base import (  # type: ignore[import-not-found]
         TrackingBackend,
     )
-    from miles.utils.types import Sample  # type: ignore[import-not-found]
+    from miles.utils.types import RewardSpec, Sample  # type: ignore[import-not-found]
 
     class Recording(TrackingBackend):  # type: ignore[misc]
         def init(self, args: Any, *, primary: bool = True, **kwargs: Any) -> None:
@@ -78,6 +79,7 @@ def miles(miles_root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[types.S
     tracking.init_tracking(Namespace(rr_recording=True))
     yield types.SimpleNamespace(
         Sample=Sample,
+        RewardSpec=RewardSpec,
         async_rm=async_rm,
         batched_async_rm=batched_async_rm,
         log_rollout_data=log_rollout_data,
@@ -190,3 +192,86 @@ def test_a_chain_without_an_advantage_stage_is_refused_where_miles_calls_the_hoo
     assert refused in message
     assert "--custom-reward-post-process-path rewardrouter.integrations.miles" in message
     assert "drop --custom-reward-post-process-path to keep miles' own normalization" in message
+
+
+#: (label, reward, status) of a right answer whose row names ``reward_spec.rm_type=f1``. A dict
+#: label f1 cannot read raised out of miles' async_rm, stopping the rollout (before that, f1
+#: scored the dict's text: 0.67 for a right answer); it is now that sample's counted failure.
+RM_TYPE_LABELS = [
+    pytest.param({"text": ["Paris"], "answer_start": [0]}, 1.0, "ok", id="squad_answers"),
+    pytest.param("Paris", 1.0, "ok", id="text"),
+    pytest.param({"answer": "Paris"}, 0.0, "error", id="a_dict_f1_cannot_read"),
+]
+GROUP_RM = [pytest.param(False, id="async_rm"), pytest.param(True, id="batched_async_rm")]
+
+
+def spec_samples(miles: Any, label: Any, rm_type: str = "f1") -> list[Any]:
+    """Two answers to one question, each naming ``rm_type`` in its reward_spec."""
+    return [
+        miles.Sample(
+            group_index=0,
+            index=i,
+            prompt="Capital of France?",
+            response=response,
+            label=label,
+            status=miles.Sample.Status.COMPLETED,
+            metadata={"dataset": "rajpurkar/squad"},
+            reward_spec=miles.RewardSpec(rm_type=rm_type),
+        )
+        for i, response in enumerate(["Paris", "Lyon"])
+    ]
+
+
+async def miles_scores(miles: Any, args: Namespace, samples: list[Any]) -> None:
+    """miles' reward entry points, as its rollout calls them."""
+    if args.group_rm:
+        await miles.batched_async_rm(args, samples, inplace_set_reward_field=True)
+    else:
+        for sample in samples:
+            sample.reward = await miles.async_rm(args, sample)
+
+
+@pytest.mark.parametrize("group_rm", GROUP_RM)
+@pytest.mark.parametrize(("label", "reward", "status"), RM_TYPE_LABELS)
+def test_a_label_the_named_built_in_cannot_read_is_that_samples_counted_failure(
+    miles: Any, group_rm: bool, label: Any, reward: float, status: str
+) -> None:
+    args = miles_args(group_rm)
+    samples = spec_samples(miles, label)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        asyncio.run(miles_scores(miles, args, samples))
+    right = samples[0]
+    assert right.get_reward_value(args) == reward
+    assert right.metadata["rewardrouter"]["status"] == status
+    assert right.remove_sample == (status != "ok")  # left out of the loss
+    said = [str(w.message) for w in caught if w.category is RewardRouterWarning]
+    if status == "ok":
+        assert said == [] and _metrics.WARNINGS["rm_type_data_fault"] == 0
+        return
+    assert _metrics.WARNINGS["rm_type_data_fault"] == 2  # both answers
+    [message] = said
+    assert message.startswith(
+        "sample 0 names the built-in 'f1' (rm_type), which refused its data: f1: LabelError: "
+        "label is a dict with keys 'answer'"
+    )
+    assert "launch with --label-key <the column that holds the reference answers>" in message
+    assert "on rm_type:f1" not in message  # no on_error a config could set
+    miles.log_rollout_data(3, args, samples, {}, 1.0)
+    [logged] = LOGGED
+    assert logged["rewardrouter/status/error"] == 1.0
+    assert logged["rewardrouter/warnings/rm_type_data_fault"] == 2.0
+
+
+@pytest.mark.parametrize("group_rm", GROUP_RM)
+def test_a_failure_of_a_function_the_config_names_still_stops_under_raise(
+    miles: Any, group_rm: bool
+) -> None:
+    args = miles_args(
+        group_rm, rewardrouter_overrides=["+routes.squad.rewards.own={path: rr_testfns.raises}"]
+    )
+    samples = spec_samples(miles, "Paris")
+    for sample in samples:
+        sample.reward_spec = None  # routed by dataset to the config's squad route
+    with pytest.raises(RewardError, match=r"sample 0, route 'squad'.*ValueError: cannot score"):
+        asyncio.run(miles_scores(miles, args, samples))
