@@ -164,7 +164,7 @@ class ToolCallFormat:
         self.__init__(settings)  # type: ignore[misc]
 
     def __call__(self, args: Any, sample: Any) -> dict[str, Any]:
-        conversation: Conversation = sample.response
+        conversation: Conversation = sample.response.trajectory()
         calls = conversation.attempted_calls
         if not calls:
             return {"score": None, "calls": 0, "valid": 0, "failed": ""}
@@ -330,7 +330,7 @@ class ToolSuccess:
         self.__init__(settings)  # type: ignore[misc]
 
     def __call__(self, args: Any, sample: Any) -> float | None:
-        conversation: Conversation = sample.response
+        conversation: Conversation = sample.response.trajectory()
         results = conversation.tool_results
         unreadable = len(conversation.unreadable_calls)
         made = len(conversation.tool_calls)

@@ -45,7 +45,7 @@ class Turns:
         self.settings = settings
 
     def __call__(self, args: Any, sample: Any) -> float:
-        conversation: Conversation = sample.response
+        conversation: Conversation = sample.response.trajectory()
         settings = self.settings
         if settings.count == "tool_calls":
             counted = len(conversation.attempted_calls)

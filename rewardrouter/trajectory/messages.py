@@ -44,6 +44,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rewardrouter.errors import RewardRouterError, short_repr
+from rewardrouter.outcome import DataFault
 
 if TYPE_CHECKING:
     from rewardrouter.config.models import TrajectoryConfig
@@ -73,6 +74,13 @@ _POSITION = attrgetter("position")
 class TrajectoryError(RewardRouterError):
     """A sample's conversation that cannot be read: the message says which message or bound,
     what was found and what was expected; it never quotes the conversation's text."""
+
+
+class ConversationMissing(TrajectoryError, DataFault):
+    """A sample that does not carry the conversation its term grades (``messages_field`` names a
+    field its metadata lacks), or whose ``messages_field`` holds no conversation: the trainer's
+    or the dataset's fault, not the response's, so the term's ``on_error`` decides, ``raise``
+    included. The message says where each trainer puts the messages."""
 
 
 class DuplicateKeyError(ValueError):
@@ -157,11 +165,24 @@ class Conversation:
     """A validated conversation: what a term reading ``conversation`` receives as ``response``.
 
     ``from_text``: read from a response given as text, one assistant turn (see
-    :func:`parse_text_response`), which carries no tool results.
+    :func:`parse_text_response`), which carries no tool results. ``missing``: set on such a
+    conversation when the sample should have carried its own (``messages_field`` names a field
+    its metadata lacks): why, and where each trainer puts the messages. A term that grades the
+    trajectory itself reads :meth:`trajectory`, which raises it; one that only needs the text
+    (a reward model) reads the text as one assistant turn.
     """
 
     messages: tuple[Message, ...]
     from_text: bool = False
+    missing: str | None = None
+
+    def trajectory(self) -> Conversation:
+        """This conversation, for a term that grades the trajectory itself (its calls, their
+        results, its turns); raises :class:`ConversationMissing` when the sample did not carry
+        the conversation its ``messages_field`` promised."""
+        if self.missing is not None:
+            raise ConversationMissing(self.missing)
+        return self
 
     @property
     def assistant_messages(self) -> tuple[Message, ...]:

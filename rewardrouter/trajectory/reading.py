@@ -5,9 +5,10 @@ A sample's conversation is its ``response`` when that is a list of messages, or 
 router sets ``trajectory.messages_field``, the list of messages its metadata holds under that
 field (slime's ``Sample.metadata``, verl's ``extra_info``, where the response must stay the
 trained text; a string there holding the list as JSON is decoded). A sample that lacks that
-field, whose response is text, carries no conversation: a term that reads one (``conversation``,
-``tool_calls``) then fails with the setup's error, naming the fix, since grading the text as if
-it were the conversation gives plausible, wrong rewards. A response that is a string holding a
+field, whose response is text, carries no conversation: a term that reads ``tool_calls``, or
+that grades the trajectory itself (the trajectory kinds, through
+:meth:`Conversation.trajectory`), then fails with the setup's error, naming the fix, since
+grading the text as if it were the conversation gives plausible, wrong rewards. A response that is a string holding a
 JSON list of messages (a conversation encoded twice) is that sample's error for every term. A
 term reads:
 
@@ -47,6 +48,7 @@ from rewardrouter.sample import Sample, SampleLike, metadata_of
 from rewardrouter.trajectory.messages import (
     ROLES,
     Conversation,
+    ConversationMissing,
     TrajectoryError,
     is_conversation,
     parse_conversation,
@@ -91,7 +93,7 @@ def conversation_source(sample: SampleLike, limits: TrajectoryConfig) -> Any:
 
 def decoded_messages(held: Any, field: str) -> Any:
     """What metadata field ``field`` holds, a string decoded as JSON (datasets and generate
-    functions that store a conversation as JSON text); raises :class:`MessagesFieldError` for
+    functions that store a conversation as JSON text); raises :class:`ConversationMissing` for
     a string that holds no JSON list. The list is then validated as any conversation is."""
     if not isinstance(held, str):
         return held
@@ -100,7 +102,7 @@ def decoded_messages(held: Any, field: str) -> Any:
     except (ValueError, RecursionError):
         value = None
     if not isinstance(value, list):
-        raise MessagesFieldError(
+        raise ConversationMissing(
             f"metadata field {field!r} holds a string that is not a JSON list of chat messages "
             f"({len(held)} characters); store the list itself, or its JSON text "
             f"(json.dumps(messages))"
@@ -127,11 +129,6 @@ def _is_message(value: Any) -> bool:
     return isinstance(value, dict) and value.get("role") in ROLES
 
 
-class MessagesFieldError(TrajectoryError):
-    """The metadata field that should hold a sample's conversation holds something else: the
-    dataset's or the generate function's fault, not the response's."""
-
-
 def missing_conversation(sample: SampleLike, field: str) -> str:
     """Why a term that reads the conversation cannot run on ``sample``: ``messages_field`` names
     a field its metadata lacks, and its response is text; what the trainers need to change."""
@@ -141,7 +138,7 @@ def missing_conversation(sample: SampleLike, field: str) -> str:
         shown += f", ... ({len(names)} in all)"
     return (
         f"trajectory.messages_field is {field!r}, but the sample's metadata has no {field!r} "
-        f"(its fields: {shown or 'none'}) and its response is text, while this term reads the "
+        f"(its fields: {shown or 'none'}) and its response is text, while this term grades the "
         f"conversation; grading the text as the conversation would give wrong rewards. Put the "
         f"conversation's messages under {field!r}: verl: an agent loop that sets "
         f"extra_fields[{field!r}] (verl's ToolAgentLoop does not; docs/kinds/trajectories.md "
@@ -237,9 +234,10 @@ async def run_reading(
     response is a conversation encoded as JSON text, gets its own ``error`` outcome (the
     sample's fault: saying what is wrong) and is not handed to ``run``, so a group-mode function
     never sees it and the rest of the group is scored. A member that carries no conversation
-    where ``messages_field`` says one travels, under a reading that needs it
-    (:data:`CONVERSATION_READS`), or whose ``messages_field`` holds text that is no conversation,
-    gets the setup's ``error`` (the term's ``on_error`` decides, ``raise`` included).
+    where ``messages_field`` says one travels gets the setup's ``error`` under ``tool_calls``
+    (the term's ``on_error`` decides, ``raise`` included), and under ``conversation`` its text as
+    one assistant turn, marked ``missing`` (a trajectory kind raises it); so does one whose
+    ``messages_field`` holds text that is no conversation.
     """
     if reads not in CONVERSATION_READS and _all_plain_text(members, limits):
         return await run(list(members))
@@ -248,15 +246,11 @@ async def run_reading(
     for position, sample in enumerate(members):
         try:
             reading = _reading(sample, reads, limits)
-        except MessagesFieldError as exc:
+        except ConversationMissing as exc:
             failed[position] = setup_failed(str(exc))
             continue
         except TrajectoryError as exc:
             failed[position] = Outcome(None, "error", str(exc), sample_fault=True)
-            continue
-        if reading is _MISSING:
-            assert limits.messages_field is not None  # only then is a conversation missing
-            failed[position] = setup_failed(missing_conversation(sample, limits.messages_field))
             continue
         response = getattr(sample, "response", None)
         seen.append(sample if reading is response else with_response(sample, reading))
@@ -270,12 +264,8 @@ async def run_reading(
     return merged
 
 
-#: What :func:`_reading` gives for a sample that lacks the conversation its term needs.
-_MISSING = object()
-
-
 def _reading(sample: SampleLike, reads: Reads, limits: TrajectoryConfig) -> Any:
-    """What a term reading ``reads`` sees of ``sample``, or :data:`_MISSING`."""
+    """What a term reading ``reads`` sees of ``sample``."""
     source = conversation_source(sample, limits)
     if source is not None:
         if source is not getattr(sample, "response", None):
@@ -292,8 +282,13 @@ def _reading(sample: SampleLike, reads: Reads, limits: TrajectoryConfig) -> Any:
                 f"give `response` as the list itself (json.loads it once), or put the list under "
                 f"the metadata field that trajectory.messages_field names"
             )
-    if limits.messages_field is not None and reads in CONVERSATION_READS:
-        return _MISSING
+    field = limits.messages_field
+    if field is not None and reads in CONVERSATION_READS:
+        why = missing_conversation(sample, field)
+        if reads == "tool_calls":
+            raise ConversationMissing(why)
+        text = response if isinstance(response, str) else ""
+        return dataclasses.replace(parse_text_response(text, limits), missing=why)
     return read_response(response, reads, limits)
 
 

@@ -13,3 +13,8 @@ def lengths(args: Any, samples: Sequence[Any]) -> list[float]:
         if not isinstance(sample.response, str):
             raise TypeError(f"a {type(sample.response).__name__} response reached a text term")
     return [float(len(sample.response)) for sample in samples]
+
+
+def message_count(args: Any, sample: Any) -> float:
+    """How many messages the conversation a term reading ``conversation`` receives holds."""
+    return float(len(sample.response.messages))

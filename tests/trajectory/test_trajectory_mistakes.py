@@ -159,7 +159,7 @@ RAISED = [
         {"messages_field": "messages"},
         {"response": f"{HERMES_CALL}user\nsunny\nassistant\nSunny", "metadata": {"index": 0}},
         "trajectory.messages_field is 'messages', but the sample's metadata has no 'messages' "
-        "(its fields: 'index') and its response is text, while this term reads the conversation",
+        "(its fields: 'index') and its response is text, while this term grades the conversation",
         id="messages_field_set_no_messages_on_the_sample",
     ),
     pytest.param(
@@ -202,16 +202,19 @@ def test_a_single_turn_written_as_text_is_graded_for_its_calls() -> None:
     assert "call 0 'get_weather' (message 0): arguments at $ fail" in bad.raw["format"]["failed"]
 
 
-def test_without_messages_the_text_terms_of_a_text_route_read_the_text() -> None:
-    """``messages_field`` is router-wide: a text route's samples need no messages."""
+def test_without_messages_the_terms_of_a_text_route_read_the_text() -> None:
+    """``messages_field`` is router-wide: a text route's samples need no messages. A term that
+    reads the conversation without grading the trajectory (a reward model, this function) gets
+    the text as one assistant turn."""
+    counted = {"path": "rr_trajectory_fns.message_count", "reads": "conversation"}
     config = {
         "default_route": "plain",
         "trajectory": {"messages_field": "messages"},
-        "routes": {"plain": {"rewards": {"answer": {"kind": "exact_match"}}}},
+        "routes": {"plain": {"rewards": {"answer": {"kind": "exact_match"}, "turns": counted}}},
     }
     with compile_router(config) as router:
         [result] = router.score_sync([{"response": "Sunny", "label": "Sunny"}])
-    assert (result.status, result.reward) == ("ok", 1.0)
+    assert (result.status, result.terms) == ("ok", {"answer": 1.0, "turns": 1.0})
 
 
 # -- tool calls written as text -----------------------------------------------------------------
