@@ -20,7 +20,9 @@ key                                    value
                                        ``misplaced_route_field``: samples ``default_route``
                                        took with a route_by field out of place, see
                                        :func:`warn_misrouted`; ``rm_type_data_fault``:
-                                       samples whose named built-in refused their data)
+                                       samples whose named built-in refused their data;
+                                       ``agent_reward_preset``: slime agent samples that
+                                       came rewarded 0.0, never scored)
 =====================================  ===========================================================
 
 >>> from rewardrouter import RewardResult

@@ -41,6 +41,7 @@ from rewardrouter.integrations._checks import (
 )
 from rewardrouter.integrations._metrics import batch_key
 from rewardrouter.integrations._self_reference import without_self_references
+from rewardrouter.integrations._slime_agent import warn_preset_agent_rewards
 from rewardrouter.outcome import InvalidReturn, to_value
 from rewardrouter.router import Router
 from rewardrouter.sample import status_of
@@ -198,6 +199,8 @@ def post_process(
     all_groups = groups
     if given:  # position groups hold answers to different prompts by design (one_prompt_group)
         warn_mixed_prompt_groups(samples, groups, batch, router.config.route_by)
+    # samples the reward hook never saw: an agent session's, rewarded 0.0 before it could be
+    warn_preset_agent_rewards(samples, [record_of(s) is None for s in samples], batch)
     spread: list[int] | None = None
     processor = router.post_processor
     # routes matter to route shaping alone

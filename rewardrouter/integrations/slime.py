@@ -38,7 +38,10 @@ part of the conversation (``reads:``), and the sample, loss mask included, is le
 
 Each call runs the checks of :mod:`._checks` on what it scored: samples without a label whose
 graders did not apply are counted (``rewardrouter/warnings/label_missing``) and warned about
-once, with the fix (``--label-key``).
+once, with the fix (``--label-key``). Samples that slime's agent ``TrajectoryManager`` built
+arrive with reward 0.0 already set (its default), which nothing re-scores: when every such
+sample of a call or batch carries 0.0, the reward, post-process and log hooks count
+``rewardrouter/warnings/agent_reward_preset`` and say what to pass (:mod:`._slime_agent`).
 
 Per-sample ``custom_rm_path`` and ``metadata.rm_type`` win over routes, as the router's precedence
 says. A built-in that a sample names (``rm_type``) has no ``on_error`` in the config: when it
@@ -77,6 +80,7 @@ from rewardrouter.integrations._post_process import (
 )
 from rewardrouter.integrations._router_cache import shared_router
 from rewardrouter.integrations._self_reference import without_self_references
+from rewardrouter.integrations._slime_agent import warn_preset_agent_rewards
 from rewardrouter.integrations._source import config_source
 from rewardrouter.results import RewardResult
 from rewardrouter.router import Router
@@ -227,6 +231,7 @@ async def _score_flat(args: Any, samples: Sequence[SampleLike], *, one: bool = F
         _warn_group_terms(router, results)
     warn_unlabeled(views, results, LABELS_FROM, LABELS_FIX)
     _metrics.warn_misrouted(results)
+    warn_preset_agent_rewards(samples, [r.status == "kept" for r in results])
     evaluated: Sequence[RewardResult | None] = [None] * len(views)
     if keys.eval != keys.train and _eval_differs(router):
         scored = await router.score(views, args=args, evaluation=True, failures="record")

@@ -409,6 +409,104 @@ def test_samples_without_labels_whose_graders_did_not_apply_are_counted(slime: A
     assert logged["rewardrouter/warnings/label_missing"] == 2.0
 
 
+# -- slime's agent sessions: TrajectoryManager's samples ----------------------------------------
+
+QUESTION, ANSWER = "What is 6 * 7?", "6 * 7 = \\boxed{42}"
+
+
+def agent_session(**finish: Any) -> list[Any]:
+    """One agent session through slime's own ``OpenAIAdapter`` (its ``TrajectoryManager``
+    records the turn) and ``finish_session(sid, base_sample=..., **finish)``: the training
+    samples slime's agent rollout hands on."""
+    from rr_tiny_llama import bpe_tokenizer
+    from slime.agent.adapters.openai import OpenAIAdapter  # type: ignore[import-not-found]
+    from slime.agent.trajectory import TurnRecord  # type: ignore[import-not-found]
+    from slime.utils.types import Sample  # type: ignore[import-not-found]
+
+    tokenizer = bpe_tokenizer(
+        [QUESTION, ANSWER],
+        vocab_size=300,
+        special_tokens=["<pad>", "</s>"],
+        pad="<pad>",
+        eos="</s>",
+    )
+
+    def ids(text: str) -> list[int]:
+        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    adapter = OpenAIAdapter(tokenizer=tokenizer, sglang_url="http://127.0.0.1:1")
+    adapter.open_session("sid")
+    adapter.manager.record_turn(
+        "sid",
+        turn=TurnRecord(prompt_ids=ids(QUESTION), output_ids=ids(ANSWER), finish_reason="stop"),
+        prompt_messages=[{"role": "user", "content": QUESTION}],
+        response_message={"role": "assistant", "content": ANSWER},
+    )
+    base = Sample(index=0, group_index=0, prompt=QUESTION, label="42", metadata={"dataset": GSM8K})
+    return list(asyncio.run(adapter.finish_session("sid", base_sample=base, **finish)))
+
+
+#: (finish_session's arguments, --group-rm, the training reward, agent_reward_preset counted).
+#: With its default reward 0.0 the session's samples were never scored, silently.
+AGENT = [
+    pytest.param({}, True, 0.0, 1, id="default_reward_group_rm"),
+    pytest.param({}, False, 0.0, 1, id="default_reward_per_sample"),
+    pytest.param(
+        {"reward": None, "extra_metadata": {"dataset": GSM8K}}, False, 1.1, 0, id="reward_none"
+    ),
+    pytest.param({"reward": 1.0}, True, 1.0, 0, id="a_reward_of_your_own"),
+]
+
+
+@pytest.mark.parametrize(("finish", "group_rm", "reward", "counted"), AGENT)
+def test_an_agent_sessions_preset_rewards_are_named_never_scored_silently(
+    slime: Any,
+    slime_root: Path,
+    finish: dict[str, Any],
+    group_rm: bool,
+    reward: float,
+    counted: int,
+) -> None:
+    args = slime_args(group_rm)
+    samples = agent_session(**finish)
+    assert [s.response for s in samples] == [ANSWER]
+
+    async def rollout() -> None:  # slime's generate_and_rm: score what has no reward yet
+        if group_rm:
+            rewards = await slime.batched_async_rm(args, samples)
+            for sample, value in zip(samples, rewards, strict=True):
+                sample.reward = value
+        for sample in samples:
+            if sample.reward is None:
+                sample.reward = await slime.async_rm(args, sample)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        asyncio.run(rollout())
+        manager = Namespace(
+            args=args,
+            custom_reward_post_process_func=slime.load_function(
+                args.custom_reward_post_process_path
+            ),
+        )
+        rollout_manager_post_process(slime_root, slime)(manager, samples)
+        slime.log_rollout_data(5, args, samples, {}, 1.0)
+    assert [s.get_reward_value(args) for s in samples] == [pytest.approx(reward)]
+    said = [str(w.message) for w in caught if issubclass(w.category, RewardRouterWarning)]
+    [logged] = TRACKER.logged
+    assert logged.get("rewardrouter/warnings/agent_reward_preset", 0.0) == counted
+    if counted:
+        [message] = said
+        assert message.startswith(
+            "1 sample(s) built by slime's agent TrajectoryManager (their metadata holds "
+            "truncated, use_tool, ill_formed) came with reward 0.0 already set"
+        )
+        assert "call finish_session(..., reward=None)" in message
+        assert "extra_metadata={'dataset': base_sample.metadata['dataset']}" in message
+    else:
+        assert said == []
+
+
 # -- slime's plugin contract suite, once per README launch line ----------------------------------
 
 #: (launch line of the README, the SLIME_CONTRACT_* variables it sets). vime takes the same.
