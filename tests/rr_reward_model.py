@@ -11,9 +11,9 @@ downloaded. The servers' shapes are the field names of vLLM's pooling protocol
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rr_remote import Reply, Seen
 from rr_tiny_llama import bpe_tokenizer, tiny_llama
@@ -31,13 +31,30 @@ WORDS = [
 ]
 
 
-def tiny_reward_model(folder: Path, *, zero_head: bool = False, chat: bool = True) -> Path:
+#: ``tiny_reward_model(config_pad=...)``'s default: the config's pad id is the tokenizer's.
+SAME_PAD = "same"
+
+
+def tiny_reward_model(
+    folder: Path,
+    *,
+    zero_head: bool = False,
+    chat: bool = True,
+    head: Literal["score", "causal"] = "score",
+    labels: Sequence[str] = (),
+    config_pad: int | Literal["same"] | None = SAME_PAD,
+) -> Path:
     """Save a tiny sequence-classification model and its tokenizer to ``folder``.
 
     ``zero_head``: the score head's weights are zero, so every input scores exactly 0.
     ``chat``: the tokenizer has the ChatML template (and its two special tokens).
+    ``head="causal"``: a causal language model instead (a policy checkpoint: no score head).
+    ``labels``: the head's outputs by name (``id2label``), one output when empty.
+    ``config_pad``: the ``pad_token_id`` the model's config says (the tokenizer's pad is
+    ``<pad>``, id 0): another id, or None.
     """
     import torch
+    from transformers import AutoModelForSequenceClassification
 
     tokenizer = bpe_tokenizer(
         WORDS * 4,
@@ -49,10 +66,17 @@ def tiny_reward_model(folder: Path, *, zero_head: bool = False, chat: bool = Tru
     )
     if chat:
         tokenizer.chat_template = CHATML
-    model = tiny_llama(tokenizer, head="score", max_positions=256)
+    model = tiny_llama(tokenizer, head=head, max_positions=256)
+    if labels:
+        model.config.id2label = dict(enumerate(labels))
+        model.config.label2id = {name: i for i, name in enumerate(labels)}
+        torch.manual_seed(0)
+        model = AutoModelForSequenceClassification.from_config(model.config)
     if zero_head:
         with torch.no_grad():
             model.score.weight.zero_()
+    if config_pad != SAME_PAD:
+        model.config.pad_token_id = config_pad
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)

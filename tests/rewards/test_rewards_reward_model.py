@@ -207,6 +207,17 @@ def test_the_credential_is_sent_and_never_shown(
             "Extra inputs",
             id="affine_with_an_unknown_field",
         ),
+        pytest.param(
+            {"api": "local", "label": "good", "label_index": 1},
+            r"`label` \('good'\) and `label_index` \(1\) both say which output is the reward; "
+            "keep one",
+            id="label_and_label_index",
+        ),
+        pytest.param(
+            {"api": "vllm_classify", "url": "http://127.0.0.1:1", "label": "good"},
+            "api 'vllm_classify' reads the server's outputs by position: set `label_index`",
+            id="label_by_name_on_a_served_model",
+        ),
     ],
 )
 def test_settings_refuse_what_cannot_work(kwargs: dict[str, Any], expected: str) -> None:
@@ -249,6 +260,34 @@ def test_pooling_reads_the_last_tokens_row_in_index_order(
     server = servers.scripted(script)
     router = rm_router(make_router, server.url(), "vllm_pooling", template="plain")
     assert [r.reward for r in router.score_sync(rows("good", "bad", "meh"))] == [2.0, -1.0, 0.5]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        pytest.param({}, [None, None], id="two_outputs_and_no_label_index_is_not_a_guess"),
+        pytest.param({"label_index": 1}, [2.0, -1.0], id="label_index_names_the_output"),
+    ],
+)
+def test_a_reply_of_two_outputs_is_read_at_the_named_one(
+    make_router: Any, servers: Servers, kwargs: dict[str, Any], expected: list[float | None]
+) -> None:
+    def script(seen: Seen, attempt: int) -> Reply:
+        texts = texts_of("vllm_classify", seen.body)
+        data = [{"index": i, "label": "LABEL_1", "probs": [-5.0, score_of(t)], "num_classes": 2}
+                for i, t in enumerate(texts)]  # fmt: skip
+        return Reply({"object": "list", "model": "rm", "data": data})
+
+    server = servers.scripted(script)
+    router = rm_router(make_router, server.url(), template="plain", **kwargs)
+    results = router.score_sync(rows("good", "bad"), failures="record")
+    assert [r.reward for r in results] == expected
+    if expected[0] is None:
+        assert [r.status for r in results] == ["invalid"] * 2
+        assert (
+            "'probs' holds 2 outputs, and the term does not say which one is the reward; set "
+            "`label_index` to its position (the model card tells which)"
+        ) in results[0].error_message
 
 
 def test_a_trajectory_is_scored_whole_with_its_tool_calls(

@@ -145,9 +145,9 @@ def test_what_cannot_load_is_refused_when_the_router_compiles(
     assert "routes.chat.rewards.rm" in str(caught.value)
 
 
-def test_a_tokenizer_without_chat_template_reads_plain_text(tmp_path: Path) -> None:
+def test_template_plain_reads_prompt_separator_response(tmp_path: Path) -> None:
     model = tiny_reward_model(tmp_path / "model", chat=False)
-    plain = local_router(model, separator=" ")
+    plain = local_router(model, template="plain", separator=" ")
     try:
         (result,) = plain.score_sync(rows("Paris"))
     finally:

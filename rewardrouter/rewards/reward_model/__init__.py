@@ -3,7 +3,7 @@
 ``settings`` (which API, which model, how the score becomes the reward) → ``conversation``
 (a sample as chat messages or text; the markers a response may not write) → ``tokenized``
 (a tokenizer's chat template, applied here) → ``served`` (vLLM, SGLang over HTTP) or ``local``
-(transformers in a worker process) → ``scores`` (each distinct input once; normalization) →
+(transformers in a worker process; ``checkpoint``: what its folder must hold) → ``scores`` (each distinct input once; normalization) →
 ``kind`` (how the compiler builds it).
 """
 

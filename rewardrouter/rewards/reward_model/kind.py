@@ -9,12 +9,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rewardrouter.errors import Problem
 from rewardrouter.introspect import ResolveError
 from rewardrouter.remote.settings import display_url
 from rewardrouter.rewards.registry import Bound, Resources, resource_kind
 from rewardrouter.rewards.remote import read_credential
+from rewardrouter.rewards.reward_model.checkpoint import refused
 from rewardrouter.rewards.reward_model.settings import RewardModelSettings
-from rewardrouter.rewards.reward_model.tokenized import INSTALL
+from rewardrouter.rewards.reward_model.tokenized import (
+    INSTALL,
+    ChatRenderer,
+    NoChatTemplate,
+    load_tokenizer,
+)
 
 #: The entries of what the term returns.
 KEYS = ("score", "raw")
@@ -25,15 +32,13 @@ def build(settings: RewardModelSettings, resources: Resources) -> Bound:
     """A sequence-classification reward model: served (vLLM, SGLang) or local (transformers).
 
     Raises ``ResolveError`` when a credential is unset, transformers is missing where a
-    tokenizer or a local model is named, or a named directory holds no model or tokenizer.
+    tokenizer or a local model is named, a named directory holds no model or tokenizer, the
+    tokenizer has no chat template for ``template: chat | auto``, or (local) the directory holds
+    no sequence classifier or a head whose output that is the reward the term does not name.
     """
     key = (build, settings.model_dump_json())
     if settings.api == "local":
-        from rewardrouter.rewards.reward_model.local import LocalRewardModel
-
-        renderer = _renderer(settings, settings.model, "model")
-        local = resources.get(key, lambda: LocalRewardModel(settings, renderer))
-        return Bound(local, "group", local.name, keys=KEYS)
+        return _local(settings, resources, key)
 
     from rewardrouter.remote.client import JsonEndpoint
     from rewardrouter.remote.pool import SessionPool
@@ -43,7 +48,10 @@ def build(settings: RewardModelSettings, resources: Resources) -> Bound:
     pool = resources.get(SessionPool, SessionPool)
     url = settings.endpoint_url
     name = f"reward model {settings.model!r} ({settings.api}) at {display_url(url)}"
-    renderer = _renderer(settings, settings.tokenizer, "tokenizer") if settings.tokenizer else None
+    renderer = None
+    if settings.tokenizer is not None:
+        _readable(settings.tokenizer, "tokenizer")
+        renderer = _renderer(settings, settings.tokenizer, "tokenizer")
 
     def make() -> ServedRewardModel:
         endpoint = JsonEndpoint(settings.model_copy(update={"url": url}), pool, credential, name)
@@ -53,8 +61,35 @@ def build(settings: RewardModelSettings, resources: Resources) -> Bound:
     return Bound(served, "group", name, keys=KEYS)
 
 
-def _renderer(settings: RewardModelSettings, folder: str, field: str) -> object:
-    """The chat renderer of the tokenizer in ``folder`` (kwargs ``field``)."""
+def _local(settings: RewardModelSettings, resources: Resources, key: object) -> Bound:
+    """The local model's worker, once its folder is checked: every problem of its tokenizer and
+    its config at once (see :mod:`~.checkpoint`)."""
+    from rewardrouter.rewards.reward_model.checkpoint import output_index
+    from rewardrouter.rewards.reward_model.local import LocalRewardModel
+
+    _readable(settings.model, "model")
+    problems: list[Problem] = []
+    renderer: ChatRenderer | None = None
+    label = 0
+    try:
+        renderer = _renderer(settings, settings.model, "model")
+    except ResolveError as exc:
+        problems += exc.problems
+    try:
+        label = output_index(settings)
+    except ResolveError as exc:
+        problems += exc.problems
+    if problems:
+        raise refused(*problems)
+    assert renderer is not None
+    chat = renderer
+    local = resources.get(key, lambda: LocalRewardModel(settings, chat, label))
+    return Bound(local, "group", local.name, keys=KEYS)
+
+
+def _readable(folder: str, field: str) -> None:
+    """Raise ``ResolveError`` unless transformers is installed and ``folder`` (kwargs
+    ``field``) holds a tokenizer, and a model when ``field`` is ``model``."""
     try:
         import transformers  # noqa: F401
     except ImportError:
@@ -75,8 +110,10 @@ def _renderer(settings: RewardModelSettings, folder: str, field: str) -> object:
             f"kwargs.model: {folder!r} holds no model (no config.json)",
             "give the directory a model was saved to with save_pretrained",
         )
-    from rewardrouter.rewards.reward_model.tokenized import ChatRenderer, load_tokenizer
 
+
+def _renderer(settings: RewardModelSettings, folder: str, field: str) -> ChatRenderer:
+    """The chat renderer of the tokenizer in ``folder`` (kwargs ``field``)."""
     try:
         return ChatRenderer(
             load_tokenizer(folder),
@@ -85,5 +122,20 @@ def _renderer(settings: RewardModelSettings, folder: str, field: str) -> object:
             settings.refuse_special_tokens,
             settings.max_response_chars,
         )
+    except NoChatTemplate as exc:
+        raise refused(
+            Problem(
+                "kwargs.template",
+                f"the tokenizer in {folder!r} has no chat template, and `template: "
+                f"{exc.template}` reads the conversation through it (scoring the prompt and "
+                "the response as plain text instead would read them otherwise than a chat "
+                "model was trained to)",
+                f"set `template: plain` to score prompt + separator + response as one text "
+                f"(separator: {settings.separator!r}), or give a tokenizer that has a chat "
+                "template",
+            )
+        ) from None
     except (OSError, ValueError) as exc:
-        raise ResolveError(f"kwargs.{field}: {exc}", "check the tokenizer and `template`") from None
+        raise refused(
+            Problem(f"kwargs.{field}", str(exc), "check the tokenizer and `template`")
+        ) from None

@@ -5,13 +5,20 @@ texts of a route group, each distinct text once, to one worker process that hold
 on the GPU when torch sees one (``device: auto``), else on the CPU. The worker tokenizes, drops
 an input longer than ``max_tokens`` (``invalid``, never truncated: a truncated response would be
 scored on what it did not say), sorts the rest by length and packs them into forward passes of
-at most ``max_batch_tokens`` padded tokens. The score is output ``label_index`` of the head at
-the last real token, as the model's own ``forward`` picks it.
+at most ``max_batch_tokens`` padded tokens. The score is the head's output that the term names
+(``label`` or ``label_index``, checked against the model's outputs when the router compiles, see
+:mod:`~.checkpoint`), read where the model's own ``forward`` reads an input alone: the model
+reads the last token that is not its pad id (``config.pad_token_id``), so each batch is padded
+with that id, whatever the tokenizer pads with; a model whose config has none reads an input's
+last token, so its batches are padded with an id that ends none of their rows. A padded row
+then scores as it does alone.
 
 The worker starts when the router is built, so the model loads while the trainer generates.
 One call at a time reaches it; a call that outlasts ``deadline`` seconds kills the worker (its
 inputs are ``timeout``), and the next call starts a new one. A worker that fails to load
-reports why, and every call then fails with that message until the router is rebuilt.
+reports why, and every call then fails with that message until the router is rebuilt; one
+whose weights lack a parameter of the classifier (its score head: a causal language model's
+checkpoint) is such a failure, never a model with a random head.
 """
 
 from __future__ import annotations
@@ -21,12 +28,14 @@ import contextlib
 import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from itertools import chain
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from typing import Any, ClassVar
 
 from rewardrouter.execute.process.boot import die_with_parent, start_python
 from rewardrouter.remote.errors import RemoteError, RemoteTimeout
+from rewardrouter.rewards.reward_model.checkpoint import missing_weights
 from rewardrouter.rewards.reward_model.conversation import Unusable
 from rewardrouter.rewards.reward_model.scores import ScoreCache, Scored, score_samples
 from rewardrouter.rewards.reward_model.settings import RewardModelSettings
@@ -44,13 +53,13 @@ class LocalRewardModel:
 
     __slots__ = ("_cache", "_lock", "_thread", "_worker", "name", "renderer", "settings")
 
-    def __init__(self, settings: RewardModelSettings, renderer: Any) -> None:
+    def __init__(self, settings: RewardModelSettings, renderer: Any, label: int) -> None:
         self.settings = settings
         self.renderer = renderer
         self.name = f"reward model {settings.model!r} (local)"
         self._cache = ScoreCache(settings.cache_size)
         self._lock = threading.Lock()
-        self._worker: _Worker | None = _Worker(settings, renderer.chat)
+        self._worker: _Worker | None = _Worker(settings, renderer.chat, label)
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="rewardrouter-reward-model")
 
     def __repr__(self) -> str:
@@ -93,14 +102,15 @@ class LocalRewardModel:
 class _Worker:
     """The worker process and the parent's end of its pipe."""
 
-    def __init__(self, settings: RewardModelSettings, chat: bool) -> None:
+    def __init__(self, settings: RewardModelSettings, chat: bool, label: int) -> None:
         self.settings = settings
         self.chat = chat
+        self.label = label
         # A fresh interpreter, never a fork (a trainer's threads, CUDA) nor multiprocessing's
         # spawn (which runs the trainer's script again in the child).
         self.conn, child = Pipe()
         self.process = start_python(
-            serve_fresh, [child.fileno(), _spec(settings, chat)], [child.fileno()]
+            serve_fresh, [child.fileno(), _spec(settings, chat, label)], [child.fileno()]
         )
         child.close()
         self.ready: dict[str, Any] | None = None
@@ -114,7 +124,7 @@ class _Worker:
 
     def restarted(self) -> _Worker:
         self.kill()
-        return _Worker(self.settings, self.chat)
+        return _Worker(self.settings, self.chat, self.label)
 
     def _await_ready(self) -> None:
         if self.ready is not None:
@@ -174,13 +184,13 @@ class _Worker:
         self.kill()
 
 
-def _spec(settings: RewardModelSettings, chat: bool) -> dict[str, Any]:
+def _spec(settings: RewardModelSettings, chat: bool, label: int) -> dict[str, Any]:
     return {
         "model": settings.model,
         "device": settings.device,
         "dtype": settings.dtype,
         "threads": settings.threads,
-        "label_index": settings.label_index,
+        "label": label,
         "max_tokens": settings.max_tokens,
         "max_batch_tokens": settings.max_batch_tokens,
         "add_special_tokens": not chat,
@@ -231,25 +241,32 @@ class _LoadedModel:
         if dtype == "auto":
             dtype = "bfloat16" if device == "cuda" else "float32"
         self.tokenizer = AutoTokenizer.from_pretrained(spec["model"], local_files_only=True)
-        self.model = AutoModelForSequenceClassification.from_pretrained(
-            spec["model"], local_files_only=True, dtype=getattr(torch, dtype)
+        self.model, loading = AutoModelForSequenceClassification.from_pretrained(
+            spec["model"],
+            local_files_only=True,
+            dtype=getattr(torch, dtype),
+            output_loading_info=True,
         )
+        if why := missing_weights(spec["model"], loading["missing_keys"]):
+            raise ValueError(why)
         self.model.to(device).eval()
         self.device = torch.device(device)
         config = self.model.config
-        if spec["label_index"] >= config.num_labels:
+        if spec["label"] >= config.num_labels:  # the folder changed since the router compiled
             raise ValueError(
-                f"`label_index` is {spec['label_index']} but the model has {config.num_labels} "
-                "output(s)"
+                f"the model has {config.num_labels} output(s) and the term reads output "
+                f"{spec['label']}: the folder changed since the router compiled; compile it again"
             )
-        pad = self.tokenizer.pad_token_id
-        if pad is None:  # batches need a pad token; the model finds its last real token by it
-            pad = self.tokenizer.eos_token_id if self.tokenizer.eos_token_id is not None else 0
-            self.tokenizer.pad_token_id = pad
-        if config.pad_token_id is None:
-            config.pad_token_id = pad
-        self.tokenizer.padding_side = "right"
-        self.label = spec["label_index"]
+        self.label = spec["label"]
+        # The model reads the last token that is not its own pad id (see the module doc).
+        self.text_config = config.get_text_config()
+        self.vocab = int(self.model.get_input_embeddings().num_embeddings)
+        own = self.text_config.pad_token_id
+        self.own_pad: int | None = own if isinstance(own, int) and 0 <= own < self.vocab else None
+        if self.own_pad is None:  # an id the model never meets reads as none: the last token
+            self.text_config.pad_token_id = None
+        preferred = (self.tokenizer.pad_token_id, self.tokenizer.eos_token_id)
+        self.spare = [i for i in preferred if isinstance(i, int) and 0 <= i < self.vocab]
         self.max_tokens = spec["max_tokens"] or getattr(config, "max_position_embeddings", None)
         self.budget = spec["max_batch_tokens"]
         self.add_special = spec["add_special_tokens"]
@@ -293,13 +310,31 @@ class _LoadedModel:
             batches.append(current)
         return batches
 
+    def _pad_id(self, rows: list[list[int]]) -> int | None:
+        """The id to pad ``rows`` with: the model's own pad id; without one, an id that ends
+        none of the rows (None when every id does: a batch larger than the vocabulary)."""
+        if self.own_pad is not None:
+            return self.own_pad
+        ends = {row[-1] for row in rows}
+        return next((i for i in chain(self.spare, range(self.vocab)) if i not in ends), None)
+
     def _forward(self, rows: list[list[int]]) -> list[float]:
         import torch
 
-        padded = self.tokenizer.pad({"input_ids": rows}, return_tensors="pt")
+        pad = self._pad_id(rows)
+        if pad is None:
+            half = len(rows) // 2
+            return self._forward(rows[:half]) + self._forward(rows[half:])
+        if self.own_pad is None:  # read per batch: the rightmost token that is not `pad`
+            self.text_config.pad_token_id = pad
+        width = max(len(row) for row in rows)
+        input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
+        attention_mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, row in enumerate(rows):
+            input_ids[i, : len(row)] = torch.tensor(row, dtype=torch.long)
+            attention_mask[i, : len(row)] = 1
         with torch.inference_mode():
             logits = self.model(
-                input_ids=padded["input_ids"].to(self.device),
-                attention_mask=padded["attention_mask"].to(self.device),
+                input_ids=input_ids.to(self.device), attention_mask=attention_mask.to(self.device)
             ).logits
         return [float(x) for x in logits[:, self.label].float().cpu()]

@@ -17,7 +17,8 @@ Requests and replies, per ``api`` (inputs batched ``batch_size`` to a request)::
 
 ``use_activation: false`` asks vLLM for the head's raw output (a reward model's logit), which
 ``normalize`` then maps. The score is output ``label_index`` (for per-token pooling output, of
-the last token's row). Without a local ``tokenizer``, a chat conversation is sent alone as
+the last token's row); without ``label_index``, a reply of several outputs is not read (which
+one is the reward is the term's to say). Without a local ``tokenizer``, a chat conversation is sent alone as
 ``messages`` and the server applies the model's chat template (vLLM only).
 
 Every request goes through :class:`~rewardrouter.remote.client.JsonEndpoint`: the router's
@@ -223,7 +224,8 @@ class ServedRewardModel:
         return ordered
 
     def _score_of(self, entry: Any) -> float:
-        api, k = self.settings.api, self.settings.label_index
+        api, chosen = self.settings.api, self.settings.label_index
+        k = chosen or 0
         field = {"vllm_classify": "probs", "vllm_score": "score", "vllm_pooling": "data"}.get(
             api, "embedding"
         )
@@ -238,6 +240,11 @@ class ServedRewardModel:
             raise Unusable(
                 f"{field!r} is {self._quote(value)}; expected a list with output {k} "
                 "(`label_index`)"
+            )
+        if chosen is None and len(value) > 1:
+            raise Unusable(
+                f"{field!r} holds {len(value)} outputs, and the term does not say which one is "
+                "the reward; set `label_index` to its position (the model card tells which)"
             )
         return read_number(value[k], f"{field}[{k}]")
 

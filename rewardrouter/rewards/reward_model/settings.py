@@ -82,9 +82,10 @@ class RewardModelSettings(EndpointSettings):
     template: Literal["auto", "chat", "plain"] = Field(
         default="auto",
         description="chat: prompt and response as chat messages through the tokenizer's chat "
-        "template; plain: prompt + separator + response; auto: chat when the tokenizer has a "
-        "chat template (served APIs without `tokenizer`: chat, rendered by the server; "
-        "sglang: plain). vllm_score always sends the pair (text_1, text_2).",
+        "template; plain: prompt + separator + response as one text; auto: chat (a tokenizer "
+        "without a chat template is refused when the router compiles: set plain to score "
+        "plain text; served APIs without `tokenizer`: rendered by the server; sglang without "
+        "`tokenizer`: plain). vllm_score always sends the pair (text_1, text_2).",
     )
     separator: str = Field(default="\n", description="template plain: between prompt and response.")
     normalize: Literal["none", "sigmoid"] | Affine = Field(
@@ -93,8 +94,17 @@ class RewardModelSettings(EndpointSettings):
         "(1 / (1 + exp(-raw))), or an affine map {scale, shift}. The raw score is kept as the "
         "term's `raw` entry.",
     )
-    label_index: int = Field(
-        default=0, ge=0, description="Which output of a multi-label head is the score."
+    label_index: int | None = Field(
+        default=None,
+        ge=0,
+        description="Which output of the head is the reward, by position (0: the first). Not "
+        "needed for a head with one output; a head with several and neither this nor `label` "
+        "is refused (local: when the router compiles; served: each reply).",
+    )
+    label: str | None = Field(
+        default=None,
+        description="local: which output of the head is the reward, by the name the model's "
+        "config.json `id2label` gives it (e.g. positive); or set `label_index`.",
     )
     refuse_special_tokens: bool = Field(
         default=True,
@@ -157,6 +167,16 @@ class RewardModelSettings(EndpointSettings):
 
     @model_validator(mode="after")
     def _api_needs(self) -> RewardModelSettings:
+        if self.label is not None and self.label_index is not None:
+            raise ValueError(
+                f"`label` ({self.label!r}) and `label_index` ({self.label_index}) both say which "
+                "output is the reward; keep one"
+            )
+        if self.label is not None and self.api != "local":
+            raise ValueError(
+                f"`label` names an output by the local model's id2label; api {self.api!r} reads "
+                "the server's outputs by position: set `label_index` instead"
+            )
         if self.api == "local":
             if self.url is not None:
                 raise ValueError(

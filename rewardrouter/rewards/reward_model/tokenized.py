@@ -23,11 +23,25 @@ def load_tokenizer(path: str) -> Any:
     return AutoTokenizer.from_pretrained(path, local_files_only=True)
 
 
+class NoChatTemplate(ValueError):
+    """The term reads the conversation through the tokenizer's chat template (``template``:
+    chat or auto), and the tokenizer has none."""
+
+    def __init__(self, template: str) -> None:
+        self.template = template
+        super().__init__(
+            f"the tokenizer has no chat template, and `template: {template}` renders the "
+            "conversation through it; set `template: plain` to score prompt + separator + "
+            "response as one text, or give a tokenizer that has a chat template"
+        )
+
+
 class ChatRenderer:
     """Renders a sample as its reward model expects (see the module doc).
 
-    ``template``: chat (the tokenizer's chat template, which it must have), plain
-    (``prompt + separator + response``) or auto (chat when the tokenizer has a template).
+    ``template``: chat or auto (the tokenizer's chat template, which it must have, else
+    :class:`NoChatTemplate`: scoring plain text instead would read the conversation otherwise
+    than the model was trained to), or plain (``prompt + separator + response``).
     ``chat`` tells how the text was made: a rendered template holds its special tokens
     already, so the text is tokenized without adding more. What the policy wrote is checked
     first (:attr:`guard`): at most ``max_chars`` characters, and, when ``refuse``, none of the
@@ -44,14 +58,10 @@ class ChatRenderer:
         refuse: bool,
         max_chars: int,
     ) -> None:
-        has_template = bool(getattr(tokenizer, "chat_template", None))
-        if template == "chat" and not has_template:
-            raise ValueError(
-                "the tokenizer has no chat template; set `template: plain` (prompt + separator "
-                "+ response) or give a tokenizer that has one"
-            )
+        if template != "plain" and not getattr(tokenizer, "chat_template", None):
+            raise NoChatTemplate(template)
         self.tokenizer = tokenizer
-        self.chat = template == "chat" or (template == "auto" and has_template)
+        self.chat = template != "plain"
         self.separator = separator
         special = set(getattr(tokenizer, "all_special_tokens", []))
         for token in getattr(tokenizer, "added_tokens_decoder", {}).values():
