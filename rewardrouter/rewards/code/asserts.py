@@ -168,65 +168,99 @@ def _bounded(op: type[ast.operator], left: Any, right: Any) -> None:
                 raise _Unsafe("a repetition too long to check")
 
 
+Evaluate = Callable[[ast.expr], Any]
+
+
+def _name(n: Any, ev: Evaluate, names: Mapping[str, Any]) -> Any:
+    dotted = _dotted(n)
+    if dotted is None:
+        raise _Unsafe(f"{type(n).__name__} expressions")
+    for known in (names, SAFE_CONSTANTS, SAFE_FUNCTIONS):
+        if dotted in known:
+            return known[dotted]
+    raise _Unsafe(f"the name {dotted!r}")
+
+
+def _dict(n: Any, ev: Evaluate, names: Mapping[str, Any]) -> Any:
+    if any(k is None for k in n.keys):
+        raise _Unsafe("** in a dict display")
+    return {ev(k): ev(v) for k, v in zip(n.keys, n.values, strict=True)}
+
+
+def _unary(n: Any, ev: Evaluate, names: Mapping[str, Any]) -> Any:
+    if type(n.op) not in _UNARY:
+        raise _Unsafe(f"the operator {type(n.op).__name__}")
+    return _UNARY[type(n.op)](ev(n.operand))
+
+
+def _binary(n: Any, ev: Evaluate, names: Mapping[str, Any]) -> Any:
+    if type(n.op) not in _BINARY:
+        raise _Unsafe(f"the operator {type(n.op).__name__}")
+    left, right = ev(n.left), ev(n.right)
+    _bounded(type(n.op), left, right)
+    return _BINARY[type(n.op)](left, right)
+
+
+def _bool(n: Any, ev: Evaluate, names: Mapping[str, Any]) -> Any:
+    value: Any = None
+    for part in n.values:
+        value = ev(part)
+        if isinstance(n.op, ast.And) != bool(value):
+            return value
+    return value
+
+
+def _compare(n: Any, ev: Evaluate, names: Mapping[str, Any]) -> Any:
+    left = ev(n.left)
+    for op, comparator in zip(n.ops, n.comparators, strict=True):
+        right = ev(comparator)
+        if not _COMPARE[type(op)](left, right):
+            return False
+        left = right
+    return True
+
+
+def _call(n: Any, ev: Evaluate, names: Mapping[str, Any]) -> Any:
+    if any(isinstance(a, ast.Starred) for a in n.args):
+        raise _Unsafe("* in a call")
+    function = _callee(n.func, ev)
+    kwargs = {k.arg: ev(k.value) for k in n.keywords if k.arg is not None}
+    if len(kwargs) != len(n.keywords):
+        raise _Unsafe("** in a call")
+    return function(*(ev(a) for a in n.args), **kwargs)
+
+
+#: How :func:`evaluate` computes each kind of expression it allows.
+_EVALUATE: dict[type[ast.expr], Callable[[Any, Evaluate, Mapping[str, Any]], Any]] = {
+    ast.Constant: lambda n, ev, names: n.value,
+    ast.Name: _name,
+    ast.Attribute: _name,
+    ast.List: lambda n, ev, names: [ev(x) for x in n.elts],
+    ast.Tuple: lambda n, ev, names: tuple(ev(x) for x in n.elts),
+    ast.Set: lambda n, ev, names: {ev(x) for x in n.elts},
+    ast.Dict: _dict,
+    ast.UnaryOp: _unary,
+    ast.BinOp: _binary,
+    ast.BoolOp: _bool,
+    ast.Compare: _compare,
+    ast.IfExp: lambda n, ev, names: ev(n.body) if ev(n.test) else ev(n.orelse),
+    ast.Subscript: lambda n, ev, names: ev(n.value)[ev(n.slice)],
+    ast.Slice: lambda n, ev, names: slice(
+        *(ev(p) if p is not None else None for p in (n.lower, n.upper, n.step))
+    ),
+    ast.Call: _call,
+}
+
+
 def evaluate(node: ast.expr, names: Mapping[str, Any]) -> Any:
     """The value of ``node`` under ``names``, using only the operations this module allows;
     ``_Unsafe`` for anything else."""
 
     def ev(n: ast.expr) -> Any:
-        if isinstance(n, ast.Constant):
-            return n.value
-        if isinstance(n, ast.Name | ast.Attribute) and (dotted := _dotted(n)) is not None:
-            if dotted in names:
-                return names[dotted]
-            if dotted in SAFE_CONSTANTS:
-                return SAFE_CONSTANTS[dotted]
-            if dotted in SAFE_FUNCTIONS:
-                return SAFE_FUNCTIONS[dotted]
-            raise _Unsafe(f"the name {dotted!r}")
-        if isinstance(n, ast.List):
-            return [ev(x) for x in n.elts]
-        if isinstance(n, ast.Tuple):
-            return tuple(ev(x) for x in n.elts)
-        if isinstance(n, ast.Set):
-            return {ev(x) for x in n.elts}
-        if isinstance(n, ast.Dict):
-            if any(k is None for k in n.keys):
-                raise _Unsafe("** in a dict display")
-            return {ev(k): ev(v) for k, v in zip(n.keys, n.values, strict=True)}  # type: ignore[arg-type]
-        if isinstance(n, ast.UnaryOp) and type(n.op) in _UNARY:
-            return _UNARY[type(n.op)](ev(n.operand))
-        if isinstance(n, ast.BinOp) and type(n.op) in _BINARY:
-            left, right = ev(n.left), ev(n.right)
-            _bounded(type(n.op), left, right)
-            return _BINARY[type(n.op)](left, right)
-        if isinstance(n, ast.BoolOp):
-            value: Any = None
-            for part in n.values:
-                value = ev(part)
-                if isinstance(n.op, ast.And) != bool(value):
-                    return value
-            return value
-        if isinstance(n, ast.Compare):
-            left = ev(n.left)
-            for op, comparator in zip(n.ops, n.comparators, strict=True):
-                right = ev(comparator)
-                if not _COMPARE[type(op)](left, right):
-                    return False
-                left = right
-            return True
-        if isinstance(n, ast.IfExp):
-            return ev(n.body) if ev(n.test) else ev(n.orelse)
-        if isinstance(n, ast.Subscript):
-            return ev(n.value)[ev(n.slice)]
-        if isinstance(n, ast.Slice):
-            return slice(*(ev(p) if p is not None else None for p in (n.lower, n.upper, n.step)))
-        if isinstance(n, ast.Call) and not any(isinstance(a, ast.Starred) for a in n.args):
-            function = _callee(n.func, ev)
-            kwargs = {k.arg: ev(k.value) for k in n.keywords if k.arg is not None}
-            if len(kwargs) != len(n.keywords):
-                raise _Unsafe("** in a call")
-            return function(*(ev(a) for a in n.args), **kwargs)
-        raise _Unsafe(f"{type(n).__name__} expressions")
+        how = _EVALUATE.get(type(n))
+        if how is None:
+            raise _Unsafe(f"{type(n).__name__} expressions")
+        return how(n, ev, names)
 
     return ev(node)
 

@@ -233,6 +233,30 @@ def encode(value: Any) -> Any:
     return walk(value, 0)
 
 
+def _non_finite(inner: Any) -> float:
+    if inner not in ("nan", "inf", "-inf"):
+        raise ValueError("not an encoded float")
+    return float(inner)
+
+
+def _hex_bytes(inner: Any) -> bytes:
+    if not isinstance(inner, str):
+        raise ValueError("not encoded bytes")
+    return bytes.fromhex(inner)
+
+
+def _complex(inner: Any) -> complex:
+    if not (isinstance(inner, list) and len(inner) == 2):
+        raise ValueError("not an encoded complex number")
+    return complex(float(inner[0]), float(inner[1]))
+
+
+#: The tags of :func:`encode` whose value is one scalar, and how to read it.
+_SCALARS: dict[str, Any] = {"float": _non_finite, "bytes": _hex_bytes, "complex": _complex}
+#: The tags whose value is a list of encoded items, and the type they make.
+_COLLECTIONS: dict[str, Any] = {"tuple": tuple, "set": set, "frozenset": frozenset}
+
+
 def decode(data: Any) -> Any:
     """The plain value :func:`encode` made ``data`` of; ``ValueError`` on anything else."""
 
@@ -246,22 +270,14 @@ def decode(data: Any) -> Any:
         if not isinstance(item, dict) or set(item) != {"$", "v"}:
             raise ValueError(f"not an encoded value: {str(item)[:80]}")
         tag, inner = item["$"], item["v"]
-        if tag == "float" and inner in ("nan", "inf", "-inf"):
-            return float(inner)
-        if tag == "bytes" and isinstance(inner, str):
-            return bytes.fromhex(inner)
-        if tag == "complex" and isinstance(inner, list) and len(inner) == 2:
-            return complex(float(inner[0]), float(inner[1]))
+        if tag in _SCALARS:
+            return _SCALARS[tag](inner)
         if not isinstance(inner, list):
             raise ValueError(f"not an encoded {tag}")
-        if tag == "tuple":
-            return tuple(walk(x, depth + 1) for x in inner)
-        if tag == "set":
-            return {walk(x, depth + 1) for x in inner}
-        if tag == "frozenset":
-            return frozenset(walk(x, depth + 1) for x in inner)
         if tag == "dict":
             return {walk(k, depth + 1): walk(v, depth + 1) for k, v in inner}
+        if tag in _COLLECTIONS:
+            return _COLLECTIONS[tag](walk(x, depth + 1) for x in inner)
         raise ValueError(f"unknown encoded type {tag!r}")
 
     try:
