@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from rewardrouter.sample import SampleLike
 
 CallStatus = Literal["ok", "error", "timeout", "invalid"]
+#: What a failure that is the setup's lies in (see :class:`Outcome`).
+SetupFault = Literal["data", "infrastructure"]
 
 #: Exceptions that steer the program rather than report a failed reward call: never caught.
 CONTROL_FLOW = (KeyboardInterrupt, GeneratorExit, asyncio.CancelledError)
@@ -78,9 +80,9 @@ class Outcome(NamedTuple):
 
     - ``sample_fault``: the failure lies in the sample's own data (a malformed conversation,
       which the policy wrote), not in the function, its config or the infrastructure;
-    - ``setup_fault``: the failure lies in the configuration, the dataset or the
-      infrastructure (:class:`InfrastructureFault`, :class:`DataFault`, worker processes that
-      cannot start);
+    - ``setup_fault``: the failure lies in the dataset (``"data"``: a :class:`DataFault`) or
+      in the configuration or infrastructure (``"infrastructure"``: an
+      :class:`InfrastructureFault`, worker processes that cannot start);
     - neither: the function itself failed (it raised, overran its deadline or returned
       something unusable). For a built-in kind, whose every input but the response is checked
       or set by the config, that is the response's doing too.
@@ -93,7 +95,7 @@ class Outcome(NamedTuple):
     status: CallStatus = "ok"
     error: str | None = None
     sample_fault: bool = False
-    setup_fault: bool = False
+    setup_fault: SetupFault | None = None
 
 
 class InvalidReturn(Exception):
@@ -169,14 +171,18 @@ def failed(exc: BaseException) -> Outcome:
         status = "timeout"
     elif isinstance(exc, InvalidReturn):
         status = "invalid"
-    setup = isinstance(exc, InfrastructureFault | DataFault)
+    setup: SetupFault | None = None
+    if isinstance(exc, DataFault):
+        setup = "data"
+    elif isinstance(exc, InfrastructureFault):
+        setup = "infrastructure"
     return Outcome(None, status, describe_exception(exc), setup_fault=setup)
 
 
 def setup_failed(message: str) -> Outcome:
     """A call that could not run for a reason of the setup's (worker processes that cannot start
     or load the call, a closed router): an ``error`` the term's ``on_error`` decides."""
-    return Outcome(None, "error", message, setup_fault=True)
+    return Outcome(None, "error", message, setup_fault="infrastructure")
 
 
 def timed_out(timeout: float, what: str = "") -> Outcome:

@@ -160,7 +160,7 @@ class LostCalls:
             "timeout",
             f"a {self.worker} did not start this call within {max(timeout, LOAD_GRACE):g} s "
             f"(loading the function and samples); it was killed and replaced",
-            setup_fault=True,
+            setup_fault="infrastructure",
         )
 
     def died(self, cause: str) -> Outcome:

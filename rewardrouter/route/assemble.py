@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any
+from typing import Any, Literal
 
 from rewardrouter.compile.routes import BoundTerm, CompiledRoute
 from rewardrouter.errors import RewardError
@@ -111,13 +111,14 @@ def combine(
     total, applied, skip = 0.0, False, False
     status: Status = "ok"
     errors: list[str] = []
-    for term, (call_status, value, message, hint), sample_fault in _read_each(calls, evaluation):
+    for term, (call_status, value, message, hint), fault in _read_each(calls, evaluation):
         if value is not None and not math.isfinite(total + term.weight * value):
             message = _beyond_range(term, value, total)
             call_status, value = "invalid", None
-            sample_fault = term.fn.builtin
+            fault = "sample" if term.fn.builtin else None
+        sample_fault = fault == "sample"
         if call_status != "ok":
-            fix = hint or failure_fix(term, call_status, message or "", sample_fault)
+            fix = hint or failure_fix(term, call_status, message or "", fault)
             value, skipped = _on_error(
                 index,
                 route.name,
@@ -164,21 +165,28 @@ def _beyond_range(term: BoundTerm, value: float, total: float) -> str:
     )
 
 
+#: Whose fault a failed call is: the sample's (never raised), the dataset's or the
+#: infrastructure's (``on_error`` decides), or None: the function's own (``on_error`` decides).
+Fault = Literal["sample", "data", "infrastructure"] | None
+
+
 def _read_each(
     calls: Calls, evaluation: bool
-) -> Iterator[tuple[BoundTerm, tuple[Status, float | None, str | None, str | None], bool]]:
+) -> Iterator[tuple[BoundTerm, tuple[Status, float | None, str | None, str | None], Fault]]:
     """Each term with its call's status, training (or evaluation) value, error message and,
-    when the value's reader knows it, what to change; then whether the failure is the
-    sample's own fault (see :func:`is_sample_fault`)."""
+    when the value's reader knows it, what to change; then whose fault a failure is (see
+    :func:`is_sample_fault`)."""
     for term, outcome in calls:
         if outcome.status != "ok":
-            yield term, (outcome.status, None, outcome.error, None), is_sample_fault(term, outcome)
+            fault: Fault = "sample" if is_sample_fault(term, outcome) else outcome.setup_fault
+            yield term, (outcome.status, None, outcome.error, None), fault
             continue
         try:
             read = to_value(outcome.value, term.key_for(evaluation))
-            yield term, ("ok", read, None, None), False
+            yield term, ("ok", read, None, None), None
         except InvalidReturn as exc:
-            yield term, ("invalid", None, str(exc), exc.hint), term.fn.builtin
+            fault = "sample" if term.fn.builtin else None
+            yield term, ("invalid", None, str(exc), exc.hint), fault
 
 
 def is_sample_fault(term: BoundTerm, outcome: Outcome) -> bool:
@@ -229,11 +237,12 @@ _INFRASTRUCTURE = {
 }
 
 
-def failure_fix(term: BoundTerm, status: str, message: str, sample_fault: bool = False) -> str:
-    """What to do about a failed call, by its cause: the response, the function, its deadline, or
-    the infrastructure it ran on; ``on_error`` comes last, as the way to record such failures."""
+def failure_fix(term: BoundTerm, status: str, message: str, fault: Fault = None) -> str:
+    """What to do about a failed call, by its cause (``fault``): the response, the dataset, the
+    infrastructure it ran on, or the function and its deadline; ``on_error`` comes last, as the
+    way to record such failures."""
     where = term.where or "the term"
-    if sample_fault:
+    if fault == "sample":
         what = (
             "the conversation is malformed"
             if message.startswith(MALFORMED)
@@ -243,6 +252,8 @@ def failure_fix(term: BoundTerm, status: str, message: str, sample_fault: bool =
         return f"{what}: the sample's own status{fallback}, counted, never the batch's"
     record = f"or set `on_error: skip` or `on_error: {{value: 0.0}}` on {where} to record them"
     cause = next((v for k, v in _INFRASTRUCTURE.items() if message.startswith(k)), None)
+    if cause is None and fault == "infrastructure":
+        cause = f"what {term.fn.name} runs on failed, not the response"
     if cause is not None:
         return f"{cause}: fix the cause above (then run again), {record}"
     if status == "timeout":
@@ -252,7 +263,7 @@ def failure_fix(term: BoundTerm, status: str, message: str, sample_fault: bool =
         )
     if status == "invalid":
         return f"make {term.fn.name} return a number, a dict with its `key`, or None, {record}"
-    if term.fn.builtin:  # a built-in kind: the cause is in the data or the config
+    if fault == "data" or term.fn.builtin:  # the cause is in the data or the config
         return (
             f"the built-in kind {term.fn.name} refused this sample's data: fix the sample's "
             f"label or metadata (or the kwargs on {where}) as the message says, {record}"

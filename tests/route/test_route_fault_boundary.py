@@ -17,39 +17,40 @@ from rewardrouter import RewardError
 from rewardrouter.compile.resolve import RewardFn
 from rewardrouter.compile.routes import BoundTerm
 from rewardrouter.outcome import Outcome, failed, setup_failed
-from rewardrouter.remote.errors import RemoteInvalid, RemoteRejected, RemoteTimeout
+from rewardrouter.remote.errors import RemoteInvalid, RemoteRejected, RemoteTimeout, Unsendable
 from rewardrouter.rewards.code.cases import LabelError as CodeLabelError
 from rewardrouter.rewards.code.local import SandboxError
 from rewardrouter.rewards.ifeval import IfevalCheckError, IfevalDataMissing, IfevalLabelError
 from rewardrouter.rewards.judge.parse import UnreadableScore
 from rewardrouter.rewards.labels import LabelError
-from rewardrouter.route.assemble import is_sample_fault
+from rewardrouter.route.assemble import failure_fix, is_sample_fault
 
 
 @pytest.mark.parametrize(
     ("exc", "setup"),
     [
-        pytest.param(SandboxError("bwrap: no permission"), True, id="sandbox_cannot_start"),
-        pytest.param(RemoteRejected("404"), True, id="server_refused"),
-        pytest.param(RemoteTimeout("no answer"), True, id="server_timed_out"),
-        pytest.param(RemoteInvalid("not JSON"), True, id="server_reply_unreadable"),
-        pytest.param(LabelError("a dict label"), True, id="label_no_grader_reads"),
-        pytest.param(CodeLabelError("no tests"), True, id="code_label_without_tests"),
-        pytest.param(IfevalLabelError("unknown instruction"), True, id="ifeval_label"),
-        pytest.param(IfevalDataMissing("punkt"), True, id="nltk_data_missing"),
+        pytest.param(SandboxError("bwrap: no permission"), "infrastructure", id="sandbox_cannot_start"),
+        pytest.param(RemoteRejected("404"), "infrastructure", id="server_refused"),
+        pytest.param(RemoteTimeout("no answer"), "infrastructure", id="server_timed_out"),
+        pytest.param(RemoteInvalid("not JSON"), "infrastructure", id="server_reply_unreadable"),
+        pytest.param(IfevalDataMissing("punkt"), "infrastructure", id="nltk_data_missing"),
+        pytest.param(LabelError("a dict label"), "data", id="label_no_grader_reads"),
+        pytest.param(CodeLabelError("no tests"), "data", id="code_label_without_tests"),
+        pytest.param(IfevalLabelError("unknown instruction"), "data", id="ifeval_label"),
         # what the response can cause
-        pytest.param(OverflowError("int too large"), False, id="overflow"),
-        pytest.param(RecursionError("too deep"), False, id="recursion"),
-        pytest.param(MemoryError(), False, id="memory"),
-        pytest.param(ValueError("bad text"), False, id="value_error"),
-        pytest.param(UnreadableScore("two scores"), False, id="judge_reply_unreadable"),
-        pytest.param(IfevalCheckError("check raised"), False, id="ifeval_check_raised"),
+        pytest.param(OverflowError("int too large"), None, id="overflow"),
+        pytest.param(RecursionError("too deep"), None, id="recursion"),
+        pytest.param(MemoryError(), None, id="memory"),
+        pytest.param(ValueError("bad text"), None, id="value_error"),
+        pytest.param(Unsendable("a lone surrogate"), None, id="sample_not_json"),
+        pytest.param(UnreadableScore("two scores"), None, id="judge_reply_unreadable"),
+        pytest.param(IfevalCheckError("check raised"), None, id="ifeval_check_raised"),
     ],
-)
+)  # fmt: skip
 def test_a_failure_is_the_setups_only_when_its_class_says_so(
-    exc: BaseException, setup: bool
+    exc: BaseException, setup: str | None
 ) -> None:
-    assert failed(exc).setup_fault is setup
+    assert failed(exc).setup_fault == setup
 
 
 def _term(builtin: bool) -> BoundTerm:
@@ -120,3 +121,16 @@ def test_a_label_no_grader_reads_follows_its_on_error(
     rows = [{"response": "C", "label": "C"}, {"response": "C", "label": label}]
     with pytest.raises(RewardError, match=r"sample 1, route 'r', term 't'.*LabelError"):
         router.score_sync(rows)
+
+
+@pytest.mark.parametrize(
+    ("fault", "says"),
+    [
+        pytest.param("sample", "grader failed on this response: the sample's own status", id="response"),
+        pytest.param("data", "refused this sample's data: fix the sample's label", id="data"),
+        pytest.param("infrastructure", "what grader runs on failed, not the response", id="infra"),
+    ],
+)  # fmt: skip
+def test_the_fix_names_whose_fault_it_is(fault: Any, says: str) -> None:
+    fix = failure_fix(_term(True), "error", "RemoteError: the model could not load", fault)
+    assert says in fix, fix

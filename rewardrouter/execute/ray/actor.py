@@ -24,7 +24,7 @@ one reply.
 >>> items, _ = job.payload([0])
 >>> actor = RewardActor(modules=[], flush_seconds=0.2)
 >>> [pickle.loads(m)[2] for m in actor.run(1, job.id, job.blob, items, 1)]
-[[], [Outcome(value=1.0, status='ok', error=None, sample_fault=False, setup_fault=False)]]
+[[], [Outcome(value=1.0, status='ok', error=None, sample_fault=False, setup_fault=None)]]
 """
 
 from __future__ import annotations
