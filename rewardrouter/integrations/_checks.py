@@ -156,13 +156,13 @@ def _same(a: Any, b: Any) -> bool:
 def _shared_fields(sample: Any, route_by: Sequence[str]) -> dict[str, tuple[Any, str]]:
     """What every answer of one prompt group shares, as ``{field: (value, shown)}``: the
     prompt, the label and the dataset (the ``route_by`` fields in ``metadata``); a field the
-    sample lacks (a prompt None or ``""``, a label None, no route_by field) is left out."""
+    sample lacks (a prompt or label None or ``""``, no route_by field) is left out."""
     found: dict[str, tuple[Any, str]] = {}
     prompt = getattr(sample, "prompt", None)
     if prompt is not None and prompt != "":
         found["prompt"] = (prompt, _quoted(prompt))
     label = getattr(sample, "label", None)
-    if label is not None:
+    if label is not None and not (isinstance(label, str) and label == ""):
         found["label"] = (label, short_repr(label, QUOTED))
     metadata = getattr(sample, "metadata", None)
     if isinstance(metadata, Mapping):
@@ -187,7 +187,7 @@ def mixed_prompt_groups(
     a prompt template). Labels that compare equal (lists, dicts, arrays) are one label. One
     sample per rollout is compared (siblings sharing a ``rollout_id`` may carry longer prompts:
     fan-out turns); a sample without a group is left out, and so is a field a sample lacks (a
-    prompt ``None`` or ``""``, a label ``None``). ``groups`` holds each sample's group key,
+    prompt or label ``None`` or ``""``). ``groups`` holds each sample's group key,
     ``name`` says where a sample is (``"line 12"`` for a file). One problem per group and
     distinct values found.
 

@@ -130,7 +130,7 @@ LABELED = [
     pytest.param([np.array(["C", "D"]), np.array(["C", "D"])], None, [0, 0], [], id="arrays"),
     pytest.param([float("nan"), float("nan")], None, [0, 0], [], id="nan_labels"),
     pytest.param(["cat", None], None, [0, 0], [], id="a_missing_label"),
-    pytest.param(["", ""], None, [0, 0], [], id="blank_labels"),
+    pytest.param(["cat", ""], None, [0, 0], [], id="a_blank_label"),
     pytest.param(["cat"] * 3, ["gsm8k", "gsm8k", "math"], [0, 0, 0], [2], id="datasets_differ"),
     pytest.param(["cat", "dog"], ["gsm8k", "math"], [0, 0], [1], id="both_differ"),
     # miles with multi-LoRA: each adapter numbers its groups from 0, grouped per adapter
