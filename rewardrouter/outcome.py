@@ -156,7 +156,11 @@ def to_value(raw: Any, key: str | None) -> float | None:
 
 
 def describe_exception(exc: BaseException) -> str:
-    """``"ValueError: bad input (my_rewards.py:12)"``: the cause and where it was raised."""
+    """``"ValueError: bad input (my_rewards.py:12)"``: the cause and where it was raised (not
+    for a fault of the setup's, whose message says all there is: where rewardrouter raised it
+    would only change with its code)."""
+    if isinstance(exc, InfrastructureFault | DataFault):
+        return f"{type(exc).__name__}: {exc}"
     frames = traceback.extract_tb(exc.__traceback__)
     where = f" ({frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno})" if frames else ""
     return f"{type(exc).__name__}: {exc}{where}"

@@ -31,6 +31,10 @@ class RewardResult:
     - ``error`` / ``timeout`` / ``invalid``: a call raised, overran its deadline or returned
       something unusable; ``error_message`` says what, and ``on_error`` decided ``reward``.
 
+    ``fault``, for a failed sample: whose fault its first failure is: ``sample`` (its response
+    or conversation: never raised), ``data`` (its label or metadata), ``infrastructure`` (a
+    server, a sandbox, worker processes), or None (the reward function's own).
+
     ``misplaced`` is set when ``default_route`` scored a sample that carries a route_by field
     where routing does not read it (``Dataset`` in metadata, a top-level ``data_source``): what
     was found and the fix. The batch counts it (``misplaced_route_field``).
@@ -44,6 +48,7 @@ class RewardResult:
     raw: Any = None
     error_message: str | None = None
     misplaced: str | None = None
+    fault: Literal["sample", "data", "infrastructure"] | None = None
 
     @property
     def failed(self) -> bool:

@@ -18,19 +18,7 @@ from collections.abc import Sequence
 
 from rewardrouter.errors import RewardError
 from rewardrouter.integrations._metrics import warn
-from rewardrouter.outcome import DataFault
 from rewardrouter.results import ScoreBatch
-
-
-def _data_faults() -> frozenset[str]:
-    """The class names of every :class:`DataFault` (how a failure's message begins)."""
-    names: set[str] = set()
-    todo: list[type] = [DataFault]
-    while todo:
-        cls = todo.pop()
-        names.add(cls.__name__)
-        todo.extend(cls.__subclasses__())
-    return frozenset(names)
 
 
 def _cause(message: str) -> str:
@@ -45,20 +33,18 @@ def settle_failures(
     data fault of a built-in its sample names, counting it (``count``), and raise
     :class:`RewardError` for the first other one. ``where`` names each sample for a message
     (``sample 3``); ``fix`` says how the trainer's rows get labels the kind reads."""
-    faults = _data_faults()
     kept: list[int] = []
     for i in results.failures:
         result = results[i]
         message = result.error_message or ""
-        term, _, cause = message.partition(": ")
-        if result.level == "rm_type" and cause.split(":", 1)[0] in faults:
+        if result.level == "rm_type" and result.fault == "data":
             kept.append(i)
             continue
         raise RewardError(
             f"{where[i]}, route {result.route!r}: {result.status}: {message}",
             index=i,
             route=result.route,
-            term=term or None,
+            term=message.partition(": ")[0] or None,
         )
     if not kept or not count:
         return

@@ -326,7 +326,7 @@ class RewardFunc:
         readable = [s for i, s in enumerate(samples) if i not in unreadable]
         scored = iter(router.score_sync(readable, route=self.route) if readable else ())
         results = [
-            RewardResult(None, "invalid", error_message=unreadable[i])
+            RewardResult(None, "invalid", error_message=unreadable[i], fault="data")
             if i in unreadable
             else next(scored)
             for i in range(len(samples))

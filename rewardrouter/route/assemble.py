@@ -110,6 +110,7 @@ def combine(
     terms: dict[str, float | None] = {}
     total, applied, skip = 0.0, False, False
     status: Status = "ok"
+    first_fault: Fault = None
     errors: list[str] = []
     for term, (call_status, value, message, hint), fault in _read_each(calls, evaluation):
         if value is not None and not math.isfinite(total + term.weight * value):
@@ -129,7 +130,8 @@ def combine(
                 recorded is not None or sample_fault,  # the sample's own fault: never raised
             )
             skip |= skipped
-            status = call_status if status == "ok" else status
+            if status == "ok":
+                status, first_fault = call_status, fault
             if term.on_error == "raise":  # recorded instead of raised
                 errors.append(f"{term.name}: {message} ({fix})")
                 if recorded is not None and not sample_fault and index not in recorded[-1:]:
@@ -152,6 +154,7 @@ def combine(
         raw=raw,
         error_message="; ".join(errors) or None,
         misplaced=decision.misplaced,
+        fault=first_fault,
     )
 
 
