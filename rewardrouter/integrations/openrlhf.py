@@ -91,6 +91,7 @@ __all__ = [
     "openrlhf_reply",
     "openrlhf_samples",
     "reward_func",
+    "with_unreadable",
 ]
 
 #: End-of-sequence strings stripped from the end of a response (common chat templates).
@@ -193,9 +194,47 @@ def openrlhf_samples(
     *,
     label_field: str = "label",
     eos: Sequence[str] = EOS_STRINGS,
-) -> list[Sample]:
-    """The samples of one OpenRLHF reward call (file or HTTP form)."""
-    return _read(queries, prompts, labels, label_field, eos)[0]
+) -> tuple[list[Sample], dict[int, str]]:
+    """The samples of one OpenRLHF reward call (file or HTTP form), and why each label that
+    opens as a JSON object but does not parse cannot be read, by position: such a sample is
+    not to be scored (:func:`with_unreadable`)."""
+    return _read(queries, prompts, labels, label_field, eos)
+
+
+def with_unreadable(
+    router: Router, scored: Sequence[RewardResult], unreadable: Mapping[int, str]
+) -> list[RewardResult]:
+    """The results of every sample of a call: ``scored`` (those of the readable samples, in
+    order) with a failed result at each unreadable label's position. Counts the unreadable
+    labels and logs the first at ERROR, once per message, with the fix."""
+    ran = iter(scored)
+    count = len(scored) + len(unreadable)
+    results = [
+        RewardResult(None, "invalid", error_message=unreadable[i], fault="data")
+        if i in unreadable
+        else next(ran)
+        for i in range(count)
+    ]
+    if unreadable:
+        first = unreadable[min(unreadable)]
+        message = (
+            f"{first}: that sample gets missing_reward.value "
+            f"({router.config.missing_reward.value:g}) with status invalid, counted in "
+            f"extra_logs as rewardrouter/label_unreadable; {LABEL_JSON_FIX}"
+        )
+        warn("label_unreadable", message, count=len(unreadable), key="label_unreadable")
+        _log_once(message)
+    return results
+
+
+_logged: set[str] = set()
+
+
+def _log_once(message: str) -> None:
+    """Log ``message`` at ERROR, once: OpenRLHF logs what reaches it at INFO only."""
+    if message not in _logged:
+        _logged.add(message)
+        log.error(message)
 
 
 def openrlhf_reply(
@@ -269,7 +308,6 @@ class RewardFunc:
         self.label_field = label_field
         self.route = route
         self.eos = tuple(eos)
-        self._reported: set[str] = set()
 
     def _source(self) -> ConfigSource:
         if self.config is not None:
@@ -311,9 +349,7 @@ class RewardFunc:
 
     def _error(self, message: str) -> None:
         """Log ``message`` at ERROR, once: OpenRLHF logs what reaches it at INFO only."""
-        if message not in self._reported:
-            self._reported.add(message)
-            log.error(message)
+        _log_once(message)
 
     def _reply(
         self, queries: Sequence[Any], prompts: Sequence[Any], labels: Sequence[Any]
@@ -324,22 +360,8 @@ class RewardFunc:
         if self.route is None and router.config.default_route is None:
             _refuse_plain_labels(router, samples, unreadable, self.label_field)
         readable = [s for i, s in enumerate(samples) if i not in unreadable]
-        scored = iter(router.score_sync(readable, route=self.route) if readable else ())
-        results = [
-            RewardResult(None, "invalid", error_message=unreadable[i], fault="data")
-            if i in unreadable
-            else next(scored)
-            for i in range(len(samples))
-        ]
-        if unreadable:
-            first = unreadable[min(unreadable)]
-            message = (
-                f"{first}: that sample gets missing_reward.value "
-                f"({router.config.missing_reward.value:g}) with status invalid, counted in "
-                f"extra_logs as rewardrouter/label_unreadable; {LABEL_JSON_FIX}"
-            )
-            warn("label_unreadable", message, count=len(unreadable), key="label_unreadable")
-            self._error(message)
+        scored = router.score_sync(readable, route=self.route) if readable else []
+        results = with_unreadable(router, list(scored), unreadable)
         return openrlhf_reply(router, results, samples, self.label_field, unreadable)
 
 

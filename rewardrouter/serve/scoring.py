@@ -269,7 +269,11 @@ async def _reward(router: Router, body: bytes) -> tuple[int, Any]:
 async def _openrlhf(router: Router, data: dict[str, Any]) -> tuple[int, Any]:
     """OpenRLHF's ``{"query", "prompts", "labels"}`` body (see the openrlhf integration)."""
     from rewardrouter.integrations._route_shaping import OPENRLHF, check_route_shaping
-    from rewardrouter.integrations.openrlhf import openrlhf_reply, openrlhf_samples
+    from rewardrouter.integrations.openrlhf import (
+        openrlhf_reply,
+        openrlhf_samples,
+        with_unreadable,
+    )
 
     queries, prompts, labels = data.get("query"), data.get("prompts"), data.get("labels")
     if not isinstance(queries, list) or not isinstance(prompts, list):
@@ -282,9 +286,11 @@ async def _openrlhf(router: Router, data: dict[str, Any]) -> tuple[int, Any]:
         check_route_shaping(router, OPENRLHF)
     except ConfigError as exc:
         raise BadRequest(400, str(exc)) from None
-    samples = openrlhf_samples(queries, prompts, labels)
-    results = await _score(router, samples)
-    return 200, openrlhf_reply(router, results, samples)
+    samples, unreadable = openrlhf_samples(queries, prompts, labels)
+    readable = [s for i, s in enumerate(samples) if i not in unreadable]
+    scored = await _score(router, readable) if readable else []
+    results = with_unreadable(router, list(scored), unreadable)
+    return 200, openrlhf_reply(router, results, samples, unreadable=unreadable)
 
 
 async def _batch(router: Router, body: bytes) -> tuple[int, Any]:

@@ -168,7 +168,8 @@ def test_plain_labels_go_to_the_default_route() -> None:
     ],
 )
 def test_response_is_the_query_after_the_prompt(query: str, prompt: str, response: str) -> None:
-    [sample] = module.openrlhf_samples([query], [prompt], ['{"label": "42"}'])
+    [sample], unreadable = module.openrlhf_samples([query], [prompt], ['{"label": "42"}'])
+    assert unreadable == {}
     assert (sample.response, sample.label) == (response, "42")
 
 
@@ -189,6 +190,25 @@ def test_serve_answers_openrlhfs_http_client() -> None:
     assert reply["extra_logs"]["rewardrouter/route/squad"] == [0.0, 0.0, 1.0, 1.0]
     # the same checks as the reward file's: every row's label names its answer
     assert reply["extra_logs"]["rewardrouter/label_missing"] == [0.0] * len(ROWS)
+
+
+def test_serve_counts_a_label_that_is_not_json_never_grading_it_as_text() -> None:
+    """Through OpenRLHF's HTTP client as through the reward file: a label that opens a JSON
+    object but does not parse gets missing_reward.value (0), counted, beside honest rows."""
+    broken = json.dumps(ROWS[0][2])[:-1]  # cut short: the closing brace is lost
+
+    async def run() -> Any:
+        async with TestServer(make_app(load_config(ROUTER)), host="127.0.0.1") as server:
+            executor = SingleTurnAgentExecutor(str(server.make_url("/reward")))
+            return await executor._fetch_rewards_via_http(
+                [p + r + "</s>" for p, r, _ in ROWS],
+                [p for p, _, _ in ROWS],
+                [broken, *(json.dumps(label) for _, _, label in ROWS[1:])],
+            )
+
+    [reply] = asyncio.run(run())
+    assert reply["rewards"] == pytest.approx([0.0, *expected(ROWS)[1:]])
+    assert reply["extra_logs"]["rewardrouter/label_unreadable"] == [1.0, 0.0, 0.0, 0.0]
 
 
 # -- the documented launch lines, through OpenRLHF's own argument parser ----------------------
