@@ -452,3 +452,11 @@ def test_each_program_has_cgroups_of_its_own_removed_after_it() -> None:
     mine = f"rewardrouter-{os.getpid()}-"
     left = [p for p in {found.memory, found.pids} if p and any(p.glob(f"{mine}*"))]
     assert left == [], "a program's cgroup outlived its run"
+
+
+def test_an_interpreter_named_through_dotdot_runs_in_the_sandbox() -> None:
+    # `../.venv/bin/python` from a subfolder: the sandbox holds no such folder to walk through
+    python = str(Path(sys.executable).parent / ".." / "bin" / Path(sys.executable).name)
+    sandbox = LocalSandbox(LIMITS, workers=1, python=python)
+    report = asyncio.run(sandbox.run("print(6 * 7)", [{"stdin": ""}]))
+    assert (report.cases[0].status, report.cases[0].stdout) == ("ok", "42\n"), report.cases[0]

@@ -75,9 +75,14 @@ def interpreter(python: str) -> Interpreter:
     if done.returncode != 0:
         raise OSError(f"{python} does not run: {done.stderr.strip()[-300:]}")
     prefixes = [os.path.realpath(p) for p in json.loads(done.stdout)]
-    folders = sorted({*prefixes, os.path.dirname(os.path.realpath(python))})
+    # The executable as the sandbox must find it: absolute, without `..` (whose folders the
+    # sandbox may not have), its links kept (a virtual environment is found through them).
+    executable = os.path.abspath(shutil.which(python) or python)
+    folders = sorted(
+        {*prefixes, os.path.dirname(os.path.realpath(python)), os.path.dirname(executable)}
+    )
     roots = tuple(p for p in folders if not any(p.startswith(q + os.sep) for q in folders))
-    return Interpreter(python, roots)
+    return Interpreter(executable, roots)
 
 
 #: Where a system's package puts ``bwrap``, looked at when ``PATH`` (a trainer's, often just
