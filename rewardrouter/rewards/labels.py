@@ -51,7 +51,12 @@ def _number_text(value: int | float) -> str:
             return str(int(value))
         # repr is the shortest round-trip form; Decimal spells out exponents (1e-05 → 0.00001)
         return format(Decimal(repr(value)), "f")
-    return str(value)
+    try:
+        return str(value)
+    except ValueError:  # past Python's limit on writing an int as text (4,300 digits)
+        raise LabelError(
+            f"label is an integer of {value.bit_length()} bits, too long to write as text; {_FIX}"
+        ) from None
 
 
 # GSM8K's solutions end with the answer on a line of its own: "#### 18".

@@ -111,6 +111,7 @@ def test_a_user_function_that_raises_follows_its_on_error(make_router: Any) -> N
         pytest.param("gpqa", "Argon", id="a_text_naming_no_option"),
         pytest.param("multiple_choice", 10**400, id="an_index_past_the_options"),
         pytest.param("gpqa", ["A", "C"], id="two_correct_options"),
+        pytest.param("math", 10**5000, id="an_integer_too_long_to_write"),
     ],
 )
 def test_a_label_no_grader_reads_follows_its_on_error(
