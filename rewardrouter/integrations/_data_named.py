@@ -28,26 +28,31 @@ def _cause(message: str) -> str:
 
 def settle_failures(
     results: ScoreBatch, where: Sequence[str], fix: str, *, count: bool = True
-) -> None:
+) -> dict[int, RewardError]:
     """Keep each recorded failure of ``results`` (scored with ``failures="record"``) that is a
-    data fault of a built-in its sample names, counting it (``count``), and raise
-    :class:`RewardError` for the first other one. ``where`` names each sample for a message
-    (``sample 3``); ``fix`` says how the trainer's rows get labels the kind reads."""
+    data fault of a built-in its sample names, counting it (``count``); each other one is a
+    :class:`RewardError` that stops its call, by sample. ``where`` names each sample for a
+    message (``sample 3``); ``fix`` says how the trainer's rows get labels the kind reads."""
     kept: list[int] = []
+    stops: dict[int, RewardError] = {}
     for i in results.failures:
         result = results[i]
         message = result.error_message or ""
         if result.level == "rm_type" and result.fault == "data":
             kept.append(i)
             continue
-        raise RewardError(
+        stops[i] = RewardError(
             f"{where[i]}, route {result.route!r}: {result.status}: {message}",
             index=i,
             route=result.route,
             term=message.partition(": ")[0] or None,
         )
-    if not kept or not count:
-        return
+    if kept and count:
+        _warn_kept(results, kept, where, fix)
+    return stops
+
+
+def _warn_kept(results: ScoreBatch, kept: list[int], where: Sequence[str], fix: str) -> None:
     first = results[kept[0]]
     kind = (first.route or "").partition(":")[2]
     warn(

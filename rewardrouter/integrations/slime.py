@@ -47,10 +47,14 @@ Per-sample ``custom_rm_path`` and ``metadata.rm_type`` win over routes, as the r
 says. A built-in that a sample names (``rm_type``) has no ``on_error`` in the config: when it
 refuses the sample's own data (a label it cannot read), that sample is its counted failure
 (``missing_reward.value``, masked, ``rewardrouter/warnings/rm_type_data_fault``), not an
-error that stops the rollout (:mod:`._data_named`). (Without ``--group-rm`` slime calls a sample's own ``custom_rm_path`` itself.) Without
-``--group-rm`` slime calls the hook once per sample, so a group-mode term (``fn(args, samples)``)
-sees one sample per call: the first such call warns (:class:`~rewardrouter.RewardRouterWarning`,
-counted in ``rewardrouter/warnings/group_term_per_sample``) with the fix.
+error that stops the rollout (:mod:`._data_named`). (Without ``--group-rm`` slime calls a sample's own ``custom_rm_path``
+itself.) Without ``--group-rm`` slime calls the hook once per sample, many calls in flight at
+once: the calls that arrive together are scored as one batch (:mod:`._coalesce`), each failure
+that stops a call raised to that sample's call alone. A config with a group-mode term
+(``fn(args, samples)``) is not gathered, since its function would see other prompts' answers:
+each call scores its one sample, and the first such call warns
+(:class:`~rewardrouter.RewardRouterWarning`, counted in
+``rewardrouter/warnings/group_term_per_sample``) with the fix.
 
 Each scored sample's ``metadata`` gains a ``rewardrouter`` entry (``route``, ``status``,
 ``terms``, ``filled``); the log hook :func:`log_rollout`
@@ -60,15 +64,19 @@ adds the figures of :mod:`._metrics` to the metrics slime logs for the rollout.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rewardrouter.config.models import MissingReward
-from rewardrouter.errors import ConfigError, Problem
+from rewardrouter.errors import ConfigError, Problem, RewardError
 from rewardrouter.integrations import _metrics
 from rewardrouter.integrations._checks import no_advantage_stage, warn_unlabeled
+from rewardrouter.integrations._coalesce import Coalescer
 from rewardrouter.integrations._data_named import settle_failures
 from rewardrouter.integrations._post_process import (
     RECORD,
@@ -220,13 +228,18 @@ def _where(sample: Any, position: int) -> str:
     return f"sample {position}" if index is None else f"sample {index}"
 
 
-async def _score_flat(args: Any, samples: Sequence[SampleLike], *, one: bool = False) -> list[Any]:
+async def _score_each(
+    args: Any, samples: Sequence[SampleLike], *, one: bool = False
+) -> list[Any | RewardError]:
+    """What slime stores for each sample, or, for a sample whose failure stops its call (under
+    ``on_error: raise``), the :class:`RewardError` that says why: one sample's failure is its
+    own. ``one``: the samples came in calls of one sample each."""
     keys = _Keys.of(args)
     router = _router(args, keys)
     views = without_self_references(samples)
     where = [_where(sample, i) for i, sample in enumerate(samples)]
     results = await router.score(views, args=args, failures="record")
-    settle_failures(results, where, DATA_NAMED_FIX)
+    stops = settle_failures(results, where, DATA_NAMED_FIX)
     if one:
         _warn_group_terms(router, results)
     warn_unlabeled(views, results, LABELS_FROM, LABELS_FIX)
@@ -235,15 +248,62 @@ async def _score_flat(args: Any, samples: Sequence[SampleLike], *, one: bool = F
     evaluated: Sequence[RewardResult | None] = [None] * len(views)
     if keys.eval != keys.train and _eval_differs(router):
         scored = await router.score(views, args=args, evaluation=True, failures="record")
-        settle_failures(scored, where, DATA_NAMED_FIX, count=False)
+        stops = {**settle_failures(scored, where, DATA_NAMED_FIX, count=False), **stops}
         evaluated = scored
     missing = router.config.missing_reward
-    values = []
-    for sample, result, other in zip(samples, results, evaluated, strict=True):
+    values: list[Any | RewardError] = []
+    for i, (sample, result, other) in enumerate(zip(samples, results, evaluated, strict=True)):
+        if i in stops:
+            values.append(stops[i])
+            continue
         _record(sample, result, missing)
         preset = getattr(sample, "reward", None)
         values.append(_slime_value(result, preset, keys, other, missing.value))
     return values
+
+
+async def _score_flat(args: Any, samples: Sequence[SampleLike], *, one: bool = False) -> list[Any]:
+    """What slime stores for each sample; raises the first sample's failure that stops the
+    call (under ``on_error: raise``)."""
+    values = await _score_each(args, samples, one=one)
+    for value in values:
+        if isinstance(value, RewardError):
+            raise value
+    return values
+
+
+#: How concurrent one-sample calls are gathered (:mod:`._coalesce`): a batch goes when no call
+#: has come for ``IDLE`` seconds, when its first call has waited ``LONGEST``, or at ``LARGEST``
+#: calls. Next to a generation's seconds, 20 ms is no delay.
+IDLE, LONGEST, LARGEST = 0.002, 0.02, 4096
+#: Per event loop and ``args`` (by identity, held so that no other object takes its id): its
+#: calls' batcher, or None where a route's term takes a group (decided at the loop's first call
+#: with that ``args``).
+_coalescers: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[int, tuple[Any, Coalescer[Any, Any] | None]]
+] = weakref.WeakKeyDictionary()
+
+
+def _has_group_terms(router: Router) -> bool:
+    """Whether a route's term takes a group of samples (calls of it must not be gathered
+    across prompts)."""
+    return any(term.fn.mode == "group" for route in router.routes.values() for term in route.terms)
+
+
+def _batcher(args: Any) -> Coalescer[Any, Any] | None:
+    """The batcher that concurrent one-sample calls with ``args`` share in this event loop
+    (:mod:`._coalesce`), or None when a route's term takes a group: its function must see the
+    one sample (warned), never other prompts' answers."""
+    per_loop = _coalescers.setdefault(asyncio.get_running_loop(), {})
+    entry = per_loop.get(id(args))
+    if entry is None:
+        gather = None
+        if not _has_group_terms(_router(args, _Keys.of(args))):
+            gather = Coalescer(
+                functools.partial(_score_each, args), idle=IDLE, longest=LONGEST, largest=LARGEST
+            )
+        entry = per_loop[id(args)] = (args, gather)
+    return entry[1]
 
 
 async def _score(args: Any, samples: Sequence[Any]) -> list[Any]:
@@ -280,7 +340,10 @@ async def custom_rm(args: Any, sample: Any) -> Any:
     """
     if isinstance(sample, list | tuple):
         return await _score(args, sample)
-    return (await _score_flat(args, [sample], one=True))[0]
+    batcher = _batcher(args)
+    if batcher is None:
+        return (await _score_flat(args, [sample], one=True))[0]
+    return await batcher.submit(sample)  # scored with the other calls in flight
 
 
 async def batched_custom_rm(args: Any, samples: Sequence[Any]) -> list[Any]:

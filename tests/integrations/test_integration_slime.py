@@ -629,3 +629,75 @@ def test_log_hook_counts_samples_scored_elsewhere_by_their_route() -> None:
         "rewardrouter/status/kept": pytest.approx(2 / 3),
         "rewardrouter/status/skipped": pytest.approx(1 / 3),
     }
+
+
+# -- one-sample calls in flight together are scored in batches --------------------------------
+
+
+@pytest.fixture
+def single_terms(tmp_path: Path) -> Path:
+    """A router whose terms all score one sample at a time: its calls may be gathered."""
+    config = tmp_path / "router.yaml"
+    config.write_text(
+        "default_route: r\nroutes:\n  r:\n    rewards:\n      t: {path: rr_testfns.returns}\n"
+    )
+    return config
+
+
+def test_concurrent_one_sample_calls_are_scored_in_batches(
+    single_terms: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # slime without --group-rm: one custom_rm call per sample, all in flight at once
+    import rewardrouter.integrations.slime as hooks
+
+    batches: list[int] = []
+    score_each = hooks._score_each
+
+    async def counted(args: Any, samples: Any, **kw: Any) -> Any:
+        batches.append(len(samples))
+        return await score_each(args, samples, **kw)
+
+    monkeypatch.setattr(hooks, "_score_each", counted)
+    args = slime_args(single_terms)
+    rows = [sample("x", None, metadata={"value": float(i)}) for i in range(300)]
+
+    async def rollout() -> list[Any]:
+        return await asyncio.gather(*(custom_rm(args, row) for row in rows))
+
+    assert asyncio.run(rollout()) == [float(i) for i in range(300)]
+    assert sum(batches) == 300 and len(batches) <= 2, batches  # not 300 calls of one
+
+
+def test_a_gathered_samples_failure_is_raised_to_its_own_call_alone(single_terms: Path) -> None:
+    args = slime_args(single_terms)
+    rows = [sample("x", None, metadata={"value": v}) for v in (1.0, "not a number", 2.0)]
+
+    async def rollout() -> list[Any]:
+        return await asyncio.gather(*(custom_rm(args, r) for r in rows), return_exceptions=True)
+
+    first, bad, last = asyncio.run(rollout())
+    assert (first, last) == (1.0, 2.0)
+    assert isinstance(bad, RewardError) and "not a number" in str(bad), bad
+
+
+def test_calls_are_not_gathered_when_a_term_takes_a_group(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the shipped example has a group-mode term: gathering would hand it other prompts' answers
+    import rewardrouter.integrations.slime as hooks
+
+    sizes: list[int] = []
+    score_each = hooks._score_each
+
+    async def counted(args: Any, samples: Any, **kw: Any) -> Any:
+        sizes.append(len(samples))
+        return await score_each(args, samples, **kw)
+
+    monkeypatch.setattr(hooks, "_score_each", counted)
+    args = slime_args()
+    rows = [sample("Paris", "Paris") for _ in range(3)]
+
+    async def rollout() -> list[Any]:
+        return await asyncio.gather(*(custom_rm(args, row) for row in rows))
+
+    with pytest.warns(RewardRouterWarning, match="one sample at a time"):
+        asyncio.run(rollout())
+    assert sizes == [1, 1, 1]
