@@ -35,7 +35,7 @@ from rewardrouter.sample import (
 )
 from rewardrouter.shape.batch import Field, MissingInputError
 from rewardrouter.shape.processor import PostProcessor, PostProcessResult, compile_post_process
-from rewardrouter.trajectory import run_reading
+from rewardrouter.trajectory import Parsed, run_reading
 
 T = TypeVar("T")
 
@@ -179,7 +179,10 @@ class Router:
         views = [as_sample(s, i) for i, s in enumerate(samples)]
         triage = self._classify(views, evaluation, route)
         groups = plan_groups(list(triage.routed.values()))
-        outcomes = await asyncio.gather(*(self._run(group, views, args) for group in groups))
+        parsed = Parsed()  # each conversation validated once, however many terms read it
+        outcomes = await asyncio.gather(
+            *(self._run(group, views, args, parsed) for group in groups)
+        )
         return assemble(triage, groups, outcomes, evaluation, record=failures == "record")
 
     def _classify(self, views: Sequence[SampleLike], evaluation: bool, route: str | None) -> Triage:
@@ -229,7 +232,7 @@ class Router:
         return RewardResult(value, "kept", raw=preset)
 
     async def _run(
-        self, group: RouteGroup, views: Sequence[SampleLike], args: Any
+        self, group: RouteGroup, views: Sequence[SampleLike], args: Any, parsed: Parsed
     ) -> Sequence[Outcome]:
         """The outcomes of ``group``'s calls on its executor, one per member."""
         members = [views[i] for i in group.indices]
@@ -239,7 +242,7 @@ class Router:
         def run(seen: list[SampleLike]) -> Awaitable[Sequence[Outcome]]:
             return self.executors.run(term.executor, call, seen)
 
-        return await run_reading(members, term.reads, self.config.trajectory, run)
+        return await run_reading(members, term.reads, self.config.trajectory, run, parsed)
 
     @property
     def post_processor(self) -> PostProcessor:

@@ -224,7 +224,7 @@ class ToolCallFormat:
         if validator is None:
             return f"{call.describe()}: not a declared tool (declared: {', '.join(sorted(tools))})"
         try:
-            arguments = parse_arguments(call.arguments)
+            arguments = call.parsed[0] if call.parsed else parse_arguments(call.arguments)
         except RecursionError:
             return f"{call.describe()}: arguments nested deeper than JSON parsing allows"
         except DuplicateKeyError:  # a routed conversation is refused before; a built one is not
@@ -238,6 +238,8 @@ class ToolCallFormat:
             )
         if _depth_beyond(arguments, self.settings.max_depth):
             return f"{call.describe()}: arguments nested deeper than max_depth={self.settings.max_depth}"
+        if validator.is_valid(arguments):  # (the error, only for a call that fails)
+            return None
         error = next(iter(validator.iter_errors(arguments)), None)
         if error is not None:
             return (

@@ -104,7 +104,7 @@ def parse_arguments(text: str) -> Any:
     ...
     rewardrouter.trajectory.messages.DuplicateKeyError: an object repeats a key
     """
-    return json.loads(text, parse_constant=_not_json, object_pairs_hook=_unique_keys)
+    return _STRICT.decode(text)
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -118,6 +118,10 @@ def _not_json(constant: str) -> Any:
     raise ValueError(f"{constant} is not JSON")
 
 
+#: The one strict decoder of arguments (made once: ``json.loads`` with hooks makes one a call).
+_STRICT = json.JSONDecoder(parse_constant=_not_json, object_pairs_hook=_unique_keys)
+
+
 class ToolCall(NamedTuple):
     """One function call of an assistant message.
 
@@ -126,7 +130,8 @@ class ToolCall(NamedTuple):
     position of the assistant message in the conversation, ``position`` the call's place in it.
     ``problem`` is set on a call written as text that could not be read (then ``name`` is ""
     and ``arguments`` the text between its tags): why, as ``a `<tool_call>` block that is not
-    JSON``.
+    JSON``. ``parsed`` holds the arguments' JSON value, read once when the conversation was
+    validated (``(value,)``), or None when they are not JSON (or were not read).
     """
 
     name: str
@@ -135,6 +140,7 @@ class ToolCall(NamedTuple):
     message: int
     position: int
     problem: str | None = None
+    parsed: tuple[Any] | None = None
 
     def describe(self) -> str:
         """How errors name the call: ``call 0 'search' (message 1)``; ``call 0 (message 1)``
@@ -491,7 +497,7 @@ def _written_call(index: int, position: int, body: str, closed: bool, budget: _B
     except RecursionError:
         raise _error(f"{where}: its arguments are nested too deeply to write as JSON") from None
     budget.text(arguments)
-    return ToolCall(name, arguments, None, index, position)
+    return ToolCall(name, arguments, None, index, position, parsed=(envelope["arguments"],))
 
 
 def _content(where: str, content: Any, budget: _Budget) -> str:
@@ -549,8 +555,9 @@ def _tool_call(message: int, position: int, call: Any, budget: _Budget) -> ToolC
             "expected a JSON string or an object",
         )
     budget.text(text)
+    parsed: tuple[Any] | None = None
     try:
-        parse_arguments(text)
+        parsed = (parse_arguments(text),)
     except DuplicateKeyError:
         raise _error(
             f"{where}: its arguments repeat a key within one object",
@@ -560,7 +567,8 @@ def _tool_call(message: int, position: int, call: Any, budget: _Budget) -> ToolC
     except (ValueError, RecursionError):
         pass  # not JSON: a malformed call in a well-formed conversation, graded by its term
     call_id = call.get("id")
-    return ToolCall(name, text, call_id if isinstance(call_id, str) else None, message, position)
+    call_id = call_id if isinstance(call_id, str) else None
+    return ToolCall(name, text, call_id, message, position, parsed=parsed)
 
 
 def _error(what: str, hint: str | None = None) -> TrajectoryError:

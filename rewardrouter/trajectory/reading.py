@@ -148,15 +148,44 @@ def missing_conversation(sample: SampleLike, field: str) -> str:
     )
 
 
-def read_response(response: Any, reads: Reads, limits: TrajectoryConfig) -> Any:
+class Parsed:
+    """The conversations of one ``score`` call, each validated once however many terms read it
+    (keyed by the object they come from, which the cache holds, so no other object takes its
+    id meanwhile): a refusal is kept and raised again for each term."""
+
+    __slots__ = ("_seen",)
+
+    def __init__(self) -> None:
+        self._seen: dict[int, tuple[Any, Conversation | TrajectoryError]] = {}
+
+    def get(
+        self, source: Any, parse: Callable[[Any, TrajectoryConfig], Conversation], limits: Any
+    ) -> Conversation:
+        """``parse(source, limits)``, or what it gave ``source`` before."""
+        entry = self._seen.get(id(source))
+        if entry is None or entry[0] is not source:
+            try:
+                found: Conversation | TrajectoryError = parse(source, limits)
+            except TrajectoryError as exc:
+                found = exc
+            entry = self._seen[id(source)] = (source, found)
+        if isinstance(entry[1], TrajectoryError):
+            raise entry[1]
+        return entry[1]
+
+
+def read_response(
+    response: Any, reads: Reads, limits: TrajectoryConfig, parsed: Parsed | None = None
+) -> Any:
     """What a term reading ``reads`` sees of a response (text or messages); raises
     :class:`TrajectoryError` for messages that :func:`parse_conversation` refuses, or a text
-    :func:`parse_text_response` refuses."""
+    :func:`parse_text_response` refuses. ``parsed``: the call's conversations validated so far."""
+    parsed = parsed or Parsed()
     if is_conversation(response):
-        return read_conversation(parse_conversation(response, limits), reads)
+        return read_conversation(parsed.get(response, parse_conversation, limits), reads)
     if reads in CONVERSATION_READS:
         text = response if isinstance(response, str) else ""
-        return read_conversation(parse_text_response(text, limits), reads)
+        return read_conversation(parsed.get(text, parse_text_response, limits), reads)
     return response
 
 
@@ -225,7 +254,11 @@ Run = Callable[[list[SampleLike]], Awaitable[Sequence[Outcome]]]
 
 
 async def run_reading(
-    members: Sequence[SampleLike], reads: Reads, limits: TrajectoryConfig, run: Run
+    members: Sequence[SampleLike],
+    reads: Reads,
+    limits: TrajectoryConfig,
+    run: Run,
+    parsed: Parsed | None = None,
 ) -> Sequence[Outcome]:
     """``run`` on ``members`` as a term reading ``reads`` sees them: one outcome per member.
 
@@ -237,15 +270,17 @@ async def run_reading(
     where ``messages_field`` says one travels gets the setup's ``error`` under ``tool_calls``
     (the term's ``on_error`` decides, ``raise`` included), and under ``conversation`` its text as
     one assistant turn, marked ``missing`` (a trajectory kind raises it); so does one whose
-    ``messages_field`` holds text that is no conversation.
+    ``messages_field`` holds text that is no conversation. ``parsed``: the conversations the
+    call validated for other terms, reused (each is validated once per call).
     """
     if reads not in CONVERSATION_READS and _all_plain_text(members, limits):
         return await run(list(members))
+    parsed = parsed or Parsed()
     seen: list[SampleLike] = []
     failed: dict[int, Outcome] = {}
     for position, sample in enumerate(members):
         try:
-            reading = _reading(sample, reads, limits)
+            reading = _reading(sample, reads, limits, parsed)
         except ConversationMissing as exc:
             failed[position] = setup_failed(str(exc))
             continue
@@ -264,14 +299,20 @@ async def run_reading(
     return merged
 
 
-def _reading(sample: SampleLike, reads: Reads, limits: TrajectoryConfig) -> Any:
+def _decoded_and_parsed(source: Any, limits: TrajectoryConfig) -> Conversation:
+    """A ``messages_field`` value (a list, or the JSON text of one) as a conversation."""
+    assert limits.messages_field is not None  # the source came from the metadata
+    return parse_conversation(decoded_messages(source, limits.messages_field), limits)
+
+
+def _reading(sample: SampleLike, reads: Reads, limits: TrajectoryConfig, parsed: Parsed) -> Any:
     """What a term reading ``reads`` sees of ``sample``."""
     source = conversation_source(sample, limits)
     if source is not None:
+        parse: Callable[[Any, TrajectoryConfig], Conversation] = parse_conversation
         if source is not getattr(sample, "response", None):
-            assert limits.messages_field is not None  # the source came from the metadata
-            source = decoded_messages(source, limits.messages_field)
-        return read_conversation(parse_conversation(source, limits), reads)
+            parse = _decoded_and_parsed
+        return read_conversation(parsed.get(source, parse, limits), reads)
     response = getattr(sample, "response", None)
     if isinstance(response, str):
         encoded = encoded_conversation(response)
@@ -288,8 +329,9 @@ def _reading(sample: SampleLike, reads: Reads, limits: TrajectoryConfig) -> Any:
         if reads == "tool_calls":
             raise ConversationMissing(why)
         text = response if isinstance(response, str) else ""
-        return dataclasses.replace(parse_text_response(text, limits), missing=why)
-    return read_response(response, reads, limits)
+        text_turn = parsed.get(text, parse_text_response, limits)
+        return dataclasses.replace(text_turn, missing=why)
+    return read_response(response, reads, limits, parsed)
 
 
 def _all_plain_text(members: Sequence[SampleLike], limits: TrajectoryConfig) -> bool:
