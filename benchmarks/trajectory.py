@@ -10,7 +10,8 @@ the same three things of each sample:
   tools' JSON Schemas in its ``tools``), ``tool_success`` and ``turns`` (``count: tool_calls``,
   a budget of 4), through ``Router.score`` on the whole batch: each conversation validated as a
   whole (roles, content, every tool result answering an earlier call, arguments parsed without
-  repeated keys, the router's bounds), read once for the three terms;
+  repeated keys, the router's bounds), read once for the three terms; ``tool_call_format`` in
+  worker processes (its default), and, in the second row, on ``executor: inline``;
 - **hand loop**: what one writes without a router: walk the messages once, pair results with
   calls by id, ``json.loads`` each call's arguments, validate them with a compiled
   ``jsonschema`` validator, count the results that start with ``Error:``, count the calls.
@@ -179,28 +180,37 @@ def main(argv: list[str] | None = None) -> int:
         "success": {"kind": "tool_success"},
         "turns": {"kind": "turns", "kwargs": {"budget": BUDGET, "penalty": PENALTY}},
     }
-    config = {"routes": {"tools": {"rewards": rewards}}}
-    with compile_router(config) as router:
-        router.score_sync(rows[:8])  # warm: the executors, the schemas compiled once
-        cpu: dict[str, list[float]] = {"router": [], "hand loop": []}
+    inline = {**rewards, "format": {**rewards["format"], "executor": "inline"}}
+    routers = {
+        "router": compile_router({"routes": {"tools": {"rewards": rewards}}}),
+        "router, inline": compile_router({"routes": {"tools": {"rewards": inline}}}),
+    }
+    cpu: dict[str, list[float]] = {**{name: [] for name in routers}, "hand loop": []}
+    try:
+        for router in routers.values():
+            router.score_sync(rows[:8])  # warm: the executors, the schemas compiled once
         for _ in range(opts.rounds):
+            for name, router in routers.items():
+                begun = tree_cpu()
+                batch = router.score_sync(rows)
+                cpu[name].append(tree_cpu() - begun)
+                got = [(r.terms["format"], r.terms["success"], r.terms["turns"]) for r in batch]
+                assert got == hand_loop(rollouts), f"{name} and the hand loop disagree"
             begun = tree_cpu()
-            batch = router.score_sync(rows)
-            cpu["router"].append(tree_cpu() - begun)
-            begun = tree_cpu()
-            expected = hand_loop(rollouts)
+            hand_loop(rollouts)
             cpu["hand loop"].append(tree_cpu() - begun)
-            got = [(r.terms["format"], r.terms["success"], r.terms["turns"]) for r in batch]
-            assert got == expected, "the router and the hand loop disagree"
+    finally:
+        for router in routers.values():
+            router.close()
     print(
         f"{opts.samples} conversations x {messages // opts.samples} messages "
         f"({opts.turns} rounds of 2 calls), {opts.rounds} rounds; load {os.getloadavg()[0]:.2f}"
     )
-    print(f"{'':<12}{'CPU s':>9}{'µs/message':>12}{'vs hand':>9}")
+    print(f"{'':<16}{'CPU s':>9}{'µs/message':>12}{'vs hand':>9}")
     hand = statistics.median(cpu["hand loop"])
     for name, values in cpu.items():
         median = statistics.median(values)
-        print(f"{name:<12}{median:>9.3f}{1e6 * median / messages:>12.1f}{median / hand:>8.2f}x")
+        print(f"{name:<16}{median:>9.3f}{1e6 * median / messages:>12.1f}{median / hand:>8.2f}x")
     return 0
 
 
