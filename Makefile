@@ -47,7 +47,7 @@ $(RUNTIME): pyproject.toml
 # As with pip's own compiling, a file that this Python cannot compile (torch's samples written
 # for newer Pythons) is skipped.
 $(STAMP): $(RUNTIME)
-	$(BIN)/pip install --quiet -c $(VENV)/constraints.txt -e ".[dev,frameworks,docs]"
+	$(BIN)/pip install --quiet -c $(VENV)/constraints.txt -e ".[dev,frameworks,docs,verifiers]"
 	$(BIN)/pip install --quiet --no-deps $(FRAMEWORKS)
 	$(BIN)/python -m compileall -qq -j 0 $(VENV)/lib || true
 	touch $(STAMP)

@@ -35,6 +35,9 @@ class Trainer:
 
 SLIME = Trainer("THUDM/slime", "RR_SLIME", "slime", needs=("httpx",))
 MILES = Trainer("radixark/miles", "RR_MILES", "miles")
+#: verifiers' repository: its ``environments/`` hold the tasksets verifiers publishes (each a
+#: package folder of its own, ``environments/<name>/<name>/``).
+VERIFIERS = Trainer("PrimeIntellect-ai/verifiers", "RR_VERIFIERS", "verifiers")
 
 
 def _mirror(trainer: Trainer) -> Path:

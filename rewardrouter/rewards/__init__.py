@@ -39,6 +39,7 @@ from rewardrouter.rewards.registry import (
     resource_kind,
 )
 from rewardrouter.rewards.reward_model import kind as _reward_model  # noqa: F401
+from rewardrouter.rewards.verifiers import kind as _verifiers  # noqa: F401
 
 __all__ = [
     "BUILTINS",
