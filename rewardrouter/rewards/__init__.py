@@ -24,6 +24,7 @@ from rewardrouter.rewards import tools as _tools  # noqa: F401
 from rewardrouter.rewards import turns as _turns  # noqa: F401
 from rewardrouter.rewards.code import kind as _code  # noqa: F401
 from rewardrouter.rewards.judge import kind as _judge  # noqa: F401
+from rewardrouter.rewards.nemo_gym import kind as _nemo_gym  # noqa: F401
 from rewardrouter.rewards.registry import (
     BUILTINS,
     RESOURCE_KINDS,

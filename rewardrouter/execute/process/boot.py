@@ -156,3 +156,55 @@ class SharedDoubles:
         """Doubles ``first`` to ``first + count - 1`` as a ctypes array (writes are shared)."""
         offset = ctypes.sizeof(ctypes.c_double) * first
         return (ctypes.c_double * count).from_buffer(self._map, offset)
+
+
+#: The bootstrap of another interpreter (one that need not have rewardrouter): watch the
+#: lifeline, then run the script. ``sys.argv[1]`` is the JSON of :func:`start_script`.
+_FOREIGN_BOOT = (
+    "import json, os, runpy, signal, sys, threading\n"
+    "spec = json.loads(sys.argv[1])\n"
+    "def watch(fd):\n"
+    "    while os.read(fd, 512):\n"
+    "        pass\n"
+    "    os.killpg(0, signal.SIGKILL)\n"
+    "threading.Thread(target=watch, args=(spec['lifeline'],), daemon=True).start()\n"
+    "sys.argv = [spec['script'], *spec['args']]\n"
+    "runpy.run_path(spec['script'], run_name='__main__')\n"
+)
+
+
+def start_script(
+    python: str,
+    script: str,
+    args: Sequence[str],
+    fds: Sequence[int],
+    **popen: Any,
+) -> tuple[subprocess.Popen[bytes], int]:
+    """A process of interpreter ``python`` (another Python: it need not have rewardrouter, nor
+    this Python's version) running the file ``script`` with ``args``; it inherits ``fds``.
+
+    Returns the process and the write end of its *lifeline*, a pipe only this process holds:
+    when it closes (this process exits, however it dies, or :func:`kill_group` is not reached),
+    the child kills its whole process group. A lifeline, not ``PR_SET_PDEATHSIG``: that signal
+    follows the thread that started the child, and a router may be compiled on a thread that
+    ends before it. The child leads a session (and so a process group) of its own, which
+    :func:`kill_group` ends; ``popen`` goes to :class:`subprocess.Popen` (``stdout``,
+    ``stderr``, ``env``).
+    """
+    lifeline, keep = os.pipe()
+    spec = {"script": script, "args": list(args), "lifeline": lifeline}
+    try:
+        process = subprocess.Popen(
+            [python, "-c", _FOREIGN_BOOT, json.dumps(spec)],
+            stdin=subprocess.DEVNULL,
+            pass_fds=(lifeline, *fds),
+            close_fds=True,
+            start_new_session=True,
+            **popen,
+        )
+    except BaseException:
+        os.close(keep)
+        raise
+    finally:
+        os.close(lifeline)
+    return process, keep
