@@ -57,7 +57,7 @@ import hmac
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from aiohttp import web
 
@@ -75,7 +75,7 @@ from rewardrouter.serve.guard import (
 from rewardrouter.serve.lanes import ScoringLanes
 from rewardrouter.serve.options import ServeOptions
 from rewardrouter.serve.process import ScoringFailed
-from rewardrouter.serve.scoring import BATCH, REWARD
+from rewardrouter.serve.scoring import BATCH, REWARD, VERIFY, Served
 
 log = logging.getLogger("rewardrouter.serve")
 
@@ -112,6 +112,19 @@ async def reward(request: web.Request) -> web.Response:
 async def batch(request: web.Request) -> web.Response:
     """A JSON list of samples in, one entry per sample out (same length and order)."""
     return await _scored(request, BATCH)
+
+
+async def verify(request: web.Request) -> web.Response:
+    """A NeMo Gym resources server's ``/verify`` (``--protocol nemo-gym``)."""
+    return await _scored(request, VERIFY)
+
+
+async def seed_session(request: web.Request) -> web.Response:
+    """A NeMo Gym resources server's ``/seed_session``, which NeMo Gym's agents call before a
+    rollout: the router keeps no session, so the body is not read (its size still bounded) and
+    the reply is empty, as NeMo Gym's own servers answer without state."""
+    await read_body(request, request.app[OPTIONS], request.app[LIMIT_BYTES])
+    return web.json_response({})
 
 
 async def health(request: web.Request) -> web.Response:
@@ -202,6 +215,8 @@ def make_app(
     max_request_mb: float = MAX_REQUEST_MB,
     options: ServeOptions | None = None,
     cap: int | None = None,
+    protocol: Literal["reward", "nemo-gym"] = "reward",
+    served: Served | None = None,
 ) -> web.Application:
     """The aiohttp application serving the router of ``config`` (validated here; compiled in
     the scoring processes the application starts with it and stops at its cleanup).
@@ -212,7 +227,9 @@ def make_app(
     :class:`~rewardrouter.serve.guard.GuardedSite` serves the application through (``app[GUARD]``;
     a plain aiohttp site leaves connections unguarded). ``cap``: that guard's connection cap
     (None: :func:`~rewardrouter.serve.guard.connection_cap` of ``options.max_connections``,
-    computed here). Starting the application raises :class:`~rewardrouter.ConfigError` when the
+    computed here). ``protocol``: ``nemo-gym`` serves NeMo Gym's resources server endpoints too
+    (``POST /verify``, ``POST /seed_session``), its requests read as ``served`` says (the label's
+    field). Starting the application raises :class:`~rewardrouter.ConfigError` when the
     router does not compile.
     """
     problem = size_problem(max_request_mb)
@@ -226,7 +243,7 @@ def make_app(
     app = web.Application(middlewares=[track_requests, json_errors])
     app[CONFIG] = config
     # Refuses a config it cannot send to a scoring process.
-    app[SCORING] = ScoringLanes(config, options.small_request_bytes)
+    app[SCORING] = ScoringLanes(config, options.small_request_bytes, served)
     app[LIMIT_MB] = max_request_mb
     app[LIMIT_BYTES] = int(max_request_mb * 2**20)
     app[OPTIONS] = options
@@ -238,6 +255,9 @@ def make_app(
     app.router.add_post("/reward", reward)
     app.router.add_post("/batch", batch)
     app.router.add_get("/health", health)
+    if protocol == "nemo-gym":
+        app.router.add_post("/verify", verify)
+        app.router.add_post("/seed_session", seed_session)
 
     async def start_scoring(app: web.Application) -> None:
         await app[SCORING].start()

@@ -27,6 +27,7 @@ import asyncio
 
 from rewardrouter.config.models import RouterConfig
 from rewardrouter.serve.process import ScoringProcess
+from rewardrouter.serve.scoring import Served
 
 
 class ScoringLanes:
@@ -36,13 +37,17 @@ class ScoringLanes:
     :meth:`close`, and :attr:`failure`, :attr:`failed`, :attr:`restarting`.
     """
 
-    def __init__(self, config: RouterConfig, small_request_bytes: int) -> None:
+    def __init__(
+        self, config: RouterConfig, small_request_bytes: int, served: Served | None = None
+    ) -> None:
         """Raises :class:`~rewardrouter.ConfigError` for a config that cannot be sent to a
         scoring process."""
         #: Set when a lane's scoring process died and no new one could be started.
         self.failed = asyncio.Event()
-        self.bulk = ScoringProcess(config, self.failed)
-        self.small = ScoringProcess(config, self.failed) if small_request_bytes > 0 else None
+        self.bulk = ScoringProcess(config, self.failed, served)
+        self.small = (
+            ScoringProcess(config, self.failed, served) if small_request_bytes > 0 else None
+        )
         self._small_bytes = small_request_bytes
 
     @property

@@ -30,7 +30,7 @@ import socket
 import sys
 from collections.abc import Callable
 from dataclasses import fields
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from aiohttp import web
 
@@ -53,6 +53,7 @@ from rewardrouter.serve.options import (
     option_problem,
 )
 from rewardrouter.serve.process import ScoringFailed
+from rewardrouter.serve.scoring import Served
 
 T = TypeVar("T")
 
@@ -150,6 +151,21 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "`Authorization: Bearer <token>` (default: no authentication)",
     )
     parser.add_argument(
+        "--protocol",
+        choices=("reward", "nemo-gym"),
+        default="reward",
+        help="reward: /reward and /batch (slime, OpenRLHF, a remote term); nemo-gym: also a NeMo "
+        "Gym resources server's POST /verify and /seed_session, each request routed by its "
+        "row's fields as metadata (default reward)",
+    )
+    parser.add_argument(
+        "--label-field",
+        default="expected_answer",
+        metavar="NAME",
+        help="--protocol nemo-gym: the verify request field that holds the label ('' for none; "
+        "default expected_answer, as NeMo Gym's resources servers name it)",
+    )
+    parser.add_argument(
         "--max-request-mb",
         type=_megabytes,
         default=MAX_REQUEST_MB,
@@ -202,10 +218,13 @@ async def serve(
     *,
     stop: asyncio.Event | None = None,
     listening: Callable[[str], None] | None = None,
+    protocol: Literal["reward", "nemo-gym"] = "reward",
+    served: Served | None = None,
 ) -> None:
     """Serve the router of ``config`` on ``host:port`` until SIGINT or SIGTERM (or, given
     ``stop``, until it is set: then no signal handler is installed, and the server may run on
     any thread). ``listening`` is called with the base URL once the socket is bound.
+    ``protocol`` and ``served``: see :func:`~rewardrouter.serve.app.make_app`.
 
     Raises :class:`~rewardrouter.ConfigError` when the router does not compile, ``port`` is
     not a port or ``options.max_connections`` does not fit the open-file limit,
@@ -218,7 +237,15 @@ async def serve(
         raise ConfigError([Problem("port", problem)])
     options = options or ServeOptions()
     cap, note = connection_cap(options.max_connections)
-    app = make_app(config, token=token, max_request_mb=max_request_mb, options=options, cap=cap)
+    app = make_app(
+        config,
+        token=token,
+        max_request_mb=max_request_mb,
+        options=options,
+        cap=cap,
+        protocol=protocol,
+        served=served,
+    )
     runner = web.AppRunner(app, shutdown_timeout=5.0, keepalive_timeout=options.keep_alive_timeout)
     if stop is None:
         stop = asyncio.Event()
@@ -262,7 +289,19 @@ def run_server(config: RouterConfig, args: argparse.Namespace) -> int:
     token = token_from(args.auth_env)
     options = options_from(args)
     try:
-        asyncio.run(serve(config, args.host, args.port, token, args.max_request_mb, options))
+        served = Served(label_field=args.label_field or None)
+        asyncio.run(
+            serve(
+                config,
+                args.host,
+                args.port,
+                token,
+                args.max_request_mb,
+                options,
+                protocol=args.protocol,
+                served=served,
+            )
+        )
     except OSError as exc:
         print(f"error: {listen_error(args.host, args.port, exc)}", file=sys.stderr)
         return 1

@@ -8,7 +8,8 @@ encoding all happen in the scoring process, so none of them delays ``/health`` o
 of other requests.
 
 Frames both ways are a header (:data:`HEADER`: request id, a code, the payload's length) and the
-payload. The first frame to the scoring process holds the pickled :class:`RouterConfig`; its
+payload. The first frame to the scoring process holds the pickled :class:`RouterConfig` (and how the
+protocols' requests are read: :class:`~rewardrouter.serve.scoring.Served`); its
 first frame back says whether the router compiled. Then each request is ``(id, endpoint,
 body)`` and each reply ``(id, HTTP status, JSON)``, in any order.
 
@@ -38,7 +39,7 @@ from rewardrouter.errors import ConfigError, Problem
 from rewardrouter.execute.process.boot import die_with_parent, kill_group, start_python
 from rewardrouter.remote.pool import REQUESTER
 from rewardrouter.router import Router, compile_router
-from rewardrouter.serve.scoring import answer
+from rewardrouter.serve.scoring import Served, answer
 
 log = logging.getLogger("rewardrouter.serve")
 
@@ -107,12 +108,18 @@ class ScoringProcess:
     scoring process is told to die with that thread (Linux), so it never outlives the server.
     """
 
-    def __init__(self, config: RouterConfig, failed: asyncio.Event | None = None) -> None:
+    def __init__(
+        self,
+        config: RouterConfig,
+        failed: asyncio.Event | None = None,
+        served: Served | None = None,
+    ) -> None:
         """Raises :class:`~rewardrouter.ConfigError` for a config that cannot be sent to the
         scoring process (an object that cannot be pickled in a term's kwargs). ``failed``: the
-        event to set when a restart fails (several scoring processes may share one)."""
+        event to set when a restart fails (several scoring processes may share one).
+        ``served``: how the protocols' requests are read."""
         try:
-            self._config = pickle.dumps(config)
+            self._config = pickle.dumps((config, served or Served()))
         except (pickle.PicklingError, TypeError, AttributeError) as exc:
             raise ConfigError(
                 [
@@ -313,7 +320,7 @@ def run(fd: int, server: int) -> None:
     sock = socket.socket(fileno=fd)
     try:
         _, _, length = HEADER.unpack(_received(sock, HEADER.size))
-        config = pickle.loads(_received(sock, length))
+        config, served = pickle.loads(_received(sock, length))
     except ConnectionError:  # the server stopped before it sent the config
         return
     try:
@@ -333,7 +340,7 @@ def run(fd: int, server: int) -> None:
         return
     if outcome[0] == _READY:
         with router:
-            asyncio.run(_answer_requests(router, sock))
+            asyncio.run(_answer_requests(router, sock, served))
     sock.close()
 
 
@@ -349,14 +356,14 @@ def _received(sock: socket.socket, size: int) -> bytes:
     return b"".join(parts)
 
 
-async def _answer_requests(router: Router, sock: socket.socket) -> None:
+async def _answer_requests(router: Router, sock: socket.socket, served: Served) -> None:
     """Score each request frame as it comes, until the server closes the socket."""
     reader, writer = await asyncio.open_unix_connection(sock=sock, limit=BUFFER)
 
     async def reply(ident: int, endpoint: int, body: bytes) -> None:
         # Each request its own requester: clients share a remote term's slots in turn.
         REQUESTER.set(ident)
-        status, payload = await answer(router, endpoint, body)
+        status, payload = await answer(router, endpoint, body, served)
         write_frame(writer, ident, status, payload)
         with contextlib.suppress(ConnectionError):
             await writer.drain()

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -54,6 +55,15 @@ ERRORS_IN_FULL = 64 * 1024
 #: The endpoints, as the server names them to the scoring process.
 REWARD = 1  # POST /reward: one sample (slime), or OpenRLHF's body
 BATCH = 2  # POST /batch: a list of samples
+VERIFY = 3  # POST /verify: a NeMo Gym verify request (``--protocol nemo-gym``)
+
+
+@dataclass(frozen=True)
+class Served:
+    """What the protocols served need beyond the router: the verify request field that holds a
+    sample's label (``--label-field``; NeMo Gym's rows name it ``expected_answer``)."""
+
+    label_field: str | None = "expected_answer"
 
 
 class RewardRequest(BaseModel):
@@ -75,11 +85,17 @@ class BadRequest(Exception):
         self.status = status
 
 
-async def answer(router: Router, endpoint: int, body: bytes) -> tuple[int, bytes]:
+async def answer(
+    router: Router, endpoint: int, body: bytes, served: Served | None = None
+) -> tuple[int, bytes]:
     """The status and JSON reply for ``body`` posted to ``endpoint`` (:data:`REWARD` or
-    :data:`BATCH`). Never raises: an unexpected failure is a 500 (and logged)."""
+    :data:`BATCH` or :data:`VERIFY`, read as ``served`` says). Never raises: an unexpected
+    failure is a 500 (and logged)."""
     try:
-        status, value = await (_reward if endpoint == REWARD else _batch)(router, body)
+        if endpoint == VERIFY:
+            status, value = await _verify(router, body, (served or Served()).label_field)
+        else:
+            status, value = await (_reward if endpoint == REWARD else _batch)(router, body)
     except BadRequest as exc:
         status, value = exc.status, {"error": str(exc)}
     except RecursionError:  # a sample nested deeper than some step can follow
@@ -302,3 +318,30 @@ async def _batch(router: Router, body: bytes) -> tuple[int, Any]:
         raise BadRequest(400, f"expected a JSON list of samples, found {type(data).__name__}")
     results = await _score_each(router, _samples(data, batched=True))
     return 200, [r if isinstance(r, dict) else r.reward for r in results]
+
+
+async def _verify(router: Router, body: bytes, label_field: str | None) -> tuple[int, Any]:
+    """A NeMo Gym resources server's ``/verify``: the request (a dataset row and the rollout's
+    response) in, the request with its ``reward`` out, as NeMo Gym's client validates it; a
+    sample without a reward gets a 4xx, never a made-up number."""
+    from rewardrouter.rewards.nemo_gym.wire import sample_of
+
+    data = decode(body)
+    if not isinstance(data, dict):
+        raise BadRequest(400, f"a verify request is a JSON object, found {type(data).__name__}")
+    try:
+        sample = sample_of(data, label_field)
+    except ValueError as exc:
+        raise BadRequest(400, str(exc)) from None
+    [result] = await _score_each(router, [sample])
+    if isinstance(result, dict):
+        return (400 if result["status"] == "unroutable" else 422), result
+    if result.reward is None:
+        why = result.error_message or "no term applied"
+        return 422, {
+            "error": f"no reward for this sample (route {result.route!r}, status "
+            f"{result.status}: {why}); NeMo Gym needs a number: give the term "
+            f"`on_error: {{value: x}}`, or a term that applies to such samples",
+            "status": result.status,
+        }
+    return 200, {**data, "reward": result.reward}

@@ -141,11 +141,19 @@ def sample_of(body: Mapping[str, Any], label_field: str | None) -> Sample:
         raise ValueError(f"`{RESPONSE}.output` is {type(output).__name__}, not a list of items")
     prompt = params.get("input")
     messages = _output_messages(output)
-    single = len(messages) == 1 and messages[0]["role"] == "assistant"
     metadata = {k: v for k, v in body.items() if k not in (PARAMS, RESPONSE, label_field)}
+    response: Any = messages
+    if not messages:  # only reasoning (a reply cut off while thinking): no text to grade
+        response = ""
+    elif (
+        len(messages) == 1
+        and messages[0]["role"] == "assistant"
+        and "tool_calls" not in messages[0]
+    ):
+        response = messages[0]["content"]
     return Sample(
         prompt=prompt if isinstance(prompt, str) else _input_messages(prompt or []),
-        response=messages[0]["content"] if single else messages,
+        response=response,
         label=body.get(label_field) if label_field is not None else None,
         metadata=metadata,
     )
