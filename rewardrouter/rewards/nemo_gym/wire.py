@@ -142,18 +142,18 @@ def sample_of(body: Mapping[str, Any], label_field: str | None) -> Sample:
     prompt = params.get("input")
     messages = _output_messages(output)
     metadata = {k: v for k, v in body.items() if k not in (PARAMS, RESPONSE, label_field)}
-    response: Any = messages
+    graded: Any = messages
     if not messages:  # only reasoning (a reply cut off while thinking): no text to grade
-        response = ""
+        graded = ""
     elif (
         len(messages) == 1
         and messages[0]["role"] == "assistant"
         and "tool_calls" not in messages[0]
     ):
-        response = messages[0]["content"]
+        graded = messages[0]["content"]
     return Sample(
         prompt=prompt if isinstance(prompt, str) else _input_messages(prompt or []),
-        response=response,
+        response=graded,
         label=body.get(label_field) if label_field is not None else None,
         metadata=metadata,
     )
