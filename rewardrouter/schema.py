@@ -21,12 +21,14 @@ from pydantic import BaseModel
 
 from rewardrouter.config.job import JobConfig
 from rewardrouter.config.models import OLDER_EXECUTOR_KEYS, RouterConfig
+from rewardrouter.config.summary import JobSummary
 from rewardrouter.execute.registry import EXECUTORS
 from rewardrouter.rewards import RESOURCE_KINDS
 
 SCHEMAS: dict[str, type[BaseModel]] = {
     "router.schema.json": RouterConfig,
     "job.schema.json": JobConfig,
+    "summary.schema.json": JobSummary,
 }
 
 

@@ -28,9 +28,18 @@ from rewardrouter.cli.figure import write_figure
 from rewardrouter.cli.jsonl import DataError, Rows, located, read_rows, writable, write_rows
 from rewardrouter.cli.objective import column_problems, objective
 from rewardrouter.cli.paths import example_data
-from rewardrouter.cli.summary import json_safe, print_summary, route_stats, write_summary
+from rewardrouter.cli.summary import RouteStats, json_safe, print_summary, route_stats
 from rewardrouter.config.job import JobConfig, ObjectiveConfig
 from rewardrouter.config.load import to_container, validate
+from rewardrouter.config.summary import (
+    AdvantageCheck,
+    DatasetMapEntry,
+    FailureEntry,
+    JobSummary,
+    ObjectiveValue,
+    RouteSummary,
+    WarningEntry,
+)
 from rewardrouter.errors import ConfigError, RewardRouterError, did_you_mean
 from rewardrouter.integrations._checks import data_problems, unlabeled
 from rewardrouter.results import RewardResult, ScoreWarning, count_warnings
@@ -172,21 +181,55 @@ def run(
         return run_job(job, output_dir, console, maps)
 
 
+@dataclass
+class Inputs:
+    """What a job reads and where it writes: the data file, its rows, the rewards file."""
+
+    data: Path
+    rows: Rows
+    out: Path
+
+
+@dataclass
+class Scoring:
+    """What a job scored: the results, the post-processing (None where it did not run) or its
+    error, the advantage stage, and what grades each term."""
+
+    scored: Scored
+    processed: PostProcessResult | None
+    post_error: JobFailed | None
+    estimator: str | None
+    shaping: bool
+    graders: dict[str, str]
+
+
 def run_job(
     job: JobConfig, output_dir: Path, console: Console, maps: Sequence[DatasetMap] = ()
 ) -> float:
     """Check the data, score it, post-process, write the outputs and summarize.
 
     Writes ``rewards.jsonl`` (or ``output.path``; each row gains reward, route, status, terms,
-    shaped reward and advantage), ``summary.json`` and ``report.png`` to the job's output
-    folder, and returns the objective (for Hydra sweepers). ``maps`` are the dataset maps the
-    job's config merged (:class:`DatasetMap`): each is named with its file, and one that hides
-    another of its name is a counted warning. Raises :class:`DataError` before scoring for rows
-    that cannot be scored, :class:`JobFailed` after writing for failed calls, and
-    :class:`AdvantageCheckError` if a constant prompt group got a non-zero advantage.
+    shaped reward and advantage), ``summary.json`` (:class:`JobSummary`) and ``report.png`` to
+    the job's output folder, and returns the objective (for Hydra sweepers). ``maps`` are the
+    dataset maps the job's config merged (:class:`DatasetMap`): each is named with its file, and
+    one that hides another of its name is a counted warning. Raises :class:`DataError` before
+    scoring for rows that cannot be scored, :class:`JobFailed` after writing for failed calls,
+    and :class:`AdvantageCheckError` if a constant prompt group got a non-zero advantage.
     """
     for found in maps:  # first: what the job scores with, whatever happens next
         console.print(f"dataset map {escape(found.describe())}", highlight=False)
+    inputs = read_inputs(job, output_dir)
+    outcome = score_inputs(job, inputs, console)
+    summary = report(job, inputs, outcome, output_dir, maps, console)
+    if not outcome.scored.complete:
+        raise _failed(outcome.scored, inputs.rows)
+    if outcome.post_error is not None:
+        raise outcome.post_error
+    return summary.objective.value if summary.objective.value is not None else float("nan")
+
+
+def read_inputs(job: JobConfig, output_dir: Path) -> Inputs:
+    """The job's rows, read whole, and a rewards file it can write (:class:`DataError` else)."""
     data = Path(job.data.path) if job.data.path is not None else example_data()
     rows = read_rows(data, job.data.limit, job.data.columns)
     out = (
@@ -196,6 +239,13 @@ def run_job(
     )
     writable(out, "output.path")
     column_missing(job.objective, rows)
+    return Inputs(data, rows, out)
+
+
+def score_inputs(job: JobConfig, inputs: Inputs, console: Console) -> Scoring:
+    """Compile the router, check every row (nothing is scored when one cannot be), score them
+    and post-process what was scored (a stage that fails keeps the rewards)."""
+    rows = inputs.rows
     with compile_router(job.router()) as router:
         problems = (
             router.check(rows.rows)
@@ -216,58 +266,125 @@ def run_job(
             except RewardRouterError as exc:  # a custom stage that fails: keep what was scored
                 post_error = _post_process_failed(exc, rows)
         chain = router.post_processor if processed is not None else None
-        estimator = chain.estimator if chain is not None else None
         # what grades each term (for `code`: the sandbox's walls in force)
         graders = {term.where: term.fn.name for r in router.routes.values() for term in r.terms}
+    return Scoring(
+        scored,
+        processed,
+        post_error,
+        chain.estimator.kind if chain is not None and chain.estimator is not None else None,
+        chain is not None and bool(chain.stages or chain.route_stages),
+        graders,
+    )
+
+
+def report(
+    job: JobConfig,
+    inputs: Inputs,
+    outcome: Scoring,
+    output_dir: Path,
+    maps: Sequence[DatasetMap],
+    console: Console,
+) -> JobSummary:
+    """Write the rewards, ``summary.json`` and ``report.png``; print the table and the lines
+    under it. :class:`AdvantageCheckError` when a constant group got a non-zero advantage."""
+    rows, scored, processed = inputs.rows, outcome.scored, outcome.processed
     n = len(scored.results)
+    none = [None] * n
     shaped = processed.shaped if processed else [r.reward for r in scored.results]
+    advantages = processed.advantages if processed else none
     write_rows(
-        out,
+        inputs.out,
         map(
             output_row,
             rows.rows,
             scored.results,
-            processed.shaped if processed else [None] * n,
-            processed.advantages if processed else [None] * n,
+            processed.shaped if processed else none,
+            advantages,
         ),
     )
     stats = route_stats(rows.rows, scored.results, shaped)
-    value = objective(job.objective, rows.rows, scored.results, shaped)
     failed = set(scored.failures)
     warnings = count_warnings((i, r) for i, r in enumerate(scored.results) if i not in failed)
-    check = processed.constant_groups if processed else None
-    hint = label_hint(rows, scored.results)
-    map_warnings = [_map_warning(found) for found in maps if found.hidden]
-    write_summary(
-        output_dir / "summary.json",
-        {
-            "data": str(data),
-            "rows": len(rows),
-            "scored": n,
-            "complete": scored.complete and post_error is None,
-            "post_process_error": str(post_error) if post_error is not None else None,
-            "objective": {"name": job.objective.name, "value": value},
-            "advantage": {
-                "stage": estimator.kind if estimator else None,
-                "constant_groups": check.groups if check else None,
-                "max_abs_advantage_in_constant_groups": check.max_abs_advantage if check else None,
-            },
-            "routes": [s.as_dict() for s in stats],
-            "graders": graders,
-            "dataset_maps": [found.as_dict() for found in maps],
-            "warnings": [_warning_dict(w, rows) for w in warnings] + map_warnings,
-            "hints": [hint] if hint else [],
-            "failures": [_failure_dict(i, scored.results[i], rows) for i in scored.failures[:KEPT]],
-        },
-    )
+    summary = _summary(job, inputs, outcome, stats, warnings, maps)
+    (output_dir / "summary.json").parent.mkdir(parents=True, exist_ok=True)
+    (output_dir / "summary.json").write_text(summary.json_text())
     write_figure(
         output_dir / "report.png",
         {s.route: s.shaped for s in stats if s.shaped},
-        _advantages(processed) if estimator is not None else None,
-        "shaped reward" if chain is not None and (chain.stages or chain.route_stages) else "reward",
+        _advantages(processed) if outcome.estimator is not None else None,
+        "shaped reward" if outcome.shaping else "reward",
     )
     print_summary(stats, console)
-    for where, grader in graders.items():
+    _print_lines(summary, scored, rows, warnings, console)
+    check = processed.constant_groups if processed else None
+    if check is not None:
+        verdict = (
+            "all exactly 0" if check.all_zero else f"max |advantage| {check.max_abs_advantage}"
+        )
+        console.print(
+            f"advantage stage {outcome.estimator or '-'}: {check.groups} constant group(s), "
+            f"their advantages {verdict}"
+        )
+        if not check.all_zero:
+            raise AdvantageCheckError(
+                f"{check.groups} prompt group(s) hold one reward value but got advantages up to "
+                f"{check.max_abs_advantage}; expected exactly 0 — please report this with the data"
+            )
+    value = summary.objective.value
+    console.print(f"objective {job.objective.name} = {'-' if value is None else f'{value:.4f}'}")
+    console.print(
+        f"scored {n} of {len(rows)} rows from {inputs.data}; wrote {inputs.out}, "
+        f"{output_dir}/summary.json and {output_dir}/report.png (reward and advantage histograms)"
+    )
+    return summary
+
+
+def _summary(
+    job: JobConfig,
+    inputs: Inputs,
+    outcome: Scoring,
+    stats: Sequence[RouteStats],
+    warnings: Sequence[ScoreWarning],
+    maps: Sequence[DatasetMap],
+) -> JobSummary:
+    rows, scored, processed = inputs.rows, outcome.scored, outcome.processed
+    shaped = processed.shaped if processed else [r.reward for r in scored.results]
+    check = processed.constant_groups if processed else None
+    hint = label_hint(rows, scored.results)
+    value = objective(job.objective, rows.rows, scored.results, shaped)
+    return JobSummary(
+        data=str(inputs.data),
+        rows=len(rows),
+        scored=len(scored.results),
+        complete=scored.complete and outcome.post_error is None,
+        post_process_error=str(outcome.post_error) if outcome.post_error is not None else None,
+        objective=ObjectiveValue(name=job.objective.name, value=value),
+        advantage=AdvantageCheck(
+            stage=outcome.estimator,
+            constant_groups=check.groups if check else None,
+            max_abs_advantage_in_constant_groups=check.max_abs_advantage if check else None,
+        ),
+        routes=[RouteSummary.model_validate(s.as_dict()) for s in stats],
+        graders=outcome.graders,
+        dataset_maps=[DatasetMapEntry.model_validate(found.as_dict()) for found in maps],
+        warnings=[_warning_entry(w, rows) for w in warnings]
+        + [_map_warning(found) for found in maps if found.hidden],
+        hints=[hint] if hint else [],
+        failures=[_failure_entry(i, scored.results[i], rows) for i in scored.failures[:KEPT]],
+    )
+
+
+def _print_lines(
+    summary: JobSummary,
+    scored: Scored,
+    rows: Rows,
+    warnings: Sequence[ScoreWarning],
+    console: Console,
+) -> None:
+    """The lines under the table: the code sandbox's walls, each warning with its lines (and
+    what a failure was), the counts by code, a hint."""
+    for where, grader in summary.graders.items():
         if grader.startswith("code local"):
             console.print(f"{escape(where)}: {escape(grader)}", highlight=False)
     for warning in warnings:
@@ -280,41 +397,17 @@ def run_job(
         if cause:  # what a failure was, not only that there was one
             at += f"; the first: {cause}" if warning.count > 1 else f": {cause}"
         console.print(f"[yellow]warning:[/] {escape(str(warning))} ({escape(at)})", highlight=False)
-    for entry in map_warnings:
-        console.print(f"[yellow]warning:[/] {escape(entry['message'])}", highlight=False)
+    hidden = [entry for entry in summary.warnings if entry.code == "hidden_dataset_map"]
+    for entry in hidden:
+        console.print(f"[yellow]warning:[/] {escape(entry.message)}", highlight=False)
     counted = Counter[str]()
-    for warning in warnings:
-        counted[warning.code] += warning.count
-    for entry in map_warnings:
-        counted[entry["code"]] += entry["count"]
+    for entry in summary.warnings:
+        counted[entry.code] += entry.count
     if counted:
         each = ", ".join(f"{code} {count}" for code, count in counted.items())
         console.print(f"warnings counted (summary.json lists them): {each}", highlight=False)
-    if hint:
+    for hint in summary.hints:
         console.print(f"[yellow]hint:[/] {escape(hint)}", highlight=False)
-    if check is not None:
-        verdict = (
-            "all exactly 0" if check.all_zero else f"max |advantage| {check.max_abs_advantage}"
-        )
-        console.print(
-            f"advantage stage {estimator.kind if estimator else '-'}: "
-            f"{check.groups} constant group(s), their advantages {verdict}"
-        )
-        if not check.all_zero:
-            raise AdvantageCheckError(
-                f"{check.groups} prompt group(s) hold one reward value but got advantages up to "
-                f"{check.max_abs_advantage}; expected exactly 0 — please report this with the data"
-            )
-    console.print(f"objective {job.objective.name} = {value:.4f}")
-    console.print(
-        f"scored {n} of {len(rows)} rows from {data}; wrote {out}, {output_dir}/summary.json and "
-        f"{output_dir}/report.png (reward and advantage histograms)"
-    )
-    if not scored.complete:
-        raise _failed(scored, rows)
-    if post_error is not None:
-        raise post_error
-    return value
 
 
 def label_hint(rows: Rows, results: Sequence[RewardResult]) -> str | None:
@@ -354,36 +447,32 @@ def _advantages(processed: PostProcessResult | None) -> list[float]:
     return [a for a, r in zip(processed.advantages, processed.raw, strict=True) if r is not None]
 
 
-def _warning_dict(warning: ScoreWarning, rows: Rows) -> dict[str, Any]:
-    return {
-        "code": warning.code,
-        "where": warning.where,
-        "count": warning.count,
-        "status": warning.status,
-        "lines": [rows.lines[i] for i in warning.samples],
-        "message": str(warning),
-    }
+def _warning_entry(warning: ScoreWarning, rows: Rows) -> WarningEntry:
+    return WarningEntry(
+        code=warning.code,
+        where=warning.where,
+        count=warning.count,
+        status=warning.status,
+        lines=[rows.lines[i] for i in warning.samples],
+        message=str(warning),
+    )
 
 
-def _map_warning(found: DatasetMap) -> dict[str, Any]:
+def _map_warning(found: DatasetMap) -> WarningEntry:
     """A dataset map that hides another of its name, as ``summary.json`` lists warnings."""
-    return {
-        "code": "hidden_dataset_map",
-        "where": f"datasets={found.name}",
-        "count": len(found.hidden),
-        "status": None,
-        "lines": [],
-        "message": found.warning(),
-    }
+    return WarningEntry(
+        code="hidden_dataset_map",
+        where=f"datasets={found.name}",
+        count=len(found.hidden),
+        lines=[],
+        message=found.warning() or "",
+    )
 
 
-def _failure_dict(i: int, result: RewardResult, rows: Rows) -> dict[str, Any]:
-    return {
-        "line": rows.lines[i],
-        "route": result.route,
-        "status": result.status,
-        "error": result.error_message,
-    }
+def _failure_entry(i: int, result: RewardResult, rows: Rows) -> FailureEntry:
+    return FailureEntry(
+        line=rows.lines[i], route=result.route, status=result.status, error=result.error_message
+    )
 
 
 def _post_process_failed(exc: RewardRouterError, rows: Rows) -> JobFailed:

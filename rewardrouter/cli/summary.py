@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -120,12 +118,6 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [json_safe(v) for v in value]
     return value
-
-
-def write_summary(path: Path, summary: dict[str, Any]) -> None:
-    """``summary.json``: strict JSON (no NaN or Infinity), indented."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(json_safe(summary), indent=2, allow_nan=False) + "\n")
 
 
 def _fmt(value: float | None) -> str:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from rewardrouter.rewards.code.local import probe
@@ -78,7 +79,12 @@ def test_mixed_router_on_example_data_from_another_folder(tmp_path: Path) -> Non
     assert "seccomp" in walls and ("memory cgroup" in walls or "memory watched" in walls)
     assert f"routes.apps.rewards.tests: {walls}" in " ".join(done.stdout.split())
     [summary] = tmp_path.glob("outputs/*/*/summary.json")
-    assert json.loads(summary.read_text())["graders"]["routes.apps.rewards.tests"] == walls
+    written = json.loads(summary.read_text())
+    assert written["graders"]["routes.apps.rewards.tests"] == walls
+    # the file is what its published schema says
+    schema = json.loads((ROOT / "schemas" / "summary.schema.json").read_text())
+    jsonschema.validate(written, schema)
+    assert written["warnings"][0]["code"] == "failed" and written["objective"]["value"] > 0
     aborted = scored[11]
     assert (aborted["status"], aborted["reward"], aborted["route"]) == ("aborted", None, None)
     for route in ("gsm8k", "squad", "gpqa"):
