@@ -251,7 +251,23 @@ def _read_normalized(text: str, depth: int) -> Form:
     matrix = _MATRIX.match(text)
     if matrix is not None:
         return _read_matrix(matrix.group(2), depth)
-    # each split is tried only when its separator occurs at all (most answers have none)
+    form = _split(text, depth)
+    if form is None:
+        form = _bracketed(text, depth)
+    if form is not None:
+        return form
+    if _RELATION.search(text):
+        return _inequalities([text], depth)
+    if "=" in text:
+        return _named(text, depth)
+    if "\\pm" in text or "\\mp" in text:
+        return _plus_minus(text, depth)
+    return _scalar(text)
+
+
+def _split(text: str, depth: int) -> Form | None:
+    """A union, alternatives, a list: ``text`` split at its top-level separators, else None.
+    Each split is tried only when its separator occurs at all (most answers have none)."""
     if "\\cup" in text and (parts := _top_level(text, _CUP)) and len(parts) > 1:
         return _many(Union, parts, depth)
     if _MAYBE_OR.search(text) and (parts := _top_level(text, _OR)) and len(parts) > 1:
@@ -262,6 +278,12 @@ def _read_normalized(text: str, depth: int) -> Form:
         return _collection("list", parts, depth, raw=text)
     if "and" in text and (parts := _top_level(text, _AND)) and len(parts) > 1:
         return _collection("list", parts, depth)
+    return None
+
+
+def _bracketed(text: str, depth: int) -> Form | None:
+    """A set (``\\{...\\}``) or a tuple (``(a, b)``, ``[a, b]``) that ``text`` encloses, else
+    None."""
     if _enclosed(text, "\\{", "\\}"):
         inner = _top_level(text[2:-2], _COMMA) or []
         return _collection("set", inner, depth)
@@ -269,13 +291,7 @@ def _read_normalized(text: str, depth: int) -> Form:
         inner = _top_level(text[1:-1], _COMMA) or []
         if len(inner) > 1:
             return _collection("tuple", inner, depth, brackets=text[0] + text[-1])
-    if _RELATION.search(text):
-        return _inequalities([text], depth)
-    if "=" in text:
-        return _named(text, depth)
-    if "\\pm" in text or "\\mp" in text:
-        return _plus_minus(text, depth)
-    return _scalar(text)
+    return None
 
 
 def _scalar(text: str) -> Form:

@@ -205,27 +205,37 @@ def _is_unordered(form: Form) -> TypeGuard[Collection]:
     return isinstance(form, Collection) and form.kind in ("list", "set")
 
 
-def compare_forms(gold: Form, answer: Form) -> bool | None:
-    """The exact verdict on two answer forms, or None when these rules cannot decide it."""
+def _wrapped(gold: Form, answer: Form) -> tuple[bool | None] | None:
+    """The verdict where either form wraps or negates a value (a negation, ``x = v``, an
+    infinity), as a one-element tuple; None when neither does."""
     if isinstance(answer, Negated) or isinstance(gold, Negated):
         # a negation names no value: it equals no value, and another negation only as
         # math-verify reads the two
-        return None if isinstance(answer, Negated) and isinstance(gold, Negated) else False
+        return (None if isinstance(answer, Negated) and isinstance(gold, Negated) else False,)
     if isinstance(gold, Named) or isinstance(answer, Named):
         if isinstance(gold, Named) and isinstance(answer, Named):
-            return compare_forms(gold.value, answer.value) if gold.name == answer.name else None
+            same = gold.name == answer.name
+            return (compare_forms(gold.value, answer.value) if same else None,)
         if isinstance(gold, Named):
-            return compare_forms(gold.value, answer)
+            return (compare_forms(gold.value, answer),)
         assert isinstance(answer, Named)
-        return compare_forms(gold, answer.value)
-    if isinstance(gold, Number) and isinstance(answer, Number):
-        return _numbers(gold, answer)
+        return (compare_forms(gold, answer.value),)
     if isinstance(gold, Infinity) or isinstance(answer, Infinity):
         if isinstance(gold, Infinity) and isinstance(answer, Infinity):
-            return gold.negative == answer.negative
+            return (gold.negative == answer.negative,)
         if isinstance(gold, Number | Infinity) and isinstance(answer, Number | Infinity):
-            return False  # infinity is no number
-        return None
+            return (False,)  # infinity is no number
+        return (None,)
+    return None
+
+
+def compare_forms(gold: Form, answer: Form) -> bool | None:
+    """The exact verdict on two answer forms, or None when these rules cannot decide it."""
+    if isinstance(gold, Number) and isinstance(answer, Number):
+        return _numbers(gold, answer)
+    wrapped = _wrapped(gold, answer)
+    if wrapped is not None:
+        return wrapped[0]
     if isinstance(gold, Collection) and isinstance(answer, Collection):
         return _collections(gold, answer)
     if _is_unordered(answer) and isinstance(gold, Number | Text):
