@@ -388,27 +388,37 @@ _SCALARS = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
     st.text(max_size=20),
 )
-_JSON_TEXT = st.one_of(
-    st.just('{"city": "Paris"}'),
-    json_bombs(),
-    st.sampled_from(['{"city": NaN}', '{"city": 1e999}', '{"city": "Paris", "city": "Rome"}']),
-    st.sampled_from(["", "null", "[]", "{", "not json", '{"city": "\\ud800"}']),
-    st.builds(lambda n: '{"city": ' + "[" * n + "]" * n + "}", DEPTHS),
-    pieces(),
-)
-_ARGUMENTS = st.one_of(
-    _JSON_TEXT,
-    st.dictionaries(st.text(max_size=8), _SCALARS, max_size=4),
-    st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=3), max_leaves=8),
-)
+_ODD_ARGUMENTS = [
+    '{"city": "Paris"}',
+    '{"city": NaN}',
+    '{"city": 1e999}',
+    '{"city": "Paris", "city": "Rome"}',
+    "",
+    "null",
+    "[]",
+    "{",
+    "not json",
+    '{"city": "\\ud800"}',
+]
 
 
-def _tool_call() -> st.SearchStrategy[Any]:
+def _arguments(text: st.SearchStrategy[str]) -> st.SearchStrategy[Any]:
+    """A call's arguments: JSON text (odd, deep, a bomb, or ``text``), an object, a list."""
+    return st.one_of(
+        st.sampled_from(_ODD_ARGUMENTS),
+        st.builds(lambda n: '{"city": ' + "[" * n + "]" * n + "}", DEPTHS),
+        text,
+        st.dictionaries(st.text(max_size=8), _SCALARS, max_size=4),
+        st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=3), max_leaves=8),
+    )
+
+
+def _tool_call(text: st.SearchStrategy[str]) -> st.SearchStrategy[Any]:
     function = st.fixed_dictionaries(
         {},
         optional={
             "name": st.one_of(st.just("get_weather"), st.text(max_size=12), _SCALARS),
-            "arguments": _ARGUMENTS,
+            "arguments": _arguments(text),
         },
     )
     call = st.fixed_dictionaries(
@@ -421,11 +431,9 @@ def _tool_call() -> st.SearchStrategy[Any]:
     return st.one_of(call, _SCALARS)
 
 
-def _content() -> st.SearchStrategy[Any]:
+def _content(text: st.SearchStrategy[str]) -> st.SearchStrategy[Any]:
     part = st.one_of(
-        st.fixed_dictionaries(
-            {"type": st.just("text"), "text": st.one_of(hostile_text(), _SCALARS)}
-        ),
+        st.fixed_dictionaries({"type": st.just("text"), "text": st.one_of(text, _SCALARS)}),
         st.fixed_dictionaries(
             {"type": st.sampled_from(["image_url", "input_audio", "output_text", "", "text"])},
             optional={"text": _SCALARS, "image_url": _SCALARS},
@@ -434,19 +442,20 @@ def _content() -> st.SearchStrategy[Any]:
     )
     return st.one_of(
         st.none(),
-        hostile_text(),
+        text,
         st.lists(part, max_size=4),
         _SCALARS,
         st.dictionaries(st.text(max_size=4), _SCALARS),
     )
 
 
-def _message() -> st.SearchStrategy[Any]:
+def _message(text: st.SearchStrategy[str]) -> st.SearchStrategy[Any]:
+    """A message, well formed or not, whose texts and arguments are drawn from ``text``."""
     message = st.fixed_dictionaries(
         {"role": _ROLES},
         optional={
-            "content": _content(),
-            "tool_calls": st.one_of(st.lists(_tool_call(), max_size=3), _SCALARS),
+            "content": _content(text),
+            "tool_calls": st.one_of(st.lists(_tool_call(text), max_size=3), _SCALARS),
             "tool_call_id": st.one_of(st.sampled_from(["c", "d"]), _SCALARS),
             "name": st.one_of(st.just("get_weather"), _SCALARS),
         },
@@ -459,9 +468,11 @@ def hostile_conversation() -> st.SearchStrategy[Any]:
     nobody knows, calls without ids, results that answer nothing, arguments that are JSON bombs),
     thousands of them, lists of what is no message at all. Always a list: a response that is
     neither text nor a list (``None``, a number, a dict) is not what a policy writes but what a
-    trainer hands over, refused for the batch as its data."""
-    few = st.lists(_message(), max_size=8)
-    many = st.builds(lambda m, n: [m] * n, _message(), st.sampled_from([20_000, 1_000]))
+    trainer hands over, refused for the batch as its data. The thousands repeat one short
+    message (the length is the attack; a failing example stays printable)."""
+    few = st.lists(_message(hostile_text()), max_size=8)
+    short = st.one_of(st.text(max_size=20), st.sampled_from(ANSWER_TAILS + CHAT_MARKERS))
+    many = st.builds(lambda m, n: [m] * n, _message(short), st.sampled_from([20_000, 1_000]))
     return st.one_of(few, many)
 
 

@@ -14,15 +14,18 @@ right answer, a wrong one) interleaved with hostile ones. Whatever the hostile r
 
 The kinds are those of the registry (:func:`~rewardrouter.rewards.registry.kind_names`): a kind
 without an entry in :data:`FUZZED` fails its own case. Resource kinds get their resources: the
-judge, reward-model and remote servers are real HTTP servers on 127.0.0.1 (``rr_remote``), and
-``code`` runs in the local sandbox with small limits. Seeded in ``make test``;
+judge, reward-model, remote and NeMo Gym servers are real HTTP servers on 127.0.0.1
+(``rr_remote``), ``verifiers`` scores with the tests' own taskset, and ``code`` runs in the local
+sandbox with small limits. Seeded in ``make test``;
 ``RR_FUZZ_EXAMPLES=N`` draws ``N`` batches per kind from a fresh seed.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import re
+import reprlib
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -240,7 +243,17 @@ FUZZED: dict[str, Fuzzed] = {
         text_batches().map(rr_hostile.without_lone_surrogates),
     ),
     "remote": Fuzzed({}, "Paris", ((RIGHT_TEXT, 1.0), (WRONG_TEXT, 0.0))),
+    "nemo_gym": Fuzzed({}, "Paris", ((RIGHT_TEXT, 1.0), (WRONG_TEXT, 0.0))),
+    # the tests' own taskset: 1.0 for a final reply equal to the answer
+    "verifiers": Fuzzed(
+        {"key": "score", "kwargs": {"taskset": "rr_verifiers_taskset:ExactTaskset"}},
+        RIGHT_TEXT,
+        ((RIGHT_TEXT, 1.0), (WRONG_TEXT, 0.0)),
+    ),
 }
+
+#: Kinds whose package is an extra, by the module they import: left out where it is missing.
+EXTRAS = {"verifiers": "verifiers.v1"}
 
 
 # -- the servers ------------------------------------------------------------------------------
@@ -274,6 +287,14 @@ def remote(body: Any) -> Any:
     return verdict(body["response"])
 
 
+def nemo_gym(body: Any) -> Any:
+    """A resources server's ``/verify``: the row back, with the reward of its reply's text."""
+    output = body["response"]["output"]
+    parts = [p for item in output if item.get("type") == "message" for p in item["content"]]
+    text = "".join(part.get("text", "") for part in parts)
+    return {**body, "reward": verdict(text)}
+
+
 def server(script: Callable[[Any], Any]) -> web.Application:
     """A server on which ``script(request body)`` is the JSON reply, taking bodies up to 64 MiB
     (aiohttp's default cap, 1 MiB, answers a megabyte response with a 413, which the remote
@@ -292,7 +313,12 @@ def router() -> Iterator[Router]:
     started = Servers()
     urls = {
         name: started.app(server(script)).url()
-        for name, script in [("judge", judge), ("reward_model", reward_model), ("remote", remote)]
+        for name, script in [
+            ("judge", judge),
+            ("reward_model", reward_model),
+            ("remote", remote),
+            ("nemo_gym", nemo_gym),
+        ]
     }
     served = {
         "judge": {
@@ -308,9 +334,12 @@ def router() -> Iterator[Router]:
             "template": "plain",
         },
         "remote": {"url": urls["remote"] + "reward"},
+        "nemo_gym": {"url": urls["nemo_gym"]},
     }
     routes = {}
     for kind, entry in FUZZED.items():
+        if kind in EXTRAS and importlib.util.find_spec(EXTRAS[kind].split(".")[0]) is None:
+            continue
         term = {"kind": kind, "timeout": TIMEOUT, **entry.term}
         if kind in served:
             # the deadline over a request's retries, and its reading, fit the term's timeout
@@ -321,7 +350,7 @@ def router() -> Iterator[Router]:
     try:
         with compile_router(config) as built:
             # worker pools and the sandbox start here, not inside a timed batch
-            warm = [row(kind, entry.honest[0][0]) for kind, entry in FUZZED.items()]
+            warm = [row(kind, FUZZED[kind].honest[0][0]) for kind in routes]
             assert [r.status for r in built.score_sync(warm)] == ["ok"] * len(warm)
             yield built
     finally:
@@ -342,6 +371,14 @@ def test_every_kind_is_fuzzed() -> None:
     assert sorted(FUZZED) == kind_names()
     # every resource kind gets its resource, and every grader runs in its own route
     assert {k for k in FUZZED if lookup(k) is None} == set(RESOURCE_KINDS)
+
+
+def preview(row: dict[str, Any]) -> str:
+    """The row's response, in at most a few hundred characters whatever its size."""
+    shown = reprlib.Repr()
+    shown.maxlevel, shown.maxdict, shown.maxlist = 3, 4, 4
+    shown.maxstring = shown.maxother = 80
+    return shown.repr(row["response"])
 
 
 def check_batch(router: Router, canary: Canary, kind: str, hostile: list[Any]) -> None:
@@ -365,14 +402,20 @@ def check_batch(router: Router, canary: Canary, kind: str, hostile: list[Any]) -
         if i in honest_at:
             assert (found.reward, found.status) == (honest_at[i], "ok"), (i, found.error_message)
             continue
-        shown = f"row {i}: {repr(rows[i]['response'])[:200]}"
-        assert found.error_message is None or len(found.error_message) < MAX_ERROR, shown
+        # messages are made only on failure, and in bounded size: a thousand messages sharing
+        # one megabyte string repr to gigabytes
+        message = found.error_message
+        assert message is None or len(message) < MAX_ERROR, (i, preview(rows[i]), message[:300])
         if found.reward is None:
             allowed = (*FAILED, "skipped") if entry.may_skip else FAILED
-            assert found.status in allowed, (shown, found.status, found.error_message)
+            assert found.status in allowed, (i, preview(rows[i]), found.status, message)
         else:
             value = found.reward
-            assert math.isfinite(value) and entry.low <= value <= entry.high, (shown, value)
+            assert math.isfinite(value) and entry.low <= value <= entry.high, (
+                i,
+                preview(rows[i]),
+                value,
+            )
     term_timeout = float(entry.term.get("timeout", TIMEOUT))
     assert took < term_timeout + SLACK, f"the batch took {took:.1f} s"
 
@@ -383,6 +426,8 @@ def test_hostile_responses_never_stop_the_batch_nor_move_an_honest_row(
 ) -> None:
     entry = FUZZED.get(kind)
     assert entry is not None, f"kind {kind!r} has no fuzz entry in FUZZED"
+    if kind in EXTRAS:
+        pytest.importorskip(EXTRAS[kind], reason=f"pip install 'rewardrouter[{kind}]'")
 
     @rr_hostile.fuzz_settings(entry.examples)
     @given(hostile=entry.batches)

@@ -4,8 +4,9 @@ floods, JSON bombs, TeX macros, chat markers, think tags, mixtures), handed to e
 directly, gets a reward in the grader's range or ``None``, never an exception, and what runs in
 the router's own process (a grader that ``executor: auto`` runs inline, a CPU-heavy grader's
 quick path) answers each, megabytes included, in bounded time: a linear pass does, a quadratic
-one would take hours. A label that no grader can read is a
-:class:`~rewardrouter.outcome.DataFault`, the dataset's fault, whatever the label holds.
+one would take hours. IFEval's checks, which run in worker processes, are total on the same
+text. A label that no grader can read is a :class:`~rewardrouter.outcome.DataFault`, the
+dataset's fault, whatever the label holds.
 
 The graders come from the registry (boxed variants included), so a grader added without an entry
 in :data:`GRADED` fails :func:`test_every_grader_has_a_fuzz_entry`. The router-level fuzz test,
@@ -29,7 +30,14 @@ from hypothesis import strategies as st
 from rewardrouter.compile.executors import choose_executor
 from rewardrouter.compile.resolve import resolve_builtin
 from rewardrouter.outcome import UNDECIDED, DataFault, to_value
-from rewardrouter.rewards.registry import BUILTINS, BuiltinReward, known_kinds, lookup
+from rewardrouter.rewards.registry import (
+    BUILTINS,
+    RESOURCE_KINDS,
+    BuiltinReward,
+    Resources,
+    known_kinds,
+    lookup,
+)
 from rewardrouter.sample import Sample
 
 
@@ -121,6 +129,41 @@ def test_a_grader_is_total_and_bounded_on_every_class(kind: str, responses: dict
         assert took < INLINE_SECONDS, (
             f"{kind} took {took:.1f} s on {name} ({len(response):,} characters)"
         )
+
+
+#: IFEval instructions whose checks are linear in the text, each with its kwargs (lm-eval's title
+#: and placeholder checks are quadratic in a run of brackets within the kind's 20,000-character
+#: bound: they run under a worker's deadline, fuzzed through the router in
+#: tests/redteam/test_redteam_fuzz.py)
+IFEVAL_INSTRUCTIONS = {
+    "punctuation:no_comma": {},
+    "keywords:forbidden_words": {"forbidden_words": ["secret"]},
+    "keywords:letter_frequency": {"letter": "e", "let_frequency": 3, "let_relation": "less than"},
+    "change_case:english_lowercase": {},
+    "detectable_format:json_format": {},
+    "detectable_format:constrained_response": {},
+    "detectable_format:number_bullet_lists": {"num_bullets": 2},
+    "detectable_content:postscript": {"postscript_marker": "P.S."},
+    "language:response_language": {"language": "en"},
+    "length_constraints:number_words": {"relation": "at least", "num_words": 5},
+    "length_constraints:number_sentences": {"relation": "at least", "num_sentences": 2},
+    "startend:end_checker": {"end_phrase": "Is there anything else I can help with?"},
+}
+
+
+@pytest.mark.parametrize("mode", ["strict", "loose"])
+@rr_hostile.fuzz_settings(5)
+@given(responses=rr_hostile.one_of_each())
+def test_ifeval_checks_are_total(mode: str, responses: dict[str, str]) -> None:
+    kind = RESOURCE_KINDS["ifeval"]
+    check = kind.build(kind.settings(mode=mode, score="fraction"), Resources()).fn
+    label = {
+        "instruction_id_list": list(IFEVAL_INSTRUCTIONS),
+        "kwargs": list(IFEVAL_INSTRUCTIONS.values()),
+    }
+    for name, response in responses.items():
+        value = check(None, Sample(response=response, label=label))
+        assert value is not None and 0.0 <= value <= 1.0, (name, value)
 
 
 JUNK_LABELS = st.one_of(
