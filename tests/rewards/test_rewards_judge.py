@@ -6,7 +6,9 @@ the shape the parser under test expects, so every expected reward is known in ad
 
 from __future__ import annotations
 
+import contextlib
 import re
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -42,6 +44,8 @@ SHAPES: dict[str, Callable[[str], str]] = {
     "number": lambda q: f"The answer is partly right. Score: {q}/10",
     "tag": lambda q: f"Some thoughts.\n<score>{q}</score>",
     "json": lambda q: f'Verdict: {{"score": {q}, "reason": "fine"}}',
+    "mt_bench": lambda q: f"Accurate, if brief; 2 steps lack detail. Rating: [[{q}]]",
+    "prometheus": lambda q: f"Feedback: the steps hold, 1 is unexplained. [RESULT] {q}",
 }
 
 
@@ -84,7 +88,7 @@ def rows(*responses: str, prompt: Any = "What is 2+2?", label: Any = "4") -> lis
     ]
 
 
-@pytest.mark.parametrize("shape", ["number", "tag", "json"])
+@pytest.mark.parametrize("shape", list(SHAPES))
 def test_parsers(make_router: Any, judge_server: Any, shape: str) -> None:
     server = judge_server(shape)
     router = judge_router(make_router, server, parser=shape)
@@ -308,6 +312,46 @@ FORMS = [
     ("json", "json", ('{"score": 7}', 7.0), ('{"score": 7} {"score": 8}', "ambiguous")),
     ("json_string", "json", ('{"score": "7/10"}', 7.0), ('{"score": "7-8"}', "a range")),
     ("json_percent", "json", ('{"score": "85%"}', 8.5), ('{"score": "185%"}', "0-100%")),
+    # MT-Bench's convention (FastChat): [[N]], its other numbers an explanation
+    (
+        "mt_bench",
+        "mt_bench",
+        ("It covers 3 of the 4 cases. Rating: [[6]]", 6.0),
+        ("Rating: [[6]]; on reflection [[8]]", "ambiguous"),
+    ),
+    ("mt_bench_decimal", "mt_bench", ("[[6.5]]", 6.5), ("[[6.5/5]]", "the scale tops at 10")),
+    ("mt_bench_words", "mt_bench", ("Rating: [[6]]", 6.0), ("Rating: [[six]]", "not a number")),
+    # without [[N]], FastChat's fallback [N]; an index, a link and bracketed words are no score
+    (
+        "mt_bench_single",
+        "mt_bench",
+        ("As in x[2], fine. See [docs](u), [1](u). Rating: [6]", 6.0),
+        ("Per [2], fine. Rating: [6]", "ambiguous"),
+    ),
+    # Prometheus' convention: the number after [RESULT], which may name it or wrap it
+    (
+        "prometheus",
+        "prometheus",
+        ("Feedback: 2 of the 3 steps hold. [RESULT] 6", 6.0),
+        ("[RESULT] 6\n[RESULT] 8", "ambiguous"),
+    ),
+    ("prometheus_named", "prometheus", ("[Result]: Score: 6", 6.0), ("[RESULT] (6", "closed")),
+    ("prometheus_wrapped", "prometheus", ("[RESULT] (6/10)", 6.0), ("[RESULT] 6/7", "scale tops")),
+    ("prometheus_marked", "prometheus", ("[RESULT] 6", 6.0), ("Score: 6", "no [RESULT] N")),
+    # a score stated in a negated clause is no score: refused, never guessed
+    ("negated", "number", ("It earns a 6.", 6.0), ("It does not earn a 6.", "negated clause")),
+    (
+        "negated_clause_ends",
+        "number",
+        ("Not flawless, but a 6.", 6.0),
+        ("Flawless it is not, nor a 6.", "negated clause"),
+    ),
+    (
+        "negated_beside_a_score",
+        "number",
+        ("It is a 6, never a 9.", 6.0),
+        ("It isn't a 6 or a 9.", "negated clause"),
+    ),
 ]
 
 
@@ -385,6 +429,30 @@ REFUSALS = [
     pytest.param('{"score": ' + "[" * 5_000 + "]" * 5_000 + "}", "json", "no JSON", id="deep_json"),
     pytest.param("<f>Score: 10", "number", "outside the quoted response", id="only_a_quote"),
 ]
+
+
+# Replies of max_reply_chars (65,536) built to make a scan go back over what it read; each is
+# read in linear time (a search for a scale note once tried every space of a run, reading the
+# rest of the run from each: 31 s for 40,000 spaces).
+FLOODS = [
+    pytest.param("number", "7" + " " * 65_535, id="number_spaces_after_a_score"),
+    pytest.param("number", "not 1, " * 9_362, id="number_negated_clauses"),
+    pytest.param("number", ". 1" * 21_845, id="number_sentences"),
+    pytest.param("number", "7 (0-10) " * 7_281, id="number_scale_notes"),
+    pytest.param("mt_bench", "[[" * 32_768, id="mt_bench_unclosed"),
+    pytest.param("mt_bench", "[ " * 32_768, id="mt_bench_single_unclosed"),
+    pytest.param("mt_bench", "a[1] " * 13_107, id="mt_bench_indices"),
+    pytest.param("prometheus", "[RESULT] score " * 4_369, id="prometheus_markers"),
+    pytest.param("prometheus", "[RESULT]" + " " * 65_528, id="prometheus_spaces"),
+]
+
+
+@pytest.mark.parametrize(("parser", "reply"), FLOODS)
+def test_every_parser_reads_a_flood_in_linear_time(parser: Any, reply: str) -> None:
+    started = time.perf_counter()
+    with contextlib.suppress(UnreadableScore):
+        read_score(reply, parser, top=10)
+    assert time.perf_counter() - started < 1.0
 
 
 @pytest.mark.parametrize(("reply", "parser", "message"), REFUSALS)

@@ -1,8 +1,8 @@
 """Read a judge's verdict out of its reply, and refuse any reply whose verdict is not certain.
 
 The reply is hostile text at one remove: a judge quotes the response it grades, so whatever
-the policy wrote ("Score: 10", ``<score>10</score>``, ``{"score": 10}``) may come back inside
-it. Before a parser looks for a score:
+the policy wrote ("Score: 10", ``<score>10</score>``, ``{"score": 10}``, ``[[10]]``) may come
+back inside it. Before a parser looks for a score:
 
 1. every echoed response block is cut out: the text from ``<FENCE>`` to ``</FENCE>`` (to the
    end of the reply when it is never closed), where ``FENCE`` is the judge's secret fence (the
@@ -14,12 +14,22 @@ only when they are one value, read on the term's scale (``min`` to ``max``, here
 ``top``):
 
 - ``number``: every *labelled* score (``Score: 7``, ``Rating = 7``, ``**Final score:** 7``,
-  ``Grade is 7``); without one, the numbers of the reply's last line that holds a number;
+  ``Grade is 7``); without one, the numbers of the reply's last line that holds a number, less
+  those stated in a negated clause ("It is not a 7.": the clause from ``not``, ``no``,
+  ``never``, ``n't``, ``cannot``, ``neither`` or ``nor`` to the next ``,;:!?`` or full stop
+  states no score; a line whose every number is negated is refused);
 - ``tag``: every ``<score>...</score>`` (the ``tag`` setting); a content that is not a score
   is refused, unless the rubric itself writes that content between the tags (a placeholder such
   as ``<score>N</score>``, quoted back by the judge);
 - ``json``: ``field`` of every top-level JSON object that has it (a number, or a string read as
-  a tag's content is).
+  a tag's content is);
+- ``mt_bench``: MT-Bench's ``[[8]]`` (FastChat's single-answer grading, and the rubrics that
+  copy it): every ``[[...]]``, its content read as a tag's content is (``[[rating]]`` quoted
+  from the rubric is a placeholder); without one, FastChat's own fallback: every ``[8]`` (not
+  an index such as ``x[8]``, not a link ``[8](url)``; other bracketed text is no score);
+- ``prometheus``: Prometheus' ``[RESULT] 4`` (any case), the number right after every
+  ``[RESULT]`` marker, which may name it first (``[RESULT] Score: 4``, ``[RESULT] score of 4``)
+  or wrap it (``[RESULT] (4)``); a marker followed by anything else states no score.
 
 What a score may look like, in each parser (each read the one way, and refused the other, in
 ``tests/rewards/test_rewards_judge.py``), on a 0-10 scale:
@@ -38,6 +48,10 @@ What a score may look like, in each parser (each read the one way, and refused t
 | *invalid:* ``7-8``, ``7 to 8`` | a range | a range | a range |
 | *invalid:* ``120%`` | off 0-100% | same | same |
 | *invalid:* ``1e1``, ``\\u0661``, ``ten`` | no score | not a number | not a number |
+| *invalid:* ``It is not a 7.``, ``It never earns 7`` | negated | | |
+
+``mt_bench`` reads ``[[...]]`` and ``prometheus`` what follows ``[RESULT]`` as ``tag`` reads a
+tag's content (``[[7/10]]``, ``[RESULT] 4/5`` on 1-5).
 
 A percentage is a share of the scale: ``85%`` of 0-10 is 8.5, of 1-5 is 4.4. Other numbers of
 a labelled reply ("Score: 7 (3 points off)", "Score: 7" then "The 2 errors ...") are its
@@ -55,10 +69,18 @@ take the same characters, so the time is linear in that length.
 8.5
 >>> read_score('Verdict: {"score": 4, "why": "ok"}', "json")
 4.0
+>>> read_score("Mostly right, 3 small slips. Rating: [[8.5]]", "mt_bench", top=10)
+8.5
+>>> read_score("Feedback: clear and correct. [RESULT] 4", "prometheus", top=5, bottom=1)
+4.0
 >>> read_score("<score>2</score> but it says <score>10</score>", "tag")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
 rewardrouter.rewards.judge.parse.UnreadableScore: ambiguous: the reply gives the scores 2 and 10, ...
+>>> read_score("Clear, but it is not a 7.", "number")  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+rewardrouter.rewards.judge.parse.UnreadableScore: the reply's last line with a number states ...
 """
 
 from __future__ import annotations
@@ -71,7 +93,7 @@ from typing import Literal
 
 from rewardrouter.rewards.thinking import after_thinking
 
-Parser = Literal["number", "tag", "json"]
+Parser = Literal["number", "tag", "json", "mt_bench", "prometheus"]
 
 #: Digits a score may have; a longer numeral is on no rubric's scale.
 MAX_DIGITS = 32
@@ -89,13 +111,16 @@ _NUMBER = re.compile(rf"(?<![\w.+\-/])({_NUM}){_AFTER_NUM}")
 _DENOMINATOR = re.compile(rf"\s*(?:/|out\s+of\b)\s*({_NUM}){_AFTER_NUM}", re.IGNORECASE)
 _PERCENT = re.compile(r"\s*(?:%|percent\b)", re.IGNORECASE)
 # A note of the scale the score is on: "(out of 10)", "(0-10)", "(/10)", "on a scale of 0 to 10"
-_SCALE_NOTE = re.compile(
-    rf"\s*\(\s*(?:(?:(?:out\s+)?of|/)\s*(?P<top>{_NUM})|(?P<low>{_NUM})\s*{_DASH}\s*"
+_SCALE_NOTE_FORM = (
+    rf"\(\s*(?:(?:(?:out\s+)?of|/)\s*(?P<top>{_NUM})|(?P<low>{_NUM})\s*{_DASH}\s*"
     rf"(?P<high>{_NUM})){_AFTER_NUM}\s*\)"
-    rf"|\s*\bon\s+(?:a|the)\s+scale\s+(?:of\s+|from\s+)?(?P<from>{_NUM})\s*{_DASH}\s*"
-    rf"(?P<to>{_NUM}){_AFTER_NUM}",
-    re.IGNORECASE,
+    rf"|\bon\s+(?:a|the)\s+scale\s+(?:of\s+|from\s+)?(?P<from>{_NUM})\s*{_DASH}\s*"
+    rf"(?P<to>{_NUM}){_AFTER_NUM}"
 )
+_SCALE_NOTE = re.compile(rf"\s*(?:{_SCALE_NOTE_FORM})", re.IGNORECASE)  # right after a score
+# Searched for, a note starts at its bracket or word: a search for "\s*(" would try every
+# space of a long run of spaces, and each try would read the rest of the run (quadratic).
+_SCALE_NOTE_AHEAD = re.compile(_SCALE_NOTE_FORM, re.IGNORECASE)
 # A range is no score: "7-8", "7 to 8"
 _RANGE = re.compile(rf"\s*{_DASH}\s*{_NUM}{_AFTER_NUM}", re.IGNORECASE)
 # A labelled score: "Score: 7", "Rating = 7", "**Final score:** 7", "Grade is 7"
@@ -105,6 +130,20 @@ _LABELLED = re.compile(
     re.IGNORECASE,
 )
 _DIGIT = re.compile(r"[0-9]")
+# A clause that negates what it states: "not 3", "no 10", "never a 9", "isn't 7"
+_NEGATION = re.compile(r"\b(?:not|no|never|cannot|neither|nor)\b|n['\u2019]t\b", re.IGNORECASE)
+# Where a clause ends: a comma, semicolon, colon, "!", "?", a dash, a full stop (not a decimal)
+_CLAUSE_END = re.compile(r"[,;:!?\u2014]|\.(?![0-9])")
+# FastChat's fallback, "[8]": not an index ("x[8]", "a[1][8]"), not a link's text ("[8](url)")
+_SINGLE_BRACKET = re.compile(r"(?<![\w\])])\[([^\[\]\n]*)\](?!\()")
+# Prometheus' verdict: "[RESULT] 4", "[RESULT]: (4)", "[Result] Score: 4", "[RESULT] score of 4"
+_RESULT = re.compile(
+    rf"\[RESULT\]:?\s*(?:(?:score|result)\b\s*:?\s*|score\s+of\s+)?(?P<paren>\(\s*)?(?={_NUM})",
+    re.IGNORECASE,
+)
+_CLOSING_PAREN = re.compile(r"\s*\)")
+#: The longest content of a tag, ``[[...]]`` or JSON string that is read as a score.
+MAX_SCORE_CHARS = 2 * MAX_DIGITS + 48
 _JSON_MARK = re.compile(r'[{}\[\]"\\]')
 
 
@@ -154,17 +193,23 @@ def read_score(
 
     ``fence``: the secret of the rubric's ``<{fence}>`` block (cut out of the reply); ``bottom``
     and ``top``: the term's scale (what a denominator or a scale note must be, what a percentage
-    is a share of); ``placeholders``: non-numeric contents the rubric itself writes between the
-    ``tag`` tags.
+    is a share of); ``placeholders``: non-numeric contents the rubric itself writes where the
+    parser reads a score (:func:`rubric_placeholders`).
     """
     text = verdict_text(reply, fence)
     scale = Scale(bottom, top)
     if parser == "tag":
-        scores = _tag_scores(text, tag, scale, placeholders)
+        scores = _enclosed_scores(text, f"<{tag}>", f"</{tag}>", scale, placeholders)
         form = f"<{tag}>N</{tag}>"
     elif parser == "json":
         scores = _json_scores(text, field, scale)
         form = f"JSON object with {field!r}"
+    elif parser == "mt_bench":
+        scores = _mt_bench_scores(text, scale, placeholders)
+        form = "[[N]] (or [N])"
+    elif parser == "prometheus":
+        scores = _prometheus_scores(text, scale)
+        form = "[RESULT] N"
     else:
         scores = _number_scores(text, scale)
         form = "number"
@@ -263,10 +308,9 @@ def _scalar(text: str, scale: Scale) -> float | None:
     return value if not text[end:].strip() else None
 
 
-def _tag_contents(text: str, tag: str) -> Iterator[str]:
-    """The content of every ``<tag>...</tag>`` in ``text``, left to right, stripped; for
+def _enclosed(text: str, opening: str, closing: str) -> Iterator[str]:
+    """The content of every ``opening...closing`` in ``text``, left to right, stripped; for
     ``<score><score>3</score>`` the innermost opening before the closing counts."""
-    opening, closing = f"<{tag}>", f"</{tag}>"
     pos = 0
     while True:
         start = text.find(opening, pos)
@@ -280,15 +324,24 @@ def _tag_contents(text: str, tag: str) -> Iterator[str]:
         pos = end + len(closing)
 
 
-def tag_placeholders(template: str, tag: str) -> frozenset[str]:
-    """What ``template`` writes between ``tag`` tags that is not a number (``N`` in
-    ``<score>N</score>``): a judge that quotes the rubric repeats it, and it states no score.
+def rubric_placeholders(template: str, parser: Parser, tag: str = "score") -> frozenset[str]:
+    """What ``template`` writes where ``parser`` reads a score that is not a number (``N`` in
+    ``<score>N</score>``, ``rating`` in MT-Bench's ``[[rating]]``): a judge that quotes the
+    rubric repeats it, and it states no score.
 
-    >>> sorted(tag_placeholders("End with <score>N</score>, e.g. <score>7</score>.", "score"))
+    >>> sorted(rubric_placeholders("End with <score>N</score>, e.g. <score>7</score>.", "tag"))
     ['N']
+    >>> sorted(rubric_placeholders('strictly this format: "[[rating]]"', "mt_bench"))
+    ['rating']
     """
+    if parser == "tag":
+        opening, closing = f"<{tag}>", f"</{tag}>"
+    elif parser == "mt_bench":
+        opening, closing = "[[", "]]"
+    else:  # the other parsers read no placeholder
+        return frozenset()
     found: set[str] = set()
-    for content in _tag_contents(template, tag):
+    for content in _enclosed(template, opening, closing):
         try:
             score = _scalar(content, Scale())
         except UnreadableScore:
@@ -298,14 +351,43 @@ def tag_placeholders(template: str, tag: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def _tag_scores(text: str, tag: str, scale: Scale, placeholders: Collection[str]) -> list[float]:
+def _enclosed_scores(
+    text: str, opening: str, closing: str, scale: Scale, placeholders: Collection[str]
+) -> list[float]:
+    """The score in every ``opening...closing`` of ``text``; a content that is neither a score
+    nor one of the rubric's ``placeholders`` is refused."""
     scores: list[float] = []
-    for content in _tag_contents(text, tag):
-        score = _scalar(content, scale) if len(content) <= 2 * MAX_DIGITS + 48 else None
+    for content in _enclosed(text, opening, closing):
+        score = _scalar(content, scale) if len(content) <= MAX_SCORE_CHARS else None
         if score is not None:
             scores.append(score)
         elif content not in placeholders:
-            raise UnreadableScore(f"<{tag}> holds {content[:40]!r}, not a number")
+            raise UnreadableScore(f"{opening} holds {content[:40]!r}, not a number")
+    return scores
+
+
+def _mt_bench_scores(text: str, scale: Scale, placeholders: Collection[str]) -> list[float]:
+    """Every ``[[N]]``; without one, every ``[N]`` (FastChat's fallback), other bracketed text
+    (``[The End of Answer]``, ``[a]``) being no score there."""
+    scores = _enclosed_scores(text, "[[", "]]", scale, placeholders)
+    if scores:
+        return scores
+    for found in _SINGLE_BRACKET.finditer(text):
+        content = found.group(1)
+        score = _scalar(content, scale) if len(content) <= MAX_SCORE_CHARS else None
+        if score is not None:
+            scores.append(score)
+    return scores
+
+
+def _prometheus_scores(text: str, scale: Scale) -> list[float]:
+    """The number after every ``[RESULT]`` marker that a number follows."""
+    scores: list[float] = []
+    for marker in _RESULT.finditer(text):
+        value, end = _score_at(text, _expect_number(text, marker.end()), scale)
+        if marker.group("paren") is not None and _CLOSING_PAREN.match(text, end) is None:
+            raise UnreadableScore(f"the score after {marker.group()!r} is never closed by ')'")
+        scores.append(value)
     return scores
 
 
@@ -332,20 +414,43 @@ def _expect_number(text: str, at: int) -> re.Match[str]:
 
 
 def _line_scores(line: str, scale: Scale) -> list[float]:
-    """The scores of one line: each number with what follows it; scale notes are no scores."""
+    """The scores of one line: each number with what follows it, unless a negation precedes it
+    in its clause; scale notes are no scores."""
     scores: list[float] = []
+    negated: list[str] = []
     at = 0
+    in_negation = False  # whether the clause read so far negates
+    note = _SCALE_NOTE_AHEAD.search(line)  # the first note that starts at or after `at`
     while True:
-        note = _SCALE_NOTE.search(line, at)
         number = _NUMBER.search(line, at)
         if number is None:
-            return scores
+            break
+        if note is not None and note.start() < at:  # passed: the next one (none stays none)
+            note = _SCALE_NOTE_AHEAD.search(line, at)
+        in_negation = _negates(line, at, number.start(), in_negation)
         if note is not None and note.start() <= number.start() < note.end():
             _check_note(note, scale)  # "on a scale of 0 to 10" states no score
             at = note.end()
             continue
         value, at = _score_at(line, number, scale)
-        scores.append(value)
+        if in_negation:
+            negated.append(line[number.start() : at])
+        else:
+            scores.append(value)
+    if negated and not scores:
+        raise UnreadableScore(
+            f"the reply's last line with a number states {negated[0][:40]!r} in a negated "
+            f"clause ({line.strip()[:80]!r}): a score it says the answer is not is no score"
+        )
+    return scores
+
+
+def _negates(line: str, start: int, end: int, negating: bool) -> bool:
+    """Whether the clause in force at ``end`` of ``line`` negates, given that it did at
+    ``start`` (``negating``): a clause ending in ``line[start:end]`` ends its negation."""
+    for boundary in _CLAUSE_END.finditer(line, start, end):
+        start, negating = boundary.end(), False
+    return negating or _NEGATION.search(line, start, end) is not None
 
 
 def _json_scores(text: str, field: str, scale: Scale) -> list[float]:
@@ -358,7 +463,7 @@ def _json_scores(text: str, field: str, scale: Scale) -> list[float]:
         if isinstance(value, int | float) and not isinstance(value, bool):
             # json.loads reads 1e999 as inf and refuses NaN (``_refuse_constant``).
             score = float(value) if abs(value) < 10**MAX_DIGITS else None
-        elif isinstance(value, str) and len(value) <= 2 * MAX_DIGITS + 48:
+        elif isinstance(value, str) and len(value) <= MAX_SCORE_CHARS:
             score = _scalar(value, scale)
         if score is None:
             raise UnreadableScore(f"{field!r} is {json.dumps(value)[:40]}, not a number")

@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from rewardrouter.remote.errors import RemoteInvalid
-from rewardrouter.rewards.judge.parse import UnreadableScore, read_score, tag_placeholders
+from rewardrouter.rewards.judge.parse import UnreadableScore, read_score, rubric_placeholders
 from rewardrouter.rewards.judge.settings import JudgeSettings
 from rewardrouter.rewards.model_input import RefusedResponse, ResponseGuard
 from rewardrouter.rewards.thinking import after_thinking
@@ -74,7 +74,7 @@ class JudgeReward:
         self.name = endpoint.name
         # Secret, and fixed per judge so that identical samples still make identical requests.
         self.fence = f"response-{secrets.token_hex(8)}"
-        self._placeholders = tag_placeholders(settings.template, settings.tag)
+        self._placeholders = rubric_placeholders(settings.template, settings.parser, settings.tag)
         self._guard = ResponseGuard(
             settings.max_response_chars, None if settings.refuse_special_tokens else ()
         )

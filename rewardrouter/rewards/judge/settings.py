@@ -18,7 +18,7 @@ read from ``<score>N</score>``)::
           {response}
           </{fence}>
           End with one line <score>N</score>.
-        parser: tag                              # or number (Score: 7/10) or json
+        parser: tag                  # or number (Score: 7/10), json, mt_bench ([[7]]), prometheus
         min: 0
         max: 10                                  # reward = (score - min) / (max - min)
         concurrency: 64
@@ -39,6 +39,7 @@ from pydantic import Field, model_validator
 from yarl import URL
 
 from rewardrouter.remote.settings import EndpointSettings
+from rewardrouter.rewards.judge.parse import Parser
 from rewardrouter.rewards.model_input import max_response_chars_field
 
 #: What a rubric template may name.
@@ -132,14 +133,16 @@ class JudgeSettings(EndpointSettings):
         description="format: Python str.format; jinja: a sandboxed Jinja template.",
     )
     system: str | None = Field(default=None, description="An optional system message.")
-    parser: Literal["number", "tag", "json"] = Field(
+    parser: Parser = Field(
         default="number",
         description="Where the score is, outside the reply's <{fence}> blocks and after its last "
         "</think>: number: every labelled score (`Score: 7`, `Rating = 7`), else the numbers of "
-        "the last line holding one; tag: every <tag>...</tag>; json: `field` of every top-level "
-        "JSON object. A score may be written `7`, `7/10` or `7 out of 10` (10 the `max`), `85%` "
-        "(a share of min..max), with a note of the scale (`7 (0-10)`). Two different scores, a "
-        "range, another scale, or none: `invalid`.",
+        "the last line holding one that no negation precedes in its clause (`not 3` is no "
+        "score); tag: every <tag>...</tag>; json: `field` of every top-level JSON object; "
+        "mt_bench: every `[[8]]` (MT-Bench, FastChat), else every `[8]`; prometheus: the number "
+        "after every `[RESULT]` (Prometheus, `[RESULT] 4`). A score may be written `7`, `7/10` "
+        "or `7 out of 10` (10 the `max`), `85%` (a share of min..max), with a note of the scale "
+        "(`7 (0-10)`). Two different scores, a range, another scale, or none: `invalid`.",
     )
     tag: str = Field(default="score", description="parser tag: the tag's name.")
     field: str = Field(default="score", description="parser json: the key holding the score.")
