@@ -4,7 +4,9 @@ use. Both read the whole conversation (a term's ``reads`` defaults to ``conversa
 ``tool_call_format`` checks each call the assistant made: its arguments must parse as JSON, be
 an object nested at most ``max_depth`` deep, and validate against the JSON Schema (``parameters``)
 of the tool it names, declared in the term's ``tools`` or in the sample's metadata
-(``tools_field``, e.g. the ``tools`` column a TRL or verl dataset carries). Example::
+(``tools_field``, e.g. the ``tools`` column a TRL or verl dataset carries). With ``strict``, it
+grades as BFCL's checker does where JSON Schema is more lenient: an argument the tool does not
+declare is refused, and so is ``5.0`` for an ``integer``. Example::
 
     format:
       kind: tool_call_format
@@ -21,21 +23,22 @@ of the tool it names, declared in the term's ``tools`` or in the sample's metada
 
 ``tool_success`` is the fraction of the assistant's calls that a tool answered without failing:
 a result fails when its text starts with an error marker (``error_prefixes``; by default what
-tools write on failure: ``Error:``, ``Traceback (most recent call last)``, and TRL's
-``{'error': ...}``) or, being one JSON object, says so (``json_errors``: ``error`` set, ``status``
+tools write on failure: ``Error:``, ``Traceback (most recent call last)``, TRL's
+``{'error': ...}`` and BFCL's ``Error during execution:``) or, being one JSON object, says so (``json_errors``: ``error`` set, ``status``
 ``error``, ``success: false``, MCP's ``isError: true``); a call no tool answered failed too
 (``unanswered``), and so did a call written as text that could not be read.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 from jsonschema import SchemaError
 from jsonschema.protocols import Validator
-from jsonschema.validators import validator_for
+from jsonschema.validators import extend, validator_for
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rewardrouter.errors import short_repr
@@ -55,7 +58,8 @@ from rewardrouter.trajectory import (
 #: with one of these (after leading whitespace). TRL writes a tool's exception as
 #: ``str({"error": message})``, a Python dict (a JSON object is read whole: ``json_errors``);
 #: verl's ToolAgentLoop answers a call to no declared tool, arguments that are not JSON and a
-#: tool that raised with the last three.
+#: tool that raised with the next three; BFCL's multi-turn executor, a call that raised, with
+#: the last.
 ERROR_PREFIXES = (
     "Error:",
     "ERROR:",
@@ -64,6 +68,7 @@ ERROR_PREFIXES = (
     "Unknown function '",
     "Invalid JSON in arguments for '",
     "Error executing tool '",
+    "Error during execution:",
 )
 
 #: Keys of a JSON object result that say it failed when set (not null, false, 0, "", [] or {}).
@@ -76,6 +81,23 @@ _TRUE_FAILS = frozenset({"isError", "is_error"})
 
 #: How many sample-declared schemas one ``tool_call_format`` term keeps compiled.
 _CACHED_SCHEMAS = 256
+#: Keywords of an arguments schema that say which other arguments it takes (or that compose it
+#: of others): ``strict`` leaves such a schema as it is.
+_OPEN_KEYWORDS = frozenset(
+    {
+        "additionalProperties",
+        "patternProperties",
+        "unevaluatedProperties",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "if",
+        "$ref",
+        "$dynamicRef",
+        "dependentSchemas",
+    }
+)
 
 
 class ToolFormatSettings(BaseModel):
@@ -103,21 +125,42 @@ class ToolFormatSettings(BaseModel):
     max_depth: int = Field(
         default=32, ge=1, description="Deepest nesting of arrays and objects in the arguments."
     )
+    strict: bool = Field(
+        default=False,
+        description="Grade as BFCL's checker does where JSON Schema is more lenient: an "
+        "argument the tool's `parameters` do not list in `properties` is refused (unless "
+        "`parameters` says which others it takes: additionalProperties, patternProperties, "
+        "unevaluatedProperties, or a combining keyword such as allOf), and an `integer` "
+        "written as a float (`5.0`, which JSON Schema counts an integer) is refused, at any "
+        "depth. A `number` takes `5` still, as BFCL's float does.",
+    )
 
     @field_validator("tools")
     @classmethod
     def _schemas(cls, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for i, tool in enumerate(tools):
             try:
-                tool_schema(tool)
+                tool_schema(tool)  # strict or not, the same schema is valid or not
             except TrajectoryError as exc:
                 raise ValueError(f"tools[{i}]: {exc}") from None
         return tools
 
 
-def tool_schema(tool: Any) -> tuple[str, Validator]:
+def tool_schema(tool: Any, strict: bool = False) -> tuple[str, Validator]:
     """The name of a declared tool and a validator of its arguments; :class:`TrajectoryError`
-    when the declaration has no name or its ``parameters`` is not a JSON Schema."""
+    when the declaration has no name or its ``parameters`` is not a JSON Schema.
+
+    ``strict``: the arguments' names closed to those ``parameters`` lists in ``properties``
+    (when it says nothing of others), and an ``integer`` written as one (``5``, not ``5.0``).
+
+    >>> tool = {"name": "f", "parameters": {"properties": {"n": {"type": "integer"}}}}
+    >>> _, lenient = tool_schema(tool)
+    >>> lenient.is_valid({"n": 5.0}), lenient.is_valid({"n": 5, "x": 1})
+    (True, True)
+    >>> _, strict = tool_schema(tool, strict=True)
+    >>> strict.is_valid({"n": 5.0}), strict.is_valid({"n": 5, "x": 1}), strict.is_valid({"n": 5})
+    (False, False, True)
+    """
     spec = tool.get("function", tool) if isinstance(tool, Mapping) else None
     name = spec.get("name") if isinstance(spec, Mapping) else None
     if not isinstance(spec, Mapping) or not isinstance(name, str) or not name:
@@ -137,8 +180,28 @@ def tool_schema(tool: Any) -> tuple[str, Validator]:
             f"tool {name!r}: `parameters` is not a valid JSON Schema at {where} "
             f"({short_repr(exc.message, 120)})"
         ) from None
+    if strict:
+        kind = _written_integers(kind)
+        if (
+            isinstance(schema, dict)
+            and "properties" in schema
+            and not schema.keys() & _OPEN_KEYWORDS
+        ):
+            schema = {**schema, "additionalProperties": False}
     # `format` is an assertion: a parameter declared `format: date` asks for a date
     return name, kind(schema, format_checker=kind.FORMAT_CHECKER)
+
+
+def _is_written_integer(checker: Any, instance: Any) -> bool:
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+@functools.cache
+def _written_integers(kind: type[Validator]) -> type[Validator]:
+    """``kind`` whose ``integer`` is an integer as JSON writes it (``5``; not ``5.0``)."""
+    checker = kind.TYPE_CHECKER.redefine("integer", _is_written_integer)
+    extended: type[Validator] = extend(kind, type_checker=checker)  # type: ignore[no-untyped-call]
+    return extended
 
 
 class ToolCallFormat:
@@ -154,7 +217,7 @@ class ToolCallFormat:
 
     def __init__(self, settings: ToolFormatSettings) -> None:
         self.settings = settings
-        self._declared = dict(tool_schema(tool) for tool in settings.tools)
+        self._declared = dict(tool_schema(tool, settings.strict) for tool in settings.tools)
         self._cache: dict[str, tuple[str, Validator]] = {}
 
     def __getstate__(self) -> ToolFormatSettings:
@@ -213,7 +276,7 @@ class ToolCallFormat:
         if found is None:
             if len(self._cache) >= _CACHED_SCHEMAS:
                 self._cache.clear()
-            found = self._cache[key] = tool_schema(tool)
+            found = self._cache[key] = tool_schema(tool, self.settings.strict)
         return found
 
     def _problem(self, call: ToolCall, tools: Mapping[str, Validator]) -> str | None:

@@ -84,6 +84,73 @@ def test_tool_call_format(arguments: list[Any], score: float, failed: str) -> No
     assert failed in result.raw["failed"] if failed else result.raw["failed"] == ""
 
 
+OPEN = weather_tool({"city": {"type": "string"}, "days": {"type": "integer"}})
+
+STRICT_CASES = [
+    # (the tool, the call's arguments, reward by default, reward with strict: true)
+    pytest.param(OPEN, '{"city": "Paris", "days": 2}', 1.0, 1.0, id="well_formed"),
+    pytest.param(OPEN, '{"city": "Paris", "days": 2.0}', 1.0, 0.0, id="float_for_an_integer"),
+    pytest.param(OPEN, '{"city": "Paris", "days": 2e0}', 1.0, 0.0, id="exponent_for_an_integer"),
+    pytest.param(OPEN, '{"city": "Paris", "units": "C"}', 1.0, 0.0, id="undeclared_argument"),
+    pytest.param(OPEN, '{"city": "Paris", "days": true}', 0.0, 0.0, id="boolean_for_an_integer"),
+    pytest.param(
+        weather_tool({"days": {"type": "array", "items": {"type": "integer"}}}, required=[]),
+        '{"days": [1, 2.0]}',
+        1.0,
+        0.0,
+        id="float_in_an_array_of_integers",
+    ),
+    pytest.param(
+        weather_tool({"temperature": {"type": "number"}}, required=[]),
+        '{"temperature": 21}',
+        1.0,
+        1.0,
+        id="integer_for_a_number",
+    ),
+    # a schema that says which other arguments it takes keeps its word
+    pytest.param(
+        weather_tool({"city": {"type": "string"}}, additionalProperties={"type": "string"}),
+        '{"city": "Paris", "units": "C"}',
+        1.0,
+        1.0,
+        id="additional_properties_declared",
+    ),
+    pytest.param(
+        weather_tool({"city": {"type": "string"}}, patternProperties={"^x-": {}}),
+        '{"city": "Paris", "x-trace": 1}',
+        1.0,
+        1.0,
+        id="pattern_properties_declared",
+    ),
+    pytest.param(
+        {"type": "function", "function": {"name": "get_weather"}},
+        '{"anything": 1.0}',
+        1.0,
+        1.0,
+        id="no_parameters_declared",
+    ),
+]
+
+
+@pytest.mark.parametrize(("tool", "arguments", "by_default", "strict"), STRICT_CASES)
+def test_strict_grades_as_bfcl_does(
+    tool: dict[str, Any], arguments: str, by_default: float, strict: float
+) -> None:
+    lenient = score_one(fmt(tools=[tool]), {"response": calls(arguments)})
+    graded = score_one(fmt(tools=[tool], strict=True), {"response": calls(arguments)})
+    assert (lenient.reward, graded.reward) == (by_default, strict)
+
+
+def test_strict_applies_to_tools_declared_in_the_samples_metadata() -> None:
+    term = {"kind": "tool_call_format", "key": "score", "kwargs": {"strict": True}}
+    sample = {"response": calls('{"city": "Paris", "days": 2.0}'), "metadata": {"tools": [OPEN]}}
+    result = score_one(term, sample)
+    assert (result.reward, result.raw["failed"]) == (
+        0.0,
+        "call 0 'get_weather' (message 1): arguments at $.days fail the schema's `type`",
+    )
+
+
 def test_fraction_counts_the_well_formed_calls() -> None:
     result = score_one(
         fmt(score="fraction"),
@@ -210,6 +277,21 @@ SUCCESS_CASES = [
         id="traceback_after_whitespace",
     ),
     pytest.param(results("no error here"), {}, 1.0, id="error_inside_text_counts_not"),
+    pytest.param(
+        results("Error during execution: name 'f' is not defined"), {}, 0.0, id="bfcl_raised"
+    ),
+    pytest.param(
+        results('{"temperature": null, "unit": "C", "error": "city not found"}'),
+        {},
+        0.0,
+        id="json_error_key_not_first",
+    ),
+    pytest.param(
+        results('{"temperature": 21, "error": null, "errors": []}'),
+        {},
+        1.0,
+        id="json_error_keys_unset",
+    ),
     pytest.param(
         results("FAILED: timeout", "ok"),
         {"error_prefixes": ["failed:"], "ignore_case": True},
