@@ -11,6 +11,10 @@ TORCH_SPEC ?= torch==2.13.0
 # pins (which would replace torch and transformers); what their tested code imports is the
 # `frameworks` extra. A constraints file keeps every install on $(TORCH_SPEC).
 FRAMEWORKS := verl==0.9.1 openrlhf==0.11.2 tensordict==0.10.0
+# BFCL's checker, executor and test data, which the tool-call tests grade beside
+# `tool_call_format` and `tool_success`, without its dependencies (every model vendor's client):
+# what its AST checker and the executor's math and file-system tools import is here already.
+BFCL := bfcl-eval==2026.3.23
 
 .PHONY: run test test-quick lint schema bench clean bubblewrap
 
@@ -48,7 +52,7 @@ $(RUNTIME): pyproject.toml
 # for newer Pythons) is skipped.
 $(STAMP): $(RUNTIME)
 	$(BIN)/pip install --quiet -c $(VENV)/constraints.txt -e ".[dev,frameworks,docs,verifiers]"
-	$(BIN)/pip install --quiet --no-deps $(FRAMEWORKS)
+	$(BIN)/pip install --quiet --no-deps $(FRAMEWORKS) $(BFCL)
 	$(BIN)/python -m compileall -qq -j 0 $(VENV)/lib || true
 	touch $(STAMP)
 
