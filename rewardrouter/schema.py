@@ -23,7 +23,7 @@ from rewardrouter.config.job import JobConfig
 from rewardrouter.config.models import OLDER_EXECUTOR_KEYS, RouterConfig
 from rewardrouter.config.summary import JobSummary
 from rewardrouter.execute.registry import EXECUTORS
-from rewardrouter.rewards import RESOURCE_KINDS
+from rewardrouter.rewards import RESOURCE_KINDS, load_all
 
 SCHEMAS: dict[str, type[BaseModel]] = {
     "router.schema.json": RouterConfig,
@@ -98,6 +98,7 @@ def _describe_resource_kwargs(schema: dict[str, Any]) -> None:
     term = defs.get("RewardTerm")
     if term is None:
         return
+    load_all()  # every kind's settings, whichever a config names
     for name, kind in sorted(RESOURCE_KINDS.items()):
         ref = _add_model(defs, kind.settings)
         term.setdefault("allOf", []).append(

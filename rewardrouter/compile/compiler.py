@@ -20,7 +20,7 @@ from rewardrouter.compile.routes import BoundTerm, CompiledRoute, match_key
 from rewardrouter.config.models import Reads, RewardTerm, RouterConfig
 from rewardrouter.errors import Problem, did_you_mean
 from rewardrouter.introspect import ResolveError, data_refusal, import_path
-from rewardrouter.rewards import RESOURCE_KINDS, Resources
+from rewardrouter.rewards import Resources, resource
 from rewardrouter.rewards.registry import Budgeted
 from rewardrouter.trajectory import DEFAULT_READS, reads_conversation
 
@@ -105,7 +105,7 @@ def _reads(fn: RewardFn, term: RewardTerm, where: str) -> tuple[Reads, list[Prob
 
 
 def _resolve(term: RewardTerm, resources: Resources) -> RewardFn:
-    if term.kind in RESOURCE_KINDS:
+    if term.kind is not None and resource(term.kind) is not None:
         return resolve_resource(term.kind, term.kwargs, term.mode, resources)
     if term.kind is not None:
         fn = resolve_builtin(term.kind, term.kwargs)

@@ -34,12 +34,11 @@ from rewardrouter.introspect import (
     takes_varargs,
 )
 from rewardrouter.rewards import (
-    BUILTINS,
-    RESOURCE_KINDS,
     BuiltinReward,
     Resources,
     kind_names,
     lookup,
+    resource,
 )
 
 Mode = Literal["single", "group"]
@@ -154,7 +153,7 @@ def _foreign(
 
 def resolve_builtin(kind: str, kwargs: Mapping[str, Any]) -> RewardFn:
     """The :class:`RewardFn` of built-in ``kind``; raises :class:`ResolveError` if unknown."""
-    if kind in RESOURCE_KINDS:
+    if resource(kind) is not None:
         raise ResolveError(
             f"kind {kind!r} needs settings under `kwargs`, so only a route term can name it",
             "declare it as a term of a route, and route these samples there",
@@ -167,7 +166,7 @@ def resolve_builtin(kind: str, kwargs: Mapping[str, Any]) -> RewardFn:
             did_you_mean(kind, kinds)
             or f"known kinds: {', '.join(kinds)}; or name a function with `path:`",
         )
-    spec = BUILTINS[reward.name]
+    spec = reward.spec
     check_kwargs(inspect.signature(spec.grade), 3, kwargs, f"built-in {kind!r}")
     check_values(spec.grade, kwargs, f"built-in {kind!r}")
     return RewardFn(
@@ -186,7 +185,8 @@ def resolve_resource(
     kind: str, kwargs: Mapping[str, Any], mode: ModeSetting, resources: Resources
 ) -> RewardFn:
     """The :class:`RewardFn` of resource kind ``kind``, built with the settings in ``kwargs``."""
-    spec = RESOURCE_KINDS[kind]
+    spec = resource(kind)
+    assert spec is not None, f"{kind!r} is no resource kind"
     if mode != "auto":
         message = f"kind {kind!r} takes its mode from its settings, not from `mode: {mode}`"
         hint = "remove `mode` (for a remote term, `kwargs.batch: true` posts route groups)"

@@ -1,4 +1,5 @@
-"""Built-in reward kinds. Importing this package registers every grader.
+"""Built-in reward kinds. Each is registered when its module is imported, which happens when
+a config names it (:data:`~.registry.KIND_MODULES`): a router pays for the graders it uses.
 
 One module per family, or one folder: ``math`` (math-verify, exact checks first, see
 ``math/equivalence``), ``dapo``, ``deepscaler``, ``f1`` and ``exact`` (SQuAD), ``choice``
@@ -10,23 +11,9 @@ The trajectory kinds ``tool_call_format``, ``tool_success`` (``tools``) and ``tu
 resource kinds too; they read a sample's whole conversation (:mod:`rewardrouter.trajectory`).
 """
 
-from rewardrouter.rewards import choice as _choice  # noqa: F401  (each import registers kinds)
-from rewardrouter.rewards import dapo as _dapo  # noqa: F401
-from rewardrouter.rewards import deepscaler as _deepscaler  # noqa: F401
-from rewardrouter.rewards import exact as _exact  # noqa: F401
-from rewardrouter.rewards import f1 as _f1  # noqa: F401
-from rewardrouter.rewards import formats as _formats  # noqa: F401
-from rewardrouter.rewards import ifeval as _ifeval  # noqa: F401
-from rewardrouter.rewards import math as _math  # noqa: F401
-from rewardrouter.rewards import random as _random  # noqa: F401
-from rewardrouter.rewards import remote as _remote  # noqa: F401
-from rewardrouter.rewards import tools as _tools  # noqa: F401
-from rewardrouter.rewards import turns as _turns  # noqa: F401
-from rewardrouter.rewards.code import kind as _code  # noqa: F401
-from rewardrouter.rewards.judge import kind as _judge  # noqa: F401
-from rewardrouter.rewards.nemo_gym import kind as _nemo_gym  # noqa: F401
 from rewardrouter.rewards.registry import (
     BUILTINS,
+    KIND_MODULES,
     RESOURCE_KINDS,
     Bound,
     BoxedAnswer,
@@ -36,14 +23,16 @@ from rewardrouter.rewards.registry import (
     Resources,
     kind_names,
     known_kinds,
+    load_all,
+    load_kind,
     lookup,
+    resource,
     resource_kind,
 )
-from rewardrouter.rewards.reward_model import kind as _reward_model  # noqa: F401
-from rewardrouter.rewards.verifiers import kind as _verifiers  # noqa: F401
 
 __all__ = [
     "BUILTINS",
+    "KIND_MODULES",
     "RESOURCE_KINDS",
     "Bound",
     "BoxedAnswer",
@@ -53,6 +42,9 @@ __all__ = [
     "Resources",
     "kind_names",
     "known_kinds",
+    "load_all",
+    "load_kind",
     "lookup",
+    "resource",
     "resource_kind",
 ]

@@ -30,6 +30,7 @@ pays for a worker's hand-off (or start-up).
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
@@ -63,6 +64,44 @@ class Builtin:
 
 
 BUILTINS: dict[str, Builtin] = {}
+
+#: The module whose import registers each kind. A kind is loaded when a config names it (or a
+#: worker process meets it), so a router pays for the graders it uses alone: its imports
+#: (sympy, jsonschema, lm-eval's checks, an HTTP client) come with the kind.
+KIND_MODULES: dict[str, str] = {
+    **dict.fromkeys(["gpqa", "multiple_choice"], "rewardrouter.rewards.choice"),
+    "dapo": "rewardrouter.rewards.dapo",
+    "deepscaler": "rewardrouter.rewards.deepscaler",
+    "exact_match": "rewardrouter.rewards.exact",
+    "f1": "rewardrouter.rewards.f1",
+    **dict.fromkeys(["think_format", "boxed_format"], "rewardrouter.rewards.formats"),
+    "math": "rewardrouter.rewards.math.kind",
+    **dict.fromkeys(["random", "deterministic_random"], "rewardrouter.rewards.random"),
+    "code": "rewardrouter.rewards.code.kind",
+    "ifeval": "rewardrouter.rewards.ifeval",
+    "judge": "rewardrouter.rewards.judge.kind",
+    "nemo_gym": "rewardrouter.rewards.nemo_gym.kind",
+    "remote": "rewardrouter.rewards.remote",
+    "reward_model": "rewardrouter.rewards.reward_model.kind",
+    **dict.fromkeys(["tool_call_format", "tool_success"], "rewardrouter.rewards.tools"),
+    "turns": "rewardrouter.rewards.turns",
+    "verifiers": "rewardrouter.rewards.verifiers.kind",
+}
+
+
+def load_kind(kind: str) -> None:
+    """Import the module that registers ``kind`` (``boxed_`` prefix included), once; nothing for
+    a name no module registers (lookups then find nothing)."""
+    name = kind if kind in KIND_MODULES else kind.removeprefix(BOXED_PREFIX)
+    module = KIND_MODULES.get(name)
+    if module is not None and name not in BUILTINS and name not in RESOURCE_KINDS:
+        importlib.import_module(module)  # (Python's import lock: once, whatever the threads)
+
+
+def load_all() -> None:
+    """Register every kind (for listing them all: a "did you mean", the JSON Schema)."""
+    for kind in KIND_MODULES:
+        load_kind(kind)
 
 
 def builtin(
@@ -151,7 +190,7 @@ class BuiltinReward:
 
     @property
     def spec(self) -> Builtin:
-        return BUILTINS[self.name]
+        return _builtin(self.name)
 
     @property
     def kind(self) -> str:
@@ -166,16 +205,16 @@ class BuiltinReward:
 
     def __call__(self, args: Any, sample: SampleLike, **kwargs: Any) -> Any:
         response, metadata = self._inputs(sample)
-        return BUILTINS[self.name].grade(response, sample.label, metadata, **kwargs)
+        return _builtin(self.name).grade(response, sample.label, metadata, **kwargs)
 
     @property
     def has_quick(self) -> bool:
         """Whether the grader has a bounded quick path (see the module docstring)."""
-        return BUILTINS[self.name].quick is not None
+        return _builtin(self.name).quick is not None
 
     def quick(self, args: Any, sample: SampleLike, **kwargs: Any) -> Any:
         """The reward when the grader's quick path decides it, else :data:`UNDECIDED`."""
-        grade = BUILTINS[self.name].quick
+        grade = _builtin(self.name).quick
         if grade is None:
             return UNDECIDED
         response, metadata = self._inputs(sample)
@@ -200,8 +239,25 @@ class BuiltinReward:
         return hash((self.name, self.boxed))
 
 
+def _builtin(name: str) -> Builtin:
+    """The registered grader ``name``, its module imported first where it is not yet (a worker
+    process that unpickled a :class:`BuiltinReward`)."""
+    found = BUILTINS.get(name)
+    if found is None:
+        load_kind(name)
+        found = BUILTINS[name]
+    return found
+
+
+def resource(kind: str) -> ResourceKind | None:
+    """The resource kind ``kind`` (its module imported on first use), or None if it is none."""
+    load_kind(kind)
+    return RESOURCE_KINDS.get(kind)
+
+
 def lookup(kind: str) -> BuiltinReward | None:
     """The callable for built-in ``kind`` (``boxed_`` prefix included), or None if unknown."""
+    load_kind(kind)
     if kind in BUILTINS:
         return BuiltinReward(kind)
     if kind.startswith(BOXED_PREFIX):
@@ -213,6 +269,7 @@ def lookup(kind: str) -> BuiltinReward | None:
 
 def known_kinds() -> list[str]:
     """Every kind a config may name, boxed variants included."""
+    load_all()
     kinds = list(BUILTINS)
     kinds += [f"{BOXED_PREFIX}{b.name}" for b in BUILTINS.values() if b.boxable]
     return sorted(kinds)
@@ -220,7 +277,7 @@ def known_kinds() -> list[str]:
 
 def kind_names() -> list[str]:
     """Every name a term may give as ``kind:``: graders, their boxed variants, resource kinds."""
-    return sorted([*known_kinds(), *RESOURCE_KINDS])
+    return sorted([*known_kinds(), *RESOURCE_KINDS])  # (known_kinds loads them all)
 
 
 # -- resource kinds ------------------------------------------------------------------------------

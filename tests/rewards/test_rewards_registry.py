@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import inspect
+import json
 import multiprocessing
 import pickle
 import re
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -175,3 +178,36 @@ def test_every_builtin_keyword_is_checked_at_compile_time(name: str) -> None:
         check_values(grade, {keyword.name: keyword.default}, name)
         with pytest.raises(ResolveError, match=f"kwargs.{keyword.name}: {name} got"):
             check_values(grade, {keyword.name: object()}, name)
+
+
+def test_each_kind_is_registered_by_the_module_the_table_names() -> None:
+    from rewardrouter.rewards import KIND_MODULES, RESOURCE_KINDS, load_all
+
+    load_all()
+    registered = {
+        **{name: spec.grade.__module__ for name, spec in BUILTINS.items()},
+        **{name: spec.build.__module__ for name, spec in RESOURCE_KINDS.items()},
+    }
+    assert registered == KIND_MODULES
+
+
+def test_a_router_imports_the_graders_it_names_alone() -> None:
+    # A fresh interpreter: compiling an exact_match router loads neither math (sympy), nor the
+    # tool kinds (jsonschema), nor the code sandbox, nor the judge's client.
+    code = (
+        "import sys, json\n"
+        "from rewardrouter import compile_router\n"
+        "config = {'default_route': 'q', 'routes': {'q': {'rewards': {'t': {'kind': 'exact_match'}}}}}\n"
+        "with compile_router(config) as router:\n"
+        "    assert router.score_sync([{'response': 'Paris', 'label': 'paris'}]).rewards == [1.0]\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(json.loads(done.stdout))
+    kept_out = {
+        "sympy", "jsonschema", "rewardrouter.rewards.math", "rewardrouter.rewards.tools",
+        "rewardrouter.rewards.code", "rewardrouter.rewards.judge", "rewardrouter.rewards.choice",
+        "rewardrouter.rewards.ifeval", "rewardrouter.remote",
+    }  # fmt: skip
+    assert loaded & kept_out == set()
+    assert "rewardrouter.rewards.exact" in loaded
