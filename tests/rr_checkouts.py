@@ -1,5 +1,6 @@
 """Checkouts of trainers that are not pip packages (slime, miles), and of other projects whose
-code or data tests read (FastChat's judge, public MT-Bench runs, Prometheus' parser).
+code or data tests read (FastChat's judge, public MT-Bench runs, Prometheus' parser,
+simple-evals' answer prefixes).
 
 A checkout is found, in order, at the path in the environment variable the trainer names
 (``RR_SLIME=/path/to/slime``), or in a fetched mirror of its repository: a git directory
@@ -61,6 +62,9 @@ PROMETHEUS = Trainer(
     "libs/prometheus-eval/prometheus_eval",
     paths=("libs/prometheus-eval",),
 )
+#: simple-evals: its multilingual MMLU's localized answer prefixes and the letters it maps to A to
+#: D (``common.py``).
+SIMPLE_EVALS = Trainer("openai/simple-evals", "RR_SIMPLE_EVALS", "sampler", paths=("common.py",))
 
 
 def _mirror(trainer: Trainer) -> Path:

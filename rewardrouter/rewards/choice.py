@@ -7,12 +7,14 @@ The chosen letter is read after the last ``</think>``, in this order:
    run of boxes with nothing but separators between them naming different letters, or boxes
    naming three letters or more (``\\boxed{A} \\boxed{B} \\boxed{C} \\boxed{D}``);
 2. else the final statement of a choice (:mod:`~rewardrouter.rewards.choice_statements`: leads in
-   English, Chinese, Japanese, Korean, Spanish, French, German, Italian, Portuguese, Indonesian,
-   Russian and Vietnamese, hedged leads, corrections, verdicts, lines holding the option, a lead
-   and an option's text), not negated, not one of a list;
+   the 29 languages of MMLU-ProX and simple-evals' localized prefixes
+   (:mod:`~rewardrouter.rewards.choice_leads`), hedged leads, corrections, verdicts, lines
+   holding the option, a lead and an option's text), not negated, not one of a list;
 3. else a final sentence that names exactly one option's text.
 
-Full-width letters and punctuation read as their ASCII forms. Every pass is linear in the
+Full-width letters and punctuation read as their ASCII forms, zero-width characters as spaces,
+and the Arabic and Bengali letters of options A to D (``أ ب ج د``, ``অ ব ড ঢ``) as those
+options. Every pass is linear in the
 response or bounded (see the statements module).
 """
 
@@ -24,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rewardrouter.errors import short_repr
-from rewardrouter.rewards.choice_statements import LETTER, final_choice, fold, last_fix
+from rewardrouter.rewards.choice_statements import LETTER, final_choice, fold, last_fix, letter_of
 from rewardrouter.rewards.labels import LabelError, label_missing, unwrapped
 from rewardrouter.rewards.registry import BoxedAnswer, boxed_at, builtin, last_box_start
 from rewardrouter.rewards.squad import normalize_answer
@@ -77,7 +79,7 @@ def _only_letter(text: str, letters: str) -> str | None:
     match = _ONLY_LETTER.fullmatch(fold(text))
     if match is None:
         return None
-    letter = (match.group("paren") or match.group("bracket") or match.group("bare")).upper()
+    letter = letter_of(match).upper()
     return letter if letter in letters else None
 
 

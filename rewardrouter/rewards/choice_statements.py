@@ -3,8 +3,9 @@
 A *statement* is a place where the response commits to one option:
 
 - a lead and the letter: ``the answer is (C)``, ``Answer - C``, ``I'd go with option D``,
-  ``答案是C``, ``正解はC``, ``정답: C``, ``La respuesta es C``, ``La réponse est C``,
-  ``Die Antwort lautet C`` (the ``lead`` rows of :data:`LEADS`);
+  ``答案是C``, ``正解はC``, ``정답: C``, ``La respuesta es C``, ``الإجابة هي (C)``, ``उत्तर है (C)``,
+  ``Jibu ni C``, ``الإجابة: ج`` (the ``lead`` rows of
+  :data:`~rewardrouter.rewards.choice_leads.LEADS`, in 29 languages);
 - a hedged lead whose letter ends its clause: ``I think B,``, ``which leaves C.``, and at a
   sentence's start ``So C.``, ``It's (C).``, ``Option C.``;
 - a correction whose letter ends its clause: ``actually D``, ``no wait, B.``, ``其实是D``;
@@ -21,10 +22,12 @@ nothing but punctuation between them that names different letters (``Answer: A. 
 a range (``A-D``, ``A through D``), a letter offered after the answer in parentheses
 (``C (or possibly A)``), and the pronoun ``I`` (``Answer: I don't know``).
 
-Every pass is linear in the text or bounded: one regex pass finds the lead words (from the
-text's end first, in tails); at each, a small regex of that word's leads runs over at most
-:data:`STATEMENT_CHARS` characters with possessive quantifiers; the checks before and after a
-letter read a fixed window. A response is read up to :data:`MAX_CHARS` from its end.
+Every pass is linear in the text or bounded: one regex pass finds the letters a statement may
+read (from the text's end first, in tails); a second finds the lead words only where they could
+state one of those letters (:data:`STATEMENT_CHARS` before it, or a verdict's few characters
+after); at each, a small regex of that word's leads runs over at most :data:`STATEMENT_CHARS`
+characters; the checks before and after a letter read a fixed window. A response is read up to
+:data:`MAX_CHARS` from its end.
 
 >>> final_choice("I think B, but actually D.", "ABCD", ())
 'D'
@@ -38,6 +41,25 @@ import re
 from collections.abc import Iterator, Sequence
 from functools import cache, lru_cache
 from typing import Literal, NamedTuple
+
+from rewardrouter.rewards.choice_leads import (
+    APOSTROPHE,
+    FILLER,
+    LATIN_MARKED,
+    LEADS,
+    LIST_WORDS_LATIN,
+    LIST_WORDS_OTHER,
+    NATIVE_ALONE,
+    NATIVE_LETTER,
+    NATIVE_LETTERS,
+    NEGATIONS,
+    NEGATIONS_AFTER,
+    NEGATIONS_JOINED,
+    YORUBA_ANSWER,
+    YORUBA_PLAIN,
+    YORUBA_WORD,
+    Lead,
+)
 
 Kind = Literal["lead", "hedged", "fix", "verdict", "lone", "line", "text"]
 
@@ -68,22 +90,27 @@ MAX_LEADS = 4_000
 #: Statements side by side that are compared for a hedge ("Answer: A. Answer: B."): the last.
 RUN_STATEMENTS = 8
 
-# Full-width forms (U+FF01..U+FF5E) as their ASCII twins, one character for one so that every
-# position stays where it was: a full-width colon, parentheses and C read as ``:(C)``.
-_FOLD = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
+# Full-width forms (U+FF01..U+FF5E) as their ASCII twins, and zero-width characters as spaces,
+# one character for one so that every position stays where it was: a full-width colon,
+# parentheses and C read as ``:(C)``; "Answer:\u200b\u200bC" as "Answer:  C".
+_ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"
+_FOLD = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)} | dict.fromkeys(
+    map(ord, _ZERO_WIDTH), " "
+)
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-
-
-_FULL_WIDTH = re.compile("[\uff01-\uff5e]")
+_FOLDED = re.compile(f"[\uff01-\uff5e{_ZERO_WIDTH}]")
 
 
 def fold(text: str) -> str:
-    """``text`` with full-width letters and punctuation as ASCII, every position kept.
+    """``text`` with full-width letters and punctuation as ASCII and zero-width characters as
+    spaces, every position kept.
 
     >>> fold("答案\uff1a\uff08\uff23\uff09")
     '答案:(C)'
     """
-    return text if _FULL_WIDTH.search(text) is None else text.translate(_FOLD)
+    if text.isascii() or _FOLDED.search(text) is None:
+        return text
+    return text.translate(_FOLD)
 
 
 def _lower(text: str) -> str:
@@ -101,130 +128,39 @@ def _lower(text: str) -> str:
 
 # Marks a letter may be wrapped in, up to three deep: **C**, $C$, \text{(C)}, $\textbf{C}$, \(C\)
 _OPEN = r"(?:\*|\$|`|\\\(|\\text(?:bf|it|rm|tt)?\{|\\math(?:rm|bf|it|tt)\{|\\bf\s)"
-#: A letter that stands alone: (C), [C], C, in its marks; not a word's letter nor a command's.
+#: A letter that stands alone: (C), [C], C, in its marks; not a word's letter nor a command's;
+#: or one of :data:`~rewardrouter.rewards.choice_leads.NATIVE_LETTERS` (``ب``, ``(ب)``).
 LETTER = (
     rf"(?:{_OPEN}\s*){{0,3}}"
-    r"(?<![A-Za-z0-9_\\])"
-    r"(?:\(\s*(?P<paren>[A-Za-z])\s*\)|\[\s*(?P<bracket>[A-Za-z])\s*\]|(?P<bare>[A-Za-z]))"
-    r"(?![A-Za-z0-9'\u2019])"
+    rf"(?<![A-Za-z0-9_\\{LATIN_MARKED}])"
+    r"(?:\(\s*(?P<paren>[A-Za-z])\s*\)|\[\s*(?P<bracket>[A-Za-z])\s*\]|(?P<bare>[A-Za-z])"
+    rf"|\(\s*(?P<native_paren>[{''.join(NATIVE_LETTERS)}])\s*\)|(?P<native>{NATIVE_LETTER}))"
+    rf"(?![A-Za-z0-9'\u2019{LATIN_MARKED}])"
 )
+
+
+def letter_of(match: re.Match[str]) -> str:
+    """The letter a match of :data:`LETTER` names, as written (a native letter as the Latin
+    capital it stands for). The letter's group is the match's last: a regex that ends with
+    :data:`LETTER` has no named group after it."""
+    group = match.lastgroup
+    if group is None:
+        return ""
+    letter = match.group(group)
+    return NATIVE_LETTERS[letter] if group.startswith("native") else letter
+
+
+def enclosed(match: re.Match[str]) -> bool:
+    """Whether the letter of a match of :data:`LETTER` is written in parentheses or brackets, or
+    in a script without case: never an article or a word."""
+    return match.lastgroup != "bare"
+
+
 # What may close around a letter on its line: ** $ } \) `
 _CLOSE = r"(?:[^\S\n]*(?:\*|\$|\}|\\\)|\\\]|`))*"
-_APOSTROPHE = "['\u2019]"
 
 # -- the leads ---------------------------------------------------------------------------------
 
-
-class Lead(NamedTuple):
-    """Forms of a lead: its kind, the (lower-case) words it starts with, its regex (which ends
-    on a word, not on spaces)."""
-
-    kind: Literal["lead", "hedged", "opening", "so", "fix"]
-    words: tuple[str, ...]
-    pattern: str
-
-
-_IS = r"(?:is|was|would\s+be|should\s+be|must\s+be|will\s+be|has\s+to\s+be)"
-_DASH = "[-\u2013\u2014]"  # a hyphen, an en dash, an em dash
-# After a correction: "no,", "so", then "it's", "the answer is", "I'll go with", "答案是"...
-_FIX_TAIL = (
-    rf"(?:\s*[,.:;!]|\s*{_DASH})*(?:\s*no(?:\s*[,.!]|\s*{_DASH})+)?(?:\s*(?:so|then|and|but)"
-    rf"(?:\s*,)?)?(?:\s*(?:i\s+think|i{_APOSTROPHE}?d\s+say|i{_APOSTROPHE}?ll\s+go\s+with"
-    rf"|i\s+(?:choose|pick)|i{_APOSTROPHE}?ll\s+pick|it{_APOSTROPHE}?s(?:\s+actually)?"
-    r"|it\s+(?:is|should\s+be|must\s+be)|make\s+it"
-    rf"|the\s+(?:correct\s+|right\s+|final\s+)?answer\s+is|the\s+answer{_APOSTROPHE}?s"
-    r"|(?:答案)?(?:应该|應該|应|應)?(?:是|为|為|选|選)|答えは|정답은))?"
-)
-#: Every lead, by kind: ``lead`` states the answer (its letter may go on: "the answer is A
-#: because"); ``hedged``, ``opening`` (at a sentence's start) and ``so`` (at a sentence's or a
-#: comma's start) need their letter to end its clause; ``fix`` takes back an earlier choice,
-#: a boxed one too, and needs its letter to end its clause.
-LEADS: tuple[Lead, ...] = (
-    # -- corrections: "actually D", "wait, it's B.", "no, D.", "其实是D", "いや、Cです"
-    Lead("fix", ("actually", "wait", "correction", "instead", "oops"),
-         r"(?:actually|wait|correction|instead|oops)" + _FIX_TAIL),
-    Lead("fix", ("on second", "on reflection"),
-         r"on\s+(?:second\s+thought|reflection)" + _FIX_TAIL),
-    Lead("fix", ("scratch", "make that", "i mean"),
-         r"(?:scratch\s+that|make\s+that|i\s+mean)" + _FIX_TAIL),
-    Lead("fix", ("no",), rf"(?:no(?:\s*,)?\s*wait|no(?=\s*[,.!]|\s*{_DASH}))" + _FIX_TAIL),
-    Lead("fix", ("en realidad", "de hecho", "corrijo", "en fait", "plutôt", "eigentlich",
-                 "korrektur"),
-         r"(?:en\s+realidad|de\s+hecho|corrijo|en\s+fait|plutôt|eigentlich|korrektur)"
-         + _FIX_TAIL),
-    Lead("fix", ("其实", "其實", "实际上", "實際上", "不对", "不對", "更正", "而是"),
-         r"(?:其实|其實|实际上|實際上|不对|不對|更正|而是)" + _FIX_TAIL),
-    Lead("fix", ("是",), "(?<=[,\uff0c])是"),  # 不是C, 是D
-    Lead("fix", ("いや", "実は", "やっぱり", "訂正", "사실", "정정"),
-         r"(?:いや|実は|やっぱり|訂正|사실은?|정정)" + _FIX_TAIL),
-    # -- hedged: "I think B,", "I'd say C.", "which leaves C." ("we leave C for later" is not)
-    Lead("hedged", ("i think", "i believe", "i guess", "i reckon", "i suspect"),
-         r"i\s+(?:think|believe|guess|reckon|suspect)(?:\s+(?:that"
-         rf"|it{_APOSTROPHE}?s|it\s+is|it\s+must\s+be|it\s+should\s+be|it\s+would\s+be"
-         rf"|it{_APOSTROPHE}?d\s+be|the\s+answer\s+is))?"),
-    Lead("hedged", ("i'd", "i\u2019d", "i would", "i'll", "i\u2019ll", "i will"),
-         rf"i(?:{_APOSTROPHE}d|\s+would|{_APOSTROPHE}ll|\s+will)\s+(?:say|go\s+for)"),
-    Lead("hedged", ("leav",), r"leav(?:es|ing|e)\b(?:\s+(?:us|me|only)(?:\s+with)?)?"),
-    # -- at a sentence's start: "It's (C).", "Option C.", "So, C.", "Therefore I pick B."
-    Lead("opening", ("it",),
-         rf"it(?:{_APOSTROPHE}s|\s+is|\s+must\s+be|\s+has\s+to\s+be|{_APOSTROPHE}d\s+be"
-         r"|\s+would\s+be)"),
-    Lead("opening", ("option", "choice", "letter"), r"(?:option|choice|letter)"),
-    Lead("so", ("so", "thus", "therefore", "hence", "consequently", "ergo"),
-         r"(?:so|thus|therefore|hence|consequently|ergo)\b(?:\s*,)?"
-         rf"(?:\s*(?:it{_APOSTROPHE}?s|it\s+is|it\s+must\s+be|we\s+(?:get|have|pick|choose)"
-         r"|i\s+(?:pick|choose))\b)?"),
-    # -- English: the answer is / Answer: / Answer - / my choice is / the correct option is
-    Lead("lead", ("answer",), rf"answer\s*(?:{_IS}|=|:|->|=>|\u2192|{_DASH})"),
-    Lead("lead", ("choice", "selection"),
-         rf"(?:choice|selection)\s*(?:is|would\s+be|should\s+be|:|{_DASH})"),
-    Lead("lead", ("option", "final"), rf"(?:option|final)\s*(?::|{_DASH})"),
-    Lead("lead", ("correct", "right", "best", "final", "only"),
-         r"(?:correct|right|best|final|only)\s+(?:option|letter|choice)\s*"
-         rf"(?:is|would\s+be|:|{_DASH})"),
-    # I'd go with / I pick / I choose / I'm selecting / opt for / settled on
-    Lead("lead", ("go with", "going with"), r"go(?:ing)?\s+with"),
-    Lead("lead", ("pick", "choos", "chose", "select"),
-         r"(?:pick(?:s|ing|ed)?|choos(?:es|ing|e)|chose|select(?:s|ing|ed)?)\b"),
-    Lead("lead", ("opt", "settl"),
-         r"(?:opt(?:s|ing|ed)?\s+for|settl(?:es|ed|ing|e)\s+(?:on|for))"),
-    # Chinese: 答案是C, 正确答案为C, 答案:C, 答:C, 选C, 故选C, 选择C, 选项C
-    Lead("lead", ("答案",), r"答案(?:\s*(?:应该|應該|应|應))?(?:\s*(?:是|为|為|选|選))?(?:\s*:)?"),
-    Lead("lead", ("答",), r"答\s*:"),
-    Lead("lead", ("选", "選"), r"(?:选|選)(?:择|擇|項|项)?(?:\s*(?:是|为))?(?:\s*:)?"),
-    # Japanese: 答えはC, 正解はC, 回答:C, 解答:C
-    Lead("lead", ("答え", "正解", "回答", "解答"), r"(?:答え|正解|回答|解答)\s*(?:は|:)"),
-    # Korean: 정답은 C, 정답: C, 답: C, 답변: C
-    Lead("lead", ("정답", "답변", "답"), r"(?:정답|답변|답)\s*(?:은|는|:)"),
-    # Spanish: la respuesta (correcta) es C, Respuesta: C, elijo C
-    Lead("lead", ("respuesta",),
-         rf"respuesta(?:\s+(?:correcta|final))?\s*(?:es|ser[íi]a|será|:|{_DASH})"),
-    Lead("lead", ("elijo", "escojo", "selecciono"), r"(?:elijo|escojo|selecciono)\b"),
-    # French: la (bonne) réponse est C, Réponse : C, je choisis C
-    Lead("lead", ("réponse", "reponse"),
-         rf"r[ée]ponse(?:\s+(?:correcte|finale|juste))?\s*(?:est|serait|:|{_DASH})"),
-    Lead("lead", ("choisis",), r"choisis\b"),
-    # German: die (richtige) Antwort ist / lautet C, Antwort: C, ich wähle C
-    Lead("lead", ("antwort",), rf"antwort\s*(?:ist|lautet|w[äa]re|:|{_DASH})"),
-    Lead("lead", ("wähle", "wahle"), r"w[äa]hle\b"),
-    # Italian, Portuguese, Indonesian, Russian, Vietnamese: Risposta: C, Resposta: C,
-    # Jawaban: C, Ответ: C, Đáp án: C
-    Lead("lead", ("risposta",),
-         rf"risposta(?:\s+(?:corretta|finale|giusta))?\s*(?:è|e'|:|{_DASH})"),
-    Lead("lead", ("resposta",), rf"resposta(?:\s+(?:correta|final|certa))?\s*(?:é|:|{_DASH})"),
-    Lead("lead", ("jawaban",),
-         rf"jawaban(?:nya)?(?:\s+(?:yang\s+benar|akhir))?\s*(?:adalah|ialah|:|{_DASH})"),
-    Lead("lead", ("ответ",), rf"ответ\s*(?::|{_DASH})"),
-    Lead("lead", ("đáp án",), r"đáp\s+án\s*(?:là|:)"),
-)  # fmt: skip
-# Between a lead and its letter: an adverb, an article, the word "option", a colon.
-_FILLER = (
-    r"\s*(?:(?:definitely|clearly|probably|likely|surely|certainly|obviously|therefore|thus"
-    r"|indeed|simply|just|actually|most\s+likely|for\s+sure|now|then)\b(?:\s*,)?\s*)?"
-    rf"(?:(?:the|la|le|l{_APOSTROPHE}|el|die|der|das)\s*)?"
-    r"(?:(?:option|choice|letter|answer|opci[óo]n|opção|opzione|选项|選項|项|項|選択肢|선택지"
-    rf"|보기)\s*)?(?:(?::|{_DASH})\s*)?"
-)
 _OPTION_WORDS = frozenset({"option", "choice", "letter"})
 _KIND_ORDER = {"fix": 0, "hedged": 1, "opening": 2, "so": 3, "lead": 4}
 
@@ -253,7 +189,7 @@ def _lead_patterns(word: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
     """The regexes of the leads of ``word``, corrections first (none for a trigger word that
     starts no lead: a verdict's own words)."""
     return tuple(
-        (lead.kind, re.compile(rf"(?i:{lead.pattern}){_FILLER}{LETTER}"))
+        (lead.kind, re.compile(rf"(?i:{lead.pattern}){FILLER}{LETTER}"))
         for lead in _LEADS_BY_WORD.get(word, ())
     )
 
@@ -262,7 +198,7 @@ def _lead_patterns(word: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
 def _text_lead_pattern(word: str) -> re.Pattern[str]:
     """The leads of ``word`` (one of :data:`_TEXT_LEAD_WORDS`) without a letter after them."""
     leads = (lead.pattern for lead in _LEADS_BY_WORD[word] if lead.kind == "lead")
-    return re.compile("(?i:" + "|".join(leads) + ")" + _FILLER)
+    return re.compile("(?i:" + "|".join(leads) + ")" + FILLER)
 
 
 # The letter, then its verdict: "(C) is correct", "A was right", "C ist richtig", ...
@@ -287,7 +223,9 @@ _BEFORE_CJK_VERDICT = re.compile(
     r"(?:\s*(?:是|为|為))?\s*$"
 )
 _VERDICT_TRIGGERS = frozenset((*_VERDICT_WORDS, *_CJK_VERDICT_WORDS))
-TRIGGERS: tuple[str, ...] = tuple(sorted({*_LEADS_BY_WORD, *_VERDICT_TRIGGERS}))
+#: The words a statement's search starts at (Yoruba's answer, whose accents vary, is found by
+#: :data:`~rewardrouter.rewards.choice_leads.YORUBA_ANSWER` instead).
+TRIGGERS: tuple[str, ...] = tuple(sorted({*_LEADS_BY_WORD, *_VERDICT_TRIGGERS} - {YORUBA_WORD}))
 
 
 def _trie(words: Sequence[str]) -> str:
@@ -306,25 +244,26 @@ def _trie(words: Sequence[str]) -> str:
 
 # Matches do not overlap, so a lead word that starts inside another one is not seen; none does
 # but at a word's start (a test checks it), where the other one's match starts anyway.
-_TRIGGER = re.compile(_trie(TRIGGERS))
+_TRIGGER = re.compile(_trie(TRIGGERS) + f"|(?P<yoruba>{YORUBA_ANSWER})")
 # In ASCII text, only ASCII words, at a word's start: cheaper than checking every match after.
-_TRIGGER_AT_WORD = re.compile(r"(?<![a-z0-9_])" + _trie([w for w in TRIGGERS if w.isascii()]))
+# (Yoruba's answer without its accents among them: "idahun")
+_TRIGGER_AT_WORD = re.compile(
+    r"(?<![a-z0-9_])(?:" + _trie([w for w in TRIGGERS if w.isascii()])
+    + "|(?P<yoruba>" + _trie(YORUBA_PLAIN) + "))"
+)  # fmt: skip
+#: The longest text a trigger matches: a scan that stops at a window's end reads this further.
+_LONGEST_TRIGGER = 24
 _WORD_CHAR = re.compile(r"\w")
 
 # -- around the letter -------------------------------------------------------------------------
 
 # Words that take back what follows them: "not C", "I wouldn't pick A", "rather than B",
 # "eliminate A", "不是C" (the last word before the statement, or one before an adverb)
-_NEGATION = frozenset(
-    {"not", "never", "nor", "neither", "without", "except", "unlike", "nicht", "kein", "keine",
-     "pas", "jamais", "nunca", "ni", "cannot"}
-)  # fmt: skip
 _NEGATION_PAIRS = frozenset(
     {("rather", "than"), ("instead", "of"), ("other", "than"), ("except", "for"),
      ("rule", "out"), ("rules", "out"), ("ruled", "out"), ("ruling", "out")}
 )  # fmt: skip
 _NEGATION_STEMS = ("eliminat", "exclud", "discard")
-_NEGATION_CJK = ("不", "没", "沒", "非", "别", "別", "勿", "未", "아닌")
 # Words that may stand between a negation and what it takes back: "not really", "wouldn't ever"
 _ADVERBS = frozenset(
     {"really", "even", "ever", "actually", "necessarily", "quite", "definitely", "simply",
@@ -335,20 +274,25 @@ _WORD_EDGES = "\"'()*_`"
 
 def _negation(word: str) -> bool:
     return (
-        word in _NEGATION or word.endswith(("n't", "n\u2019t")) or word.startswith(_NEGATION_STEMS)
+        word in NEGATIONS or word.endswith(("n't", "n\u2019t")) or word.startswith(_NEGATION_STEMS)
     )
 
 
 def _denied_before(text: str, at: int) -> bool:
     """Whether the words right before ``at`` take back what starts there."""
     window = text[max(0, at - 40) : at].rstrip()
-    if window.endswith(_NEGATION_CJK):
+    if window.endswith(NEGATIONS_JOINED):
         return True
-    words = [w.strip(_WORD_EDGES) for w in _lower(window).split()[-4:]]
-    for i in range(len(words) - 1, -1, -1):
-        if _negation(words[i]) or (i and (words[i - 1], words[i]) in _NEGATION_PAIRS):
+    words = window.split()
+    for i in range(len(words) - 1, max(-1, len(words) - 5), -1):
+        word = _lower(words[i].strip(_WORD_EDGES))
+        if _negation(word) or (
+            i > len(words) - 4
+            and i
+            and (_lower(words[i - 1].strip(_WORD_EDGES)), word) in _NEGATION_PAIRS
+        ):
             return True
-        if words[i] not in _ADVERBS:
+        if word not in _ADVERBS:
             return False
     return False
 
@@ -358,29 +302,36 @@ _DENIED_AFTER = re.compile(
     _CLOSE + r"\s*(?:(?i:(?:is|was|seems|would\s+be|ist|est|es|è|é)\s+(?:(?:definitely|clearly"
     r"|also|obviously)\s+)?(?:wrong|incorrect\w*|false|not|out|eliminated|impossible|excluded"
     r"|ruled\s+out|falsch|faux|fausse|nicht|pas|no|errónea|erronea|sbagliat\w*|errad\w*)\b"
-    rf"|isn{_APOSTROPHE}t|wasn{_APOSTROPHE}t|can{_APOSTROPHE}t|cannot|doesn{_APOSTROPHE}t"
-    rf"|won{_APOSTROPHE}t)"
+    rf"|isn{APOSTROPHE}t|wasn{APOSTROPHE}t|can{APOSTROPHE}t|cannot|doesn{APOSTROPHE}t"
+    rf"|won{APOSTROPHE}t)"
     r"|(?:(?:都|也|均)\s*)?(?:不(?!是\s*\(?[A-Za-z])|错|錯|非(?!\s*[A-Za-z]))"
-    r"|(?:では|じゃ)な|(?:(?:가|이|는|은)\s*)?아(?:니|닙|님))"
+    r"|(?:では|じゃ)な|(?:(?:가|이|는|은)\s*)?아(?:니|닙|님)"
+    "|" + _trie(NEGATIONS_AFTER) + ")"
 )
 # What after a letter makes it one of several: "A, B or C", "(A) (B)", "A and C", "A、B", and
 # ranges: "A-D", "A to D", "A through D", "A|C"
+_NATIVE_NEXT = "[" + "".join(NATIVE_LETTERS) + "]"
 _LIST_NEXT = re.compile(
     _CLOSE
-    + "[^\\S\\n]*(?:(?:[,/&+;|~\u3001\uff0c\u2013\u2014-]|和|或|与|與|及|와|과|및|또는|や|と|か|または"
-    r"|(?i:and|or|und|oder|et|ou|y|o|e|nor|vs\.?|to|through|thru)\b)[^\S\n]*)?"
+    + "[^\\S\\n]*(?:(?:[,/&+;|~?\u3001\uff0c\u060c\u061b\u061f\u2013\u2014-]|"
+    + _trie(LIST_WORDS_OTHER)
+    + "|(?i:"
+    + _trie(LIST_WORDS_LATIN)
+    + r")\b)[^\S\n]*)?"
     r"(?:(?i:option|choice)\s+|选项|選項|项|項)?(?:(?:\*|\$|\\text\{|\()[^\S\n]*)?"
-    r"(?P<next>[A-Z])(?![A-Za-z0-9'])(?P<word>[^\S\n]+[a-z])?"
+    rf"(?:(?P<next>[A-Z])(?![A-Za-z0-9'])|(?P<native>{_NATIVE_NEXT}){NATIVE_ALONE})"
+    r"(?P<word>[^\S\n]+[a-z])?"
 )
 # The end of a clause after a hedged letter: a stop, a comma, a line break, "because ..."
 _CLAUSE_END = re.compile(
-    _CLOSE + "(?:\\s*(?:\\n|$)|[.,;!:)\\]\u3002\uff0c\uff1b\uff01\u3001]"
+    _CLOSE
+    + "(?:\\s*(?:\\n|$)|[.,;!:)\\]\u3002\uff0c\uff1b\uff01\u3001\u060c\u061b\u06d4\u0964\u0965]"
     r"|\s+(?i:because|since|as\b|given|due|which|this|that's|-\s)|\s+\u2014|\s+\u2013)"
 )
 # ... and of a sentence, after "Option C" standing alone ("Option C, helium, is a noble gas"
 # talks about C)
-_SENTENCE_END = re.compile(_CLOSE + "(?:\\s*(?:\\n|$)|[.!)\u3002\uff01](?!\\d))")
-_QUESTION = re.compile(_CLOSE + r"\s*\?")
+_SENTENCE_END = re.compile(_CLOSE + "(?:\\s*(?:\\n|$)|[.!)\u3002\uff01\u06d4\u0964](?!\\d))")
+_QUESTION = re.compile(_CLOSE + "\\s*[?\u061f]")
 # Another letter offered in parentheses after the answer: "C (or possibly A)", "B (maybe D)"
 _ALTERNATIVE_NEXT = re.compile(
     _CLOSE + r"[^\S\n]*[(\[][^\S\n]*(?i:or|maybe|possibly|perhaps|alternatively|otherwise)\b"
@@ -388,14 +339,14 @@ _ALTERNATIVE_NEXT = re.compile(
 )
 # "I" as the pronoun, not option I: "I don't know", "I'm not sure", "I think"
 _PRONOUN_I = re.compile(
-    rf"{_APOSTROPHE}(?:m|d|ll|ve)\b|[^\S\n]+(?i:am|do|don{_APOSTROPHE}?t|did|can|cannot|could"
+    rf"{APOSTROPHE}(?:m|d|ll|ve)\b|[^\S\n]+(?i:am|do|don{APOSTROPHE}?t|did|can|cannot|could"
     r"|would|will|think|believe|guess|have|had|was|really|just|feel|suppose|hope|need|want|know"
     r"|agree|not)\b"
 )
 _WINDOW = 48
 _SENTENCE_MARKS = " \t*_#>-\u00a0"
-_SENTENCE_STOPS = "\n.!?;:\u3002\uff01\uff1f\uff1b\uff1a"
-_COMMAS = ",\uff0c"
+_SENTENCE_STOPS = "\n.!?;:\u3002\uff01\uff1f\uff1b\uff1a\u061f\u061b\u06d4\u0964"
+_COMMAS = ",\uff0c\u060c"
 
 
 def _sentence_starts(text: str, at: int, *, comma: bool) -> bool:
@@ -409,7 +360,17 @@ def _sentence_starts(text: str, at: int, *, comma: bool) -> bool:
 
 
 def _letter(match: re.Match[str]) -> str:
+    """The letter of a match of :data:`_OPTION_LINE` (Latin letters only)."""
     return match.group("paren") or match.group("bracket") or match.group("bare") or ""
+
+
+@lru_cache(maxsize=256)  # one per set of options, and few sets in a run
+def _other_letter(letters: str) -> re.Pattern[str]:
+    """Any capital or native letter of ``letters``: without one after a letter, it is neither
+    one of a list nor offered an alternative (a cheap test before those regexes)."""
+    capitals = "".join(x for x in letters if "A" <= x <= "Z")
+    native = "".join(k for k, v in NATIVE_LETTERS.items() if v in letters)
+    return re.compile(f"[{capitals}{native}]" if capitals or native else "(?!)")
 
 
 def _standing(text: str, end: int, letter: str, letters: str, *, clause: bool) -> bool:
@@ -420,17 +381,16 @@ def _standing(text: str, end: int, letter: str, letters: str, *, clause: bool) -
         return False
     if letter == "I" and text[end - 1 : end] == "I" and _PRONOUN_I.match(text, end, stop):
         return False  # "Answer: I don't know"
-    other = _ALTERNATIVE_NEXT.match(text, end, stop)
-    if other is not None and other.group("next") in letters and other.group("next") != letter:
-        return False
-    listed = _LIST_NEXT.match(text, end, stop)
-    # another option letter next: a list ("A I think": a pronoun, not a list)
-    if (
-        listed is not None
-        and listed.group("next") in letters
-        and not (listed.group("next") == "I" and listed.group("word"))
-    ):
-        return False
+    if _other_letter(letters).search(text, end, stop) is not None:
+        other = _ALTERNATIVE_NEXT.match(text, end, stop)
+        if other is not None and other.group("next") in letters and other.group("next") != letter:
+            return False
+        listed = _LIST_NEXT.match(text, end, stop)
+        # another option letter next: a list ("A I think": a pronoun, not a list)
+        if listed is not None:
+            following = listed.group("next") or NATIVE_LETTERS[listed.group("native")]
+            if following in letters and not (following == "I" and listed.group("word")):
+                return False
     if clause or letter.islower():
         return _CLAUSE_END.match(text, end, stop) is not None
     return True
@@ -448,10 +408,10 @@ def _led(text: str, at: int, word: str, letters: str) -> Statement | None:
         match = pattern.match(text, at, stop)
         if match is None:
             continue
-        letter = _letter(match)
+        letter = letter_of(match)
         if letter.upper() not in letters or _denied_before(text, at):
             return None
-        if match.group("paren") or match.group("bracket"):
+        if enclosed(match):
             letter = letter.upper()  # "(c)" is an option, never an article
         if not _standing(text, match.end(), letter, letters, clause=kind != "lead"):
             return None
@@ -483,8 +443,8 @@ def _verdict(text: str, at: int, word: str, letters: str) -> Statement | None:
     found = pattern.search(text, max(0, at - _WINDOW), at)
     if found is None:
         return None
-    letter = _letter(found)
-    boxed = found.group("paren") or found.group("bracket")
+    letter = letter_of(found)
+    boxed = enclosed(found)
     if letter.upper() not in letters or not (letter.isupper() or boxed):
         return None
     if _denied_before(text, found.start()) or not _opens_verdict(text, found.start()):
@@ -512,9 +472,11 @@ def _opens_verdict(text: str, at: int) -> bool:
 # An option on a line of its own, or at a line's start: "(C)", "**C.**", "C)", "D. it ...", "B。"
 _LINE_START = r"[^\S\n]*(?:[>*#:\-]+[^\S\n]*)?\$?"
 _MARKS = "[.):*$}\u3002]"
+# After an option at a line's start: a mark, or text of a script other than Latin ("B。", "C正确")
+_NOT_LATIN = f"|[^\\x00-\\x7f{LATIN_MARKED}]"
 _OPTION_LINE = re.compile(
     _LINE_START + r"(?:\(\s*(?P<paren>[A-Za-z])\s*\)|\[\s*(?P<bracket>[A-Za-z])\s*\]"
-    r"|(?P<bare>[A-Za-z])(?=" + _MARKS + r"|[^\x00-\x7f]|[^\S\n]*$))" + _MARKS + "*"
+    r"|(?P<bare>[A-Za-z])(?=" + _MARKS + _NOT_LATIN + r"|[^\S\n]*$))" + _MARKS + "*"
 )
 _OTHER_OPTION_ON_LINE = re.compile(r"(?:^|[\s(])\(?(?P<letter>[A-Z])[.)](?=\s|$)")
 _DENIED_LINE = re.compile(
@@ -523,17 +485,22 @@ _DENIED_LINE = re.compile(
 )
 
 
-def _option_lines(text: str, start: int, letters: str) -> Iterator[tuple[re.Match[str], str, str]]:
-    """Every line at or after ``start`` that starts with an option: its match, the letter (as
-    written) and the rest of the line."""
-    at = text.rfind("\n", 0, start) + 1 if start else 0
-    while at <= len(text):
+def _option_lines(
+    text: str, at_letters: Sequence[int], letters: str
+) -> Iterator[tuple[re.Match[str], str, str]]:
+    """Every line holding one of the letters at ``at_letters`` that starts with an option: its
+    match, the letter (as written) and the rest of the line."""
+    done = -1
+    for position in at_letters:
+        at = text.rfind("\n", 0, position) + 1
+        if at == done:
+            continue
+        done = at
         end = text.find("\n", at)
         end = len(text) if end == -1 else end
         match = _OPTION_LINE.match(text, at, end)
         if match is not None and _letter(match).upper() in letters:
             yield match, _letter(match), text[match.end() : end]
-        at = end + 1
 
 
 def _is_lone(match: re.Match[str], rest: str) -> bool:
@@ -548,12 +515,13 @@ def _after_colon(text: str, at: int) -> bool:
     return i > 0 and text[i - 1] in ":\uff1a"
 
 
-def _lines(text: str, start: int, letters: str) -> Iterator[Statement]:
+def _lines(text: str, at_letters: Sequence[int], letters: str) -> Iterator[Statement]:
     """Lines holding only an option, and a first or last line, or one after a colon, that starts
-    with one and goes on (``D. it can't be A or B``, ``(B) Nitrogen``), at or after ``start``."""
+    with one and goes on (``D. it can't be A or B``, ``(B) Nitrogen``), among the lines of the
+    letters at ``at_letters`` (:func:`letter_positions`)."""
     first = text.rfind("\n", 0, len(text) - len(text.lstrip())) + 1
     last = text.rfind("\n", 0, len(text.rstrip())) + 1
-    for match, letter, rest in _option_lines(text, start, letters):
+    for match, letter, rest in _option_lines(text, at_letters, letters):
         at = match.start()
         if _is_lone(match, rest):
             yield Statement(at, match.end(), letter.upper(), "lone")
@@ -575,7 +543,7 @@ def _line_pattern(others: str, *, lone: bool) -> re.Pattern[str]:
     letter = f"[{others}{others.lower()}]"
     start = (
         "(?m)^" + _LINE_START + rf"(?:\(\s*{letter}\s*\)|\[\s*{letter}\s*\]"
-        rf"|{letter}(?=" + _MARKS + r"|[^\x00-\x7f]|[^\S\n]*$))"
+        rf"|{letter}(?=" + _MARKS + _NOT_LATIN + r"|[^\S\n]*$))"
     )
     if lone:
         return re.compile(start + r"(?:" + _MARKS + r"|[ \t])*$")
@@ -591,6 +559,74 @@ def listed_on_lines(text: str, letter: str, letters: str, *, lone: bool) -> bool
     return _line_pattern(others, lone=lone).search(text) is not None
 
 
+# -- where statements can be ------------------------------------------------------------------
+#
+# Every statement names its option by a letter (but a statement of an option's text): a capital
+# that stands alone, one in parentheses or brackets, a lower-case one that ends its clause, a
+# native letter. One pass finds them (its regex starts with their characters, which the engine
+# skips to). A lead states a letter at most STATEMENT_CHARS after it and a verdict follows its
+# letter within _WINDOW, so lead words are searched for around those letters alone, and a line
+# is read for an option only where one of them starts it.
+
+
+@lru_cache(maxsize=256)  # one per set of options, and few sets in a run
+def _letters_pattern(letters: str) -> re.Pattern[str] | None:
+    """Where a statement's letter may be, for the options ``letters`` (a superset of where
+    :data:`LETTER` finds one that a statement reads); None when no letter can be read."""
+    upper = "".join(sorted({x for x in letters if "A" <= x <= "Z"}))
+    native = "".join(k for k, v in NATIVE_LETTERS.items() if v in letters)
+    if not upper and not native:
+        return None
+    lower = upper.lower()
+    every = upper + lower + native
+    alone = r"(?<![A-Za-z0-9_\\].)"  # the character before the letter is no word's
+    branches = [rf"(?<=[(\[])\s*[{every}]\s*[)\]]"]
+    if upper:
+        branches.append(rf"{alone}(?<=[{upper}])(?![A-Za-z0-9'\u2019])")
+        branches.append(rf"{alone}(?<=[{lower}])(?![A-Za-z0-9'\u2019])(?={_CLAUSE_END.pattern})")
+    if native:
+        branches.append(rf"(?<=[{native}]){NATIVE_ALONE}")
+    return re.compile(rf"[(\[{every}](?:" + "|".join(branches) + ")")
+
+
+def letter_positions(text: str, start: int, letters: str) -> list[int]:
+    """Where, at or after ``start``, a statement of ``text`` may read one of ``letters``."""
+    pattern = _letters_pattern(letters)
+    return [] if pattern is None else [m.start() for m in pattern.finditer(text, start)]
+
+
+def _windows(at_letters: Sequence[int], start: int, end: int) -> list[tuple[int, int]]:
+    """The spans of ``text[start:end]`` where a lead or a verdict of a letter at
+    ``at_letters`` may start, merged."""
+    windows: list[tuple[int, int]] = []
+    for at in at_letters:
+        first, last = max(start, at - STATEMENT_CHARS), min(end, at + _WINDOW + _LONGEST_TRIGGER)
+        if windows and first <= windows[-1][1]:
+            windows[-1] = (windows[-1][0], last)
+        else:
+            windows.append((first, last))
+    return windows
+
+
+def _triggers(lower: str, windows: Sequence[tuple[int, int]]) -> list[tuple[int, str]]:
+    """The lead words that start in ``windows`` of ``lower`` (the text lower-cased), and where:
+    at a word's start in ASCII text; in other text anywhere but inside an ASCII word."""
+    ascii_only = lower.isascii()
+    pattern = _TRIGGER_AT_WORD if ascii_only else _TRIGGER
+    found = []
+    for first, last in windows:
+        for trigger in pattern.finditer(lower, first, min(len(lower), last + _LONGEST_TRIGGER)):
+            at, word = trigger.start(), trigger.group()
+            if at >= last:
+                break
+            if trigger.lastgroup == "yoruba":
+                word = YORUBA_WORD
+            elif not ascii_only and word.isascii() and at and _WORD_CHAR.match(lower, at - 1):
+                continue  # inside a word: "also", "within", "incorrect"
+            found.append((at, word))
+    return found[-MAX_LEADS:]
+
+
 def statements(
     text: str, start: int, letters: str, texts: Sequence[str], lower: str | None = None
 ) -> list[Statement]:
@@ -601,13 +637,11 @@ def statements(
     lead words, the last :data:`MAX_LEADS` are read."""
     found: set[Statement] = set()
     bare: list[tuple[int, str]] = []  # leads without a letter after them
-    ascii_only = text.isascii()
     lower = _lower(text) if lower is None else lower
-    triggers = list((_TRIGGER_AT_WORD if ascii_only else _TRIGGER).finditer(lower, start))
-    for trigger in triggers[-MAX_LEADS:]:
-        at, word = trigger.start(), trigger.group()
-        if not ascii_only and word.isascii() and at and _WORD_CHAR.match(lower, at - 1):
-            continue  # inside a word: "also", "within", "incorrect"
+    at_letters = letter_positions(text, start, letters)
+    # an option's text may follow any lead: then every lead word is read
+    windows = [(start, len(text))] if texts else _windows(at_letters, start, len(text))
+    for at, word in _triggers(lower, windows):
         if word in _VERDICT_TRIGGERS:
             verdict = _verdict(text, at, word, letters)
             if verdict is not None:
@@ -617,7 +651,7 @@ def statements(
             found.add(statement)
         elif texts and word in _TEXT_LEAD_WORDS:
             bare.append((at, word))
-    found.update(_lines(text, start, letters))
+    found.update(_lines(text, at_letters, letters))
     last_end = max((s.end for s in found), default=-1)
     for at, word in [b for b in bare if b[0] >= last_end - STATEMENT_CHARS][-TEXT_LEADS:]:
         lead = _text_lead_pattern(word).match(text, at, min(len(text), at + STATEMENT_CHARS))
@@ -706,7 +740,7 @@ _NEGATIVE_BEFORE = frozenset(
 )  # fmt: skip
 _NEGATIVE_AFTER = frozenset({"wrong", "incorrect", "false", "isn", "wasn"})
 _NEGATIVE_AFTER_VERB = frozenset({"wrong", "incorrect", "false", "not", "out"})
-_NEGATIVE_CJK = (*_NEGATION_CJK, "错", "錯", "誤", "틀")
+_NEGATIVE_CJK = (*NEGATIONS_JOINED, "错", "錯", "誤", "틀")
 _NON_WORD = re.compile(r"[^\w]+")
 
 

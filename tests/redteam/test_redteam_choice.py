@@ -57,6 +57,43 @@ HOSTILE = [
         "答案是C。",
         id="every_answer_in_four_languages",
     ),
+    pytest.param(
+        "Jibu ni A. Impendulo ithi B. คำตอบคือ C. उत्तर है D.",
+        "उत्तर है (C)",
+        id="every_answer_in_four_more_languages",
+    ),
+    # -- lists in the languages of MMLU-ProX and simple-evals: "or", "and", their commas
+    pytest.param("الإجابة: أ أو ب أو ج أو د", "الإجابة: ج", id="arabic_letters_or"),
+    pytest.param("الإجابة: أ، ب، ج، د", "الإجابة هي (C)", id="arabic_commas"),
+    pytest.param("उत्तर है (A) या (B) या (C) या (D)", "उत्तर है (C)", id="hindi_or"),
+    pytest.param("উত্তর: অ, ব, ড, ঢ", "উত্তরঃ ড", id="bengali_letters_listed"),
+    pytest.param("คำตอบคือ A หรือ B หรือ C หรือ D", "คำตอบคือ (C)", id="thai_or"),
+    pytest.param("Câu trả lời là A hoặc B hoặc C hoặc D", "Câu trả lời là (C)", id="vietnamese_or"),
+    pytest.param("Jibu ni A au B au C au D", "Jibu ni (C)", id="swahili_or"),
+    pytest.param("Ìdáhùn náà ni A tàbí B tàbí C tàbí D", "Ìdáhùn náà ni (C)", id="yoruba_or"),
+    pytest.param("جواب (A) یا (B) یا (C) یا (D) ہے", "جواب (C) ہے", id="urdu_or"),
+    pytest.param("Відповідь: A або B або C або D", "Відповідь: (C)", id="ukrainian_or"),  # noqa: RUF001
+    pytest.param("Answer: A? B? C? D?", "Answer: C", id="every_letter_asked"),
+    pytest.param("Answer:\u200bA\u200bB\u200bC\u200bD", "Answer:\u200bC", id="zero_width_spaces"),
+    # -- negated where the language puts the negation: before the lead, or after the letter
+    pytest.param(
+        "उत्तर (A) नहीं है। उत्तर (B) नहीं है। उत्तर (C) नहीं है। उत्तर (D) नहीं है।",
+        "उत्तर (C) हो।",
+        id="hindi_negated_after_the_letter",
+    ),
+    pytest.param("উত্তর অ নয়, ব নয়, ড নয়, ঢ নয়", "উত্তর হল ড", id="bengali_negated_after"),
+    pytest.param(
+        "ليست الإجابة أ. ليست الإجابة ب. ليست الإجابة ج. ليست الإجابة د.",
+        "الإجابة: ج",
+        id="arabic_negated_before",
+    ),
+    pytest.param(
+        "Câu trả lời không phải là A, B, C hay D", "Câu trả lời là C", id="vietnamese_negated"
+    ),
+    pytest.param(
+        "أ. كربون\nب. نيتروجين\nج. أكسجين\nد. هيليوم", "الإجابة: ج", id="arabic_options_restated"
+    ),
+    pytest.param("Câu hỏi khó.", "Câu trả lời là C", id="a_word_that_starts_with_a_letter"),
     pytest.param("I think A, B, C or D.", "I think C.", id="hedged_list"),
     pytest.param("Answer: A-D", "Answer: C", id="a_range"),
     pytest.param("Answer: A\u2013D", "Answer: C", id="a_range_with_an_en_dash"),

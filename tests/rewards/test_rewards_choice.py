@@ -498,7 +498,8 @@ def test_a_numpy_label_of_two_answers_is_an_error() -> None:
 def test_lead_words_do_not_hide_each_other() -> None:
     # Lead words are found without overlaps: one that starts inside another at a word's start
     # would never be seen. Inside another one elsewhere it is inside a word (not a lead), or the
-    # other one's leads cover it: 回答 for 答, 不对 for 对 (a correction, not a verdict), ...
+    # other one's leads cover it: 回答 for 答, 不对 for 对 (a correction, not a verdict), the
+    # Arabic article's الإجابة for إجابة, ...
     inside = {
         (word, other)
         for word in choice_statements.TRIGGERS
@@ -509,7 +510,7 @@ def test_lead_words_do_not_hide_each_other() -> None:
     assert at_a_word_start == set()
     assert {(w, o) for w, o in inside if not w.isascii()} == {
         ("对", "不对"), ("對", "不對"), ("是", "而是"), ("答", "回答"), ("答", "解答"),
-        ("답", "정답"),
+        ("답", "정답"), ("إجابة", "الإجابة"), ("اجابة", "الاجابة"), ("جواب", "الجواب"),
     }  # fmt: skip
 
 
