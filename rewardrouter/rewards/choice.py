@@ -38,8 +38,12 @@ _ONLY_LETTER = re.compile(r"\s*" + LETTER + r"\s*(?:[.)]\s*)?(?:(?:\}|\*\*|\$)\s
 # a box that holds a letter: \boxed{C}, \boxed{(C)}, \boxed{\text{C}}
 _BOXED_LETTER = re.compile(
     r"\\(?:boxed|fbox)\s*\{\s*(?:\\text(?:bf)?\{\s*)?(?:[(\[]\s*)?(?P<letter>[A-Za-z])\s*"
-    r"(?:[)\]]\s*)?(?:\}\s*)?\}"
+    r"(?:[)\]]\s*)?(?::[^{}]*)?(?:\}\s*)?\}"
 )
+# a box whose content starts with an option and a colon: \boxed{E: option text}
+_LABELLED = re.compile(r"\s*(?:\\text(?:bf)?\{\s*)?(?:\(\s*)?(?P<letter>[A-Z])(?:\s*\))?\s*:")
+# another option named in the rest of such a box: "A: x, B: y" names two
+_ANOTHER = re.compile(r"(?<![A-Za-z0-9_\\])\(?[A-Z]\)?(?![A-Za-z0-9'])")
 # what may stand between two boxes of one hedged answer: "\\boxed{A}, \\boxed{B}",
 # "$\\boxed{A}$ or $\\boxed{B}$"
 _GAP = r"[\s$.,;:&/|()\\\[\]]*"
@@ -126,9 +130,26 @@ _TEXT_COMMAND = re.compile(r"\\(?:text|textbf|textit|mathrm|mathbf|operatorname)
 
 
 def _boxed_choice(content: str, letters: str, texts: Sequence[str]) -> str | None:
-    """The option a box (or a ``boxed_`` kind's answer) holds: its letter, or its text."""
+    """The option a box (or a ``boxed_`` kind's answer) holds: its letter, its text, or a letter
+    and a colon before its text (``E: option text``) when no other option is named after."""
     words = _TEXT_COMMAND.sub(r"\1", fold(content))
-    return _only_letter(content, letters) or _letter_of_text(words, letters, texts)
+    return (
+        _only_letter(content, letters)
+        or _letter_of_text(words, letters, texts)
+        or _labelled_choice(words, letters)
+    )
+
+
+def _labelled_choice(content: str, letters: str) -> str | None:
+    """The option ``content`` starts with before a colon (``E: option text``), unless the rest
+    names another option too (``A: x, B: y``)."""
+    labelled = _LABELLED.match(content)
+    if labelled is None or labelled.group("letter") not in letters:
+        return None
+    letter = labelled.group("letter")
+    rest = content[labelled.end() :]
+    others = {m.group().strip("()") for m in _ANOTHER.finditer(rest)} & set(letters)
+    return None if others - {letter} else letter
 
 
 def _box_hedges(text: str, letters: str) -> bool:
@@ -156,7 +177,10 @@ def _chosen_letter(response: str, letters: str, texts: list[str]) -> str | None:
     if box is not None:
         if _box_hedges(text, letters):
             return None
-        return last_fix(text, box[1], letters) or _boxed_choice(box[0], letters, texts)
+        boxed = _boxed_choice(box[0], letters, texts)
+        if boxed is None:  # a box that names no option (a value) hides no answer stated after it
+            return final_choice(text[box[1] :], letters, texts)
+        return last_fix(text, box[1], letters) or boxed
     if "\\boxed" in text or "\\fbox" in text:
         return None  # the last box was cut off mid-answer: no earlier answer stands in
     return final_choice(text, letters, texts)

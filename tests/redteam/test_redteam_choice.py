@@ -36,6 +36,21 @@ HOSTILE = [
         id="every_letter_boxed_between_words",
     ),
     pytest.param("$\\boxed{A}$ or $\\boxed{C}$", "$\\boxed{C}$", id="either_of_two_boxes"),
+    pytest.param(
+        "\\boxed{A: carbon, B: nitrogen, C: oxygen, D: helium}",
+        "\\boxed{C: oxygen}",
+        id="every_option_labelled_in_a_box",
+    ),
+    pytest.param(
+        "\\boxed{A: x}\\boxed{B: x}\\boxed{C: x}\\boxed{D: x}",
+        "\\boxed{C: oxygen}",
+        id="every_option_in_a_labelled_box",
+    ),
+    pytest.param(
+        "\\boxed{0}. Answer: A, B, C or D",
+        "\\boxed{0}. Answer: C",
+        id="value_box_then_every_letter",
+    ),
     pytest.param("A B C D", "C", id="a_b_c_d"),
     pytest.param("Answer: A B C D", "Answer: C", id="answer_every_letter"),
     pytest.param("The answer is A, B, C or D.", "The answer is C.", id="answer_one_of_them"),

@@ -429,6 +429,45 @@ BOX_THEN_CORRECTION = [
 ]
 
 
+BOX_NAMING_NO_OPTION_OR_A_LABELLED_ONE = [
+    # a box that holds a value, not an option, hides no answer stated after it
+    *_both_ways(
+        "value_box_then_a_statement",
+        [
+            ("The ratio is \\boxed{42}.\n\n**Answer: D**", "D", "A"),
+            ("So $x = \\boxed{3/4}$, hence the answer is (B).", "B", "C"),
+        ],
+    ),
+    # a box that starts with an option and a colon names that option
+    *_both_ways(
+        "labelled_box",
+        [
+            ("\\boxed{E: the reaction is endothermic}", "E", "A"),
+            ("$\\boxed{\\text{(C): Nitrogen}}$", "C", "B"),
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("response", "label", "expected"), BOX_NAMING_NO_OPTION_OR_A_LABELLED_ONE)
+def test_a_value_box_or_a_labelled_box(response: str, label: str, expected: float) -> None:
+    assert multiple_choice(response, label, {}) == expected
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        # two labelled options in one box, or in boxes side by side
+        pytest.param("\\boxed{A: carbon, B: nitrogen}", id="two_labels_in_a_box"),
+        pytest.param("\\boxed{A: carbon} \\boxed{B: nitrogen}", id="labelled_boxes_side_by_side"),
+        # a value box, then a statement that hedges
+        pytest.param("\\boxed{42}. Answer: A or B", id="value_box_then_a_hedge"),
+    ],
+)
+def test_labelled_or_value_boxes_that_hedge_name_no_option(response: str) -> None:
+    assert [multiple_choice(response, letter, {}) for letter in "ABCDE"] == [0.0] * 5
+
+
 @pytest.mark.parametrize(("response", "label", "expected"), BOX_THEN_CORRECTION)
 def test_a_box_and_a_later_correction(response: str, label: str, expected: float) -> None:
     assert gpqa(response, label, {}) == expected
