@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from rewardrouter.errors import short_repr
@@ -78,6 +79,7 @@ def _letter_of_text(text: str, letters: str, texts: Sequence[str]) -> str | None
     return hits[0] if len(hits) == 1 and wanted else None
 
 
+@lru_cache(maxsize=4096)  # a label is read once per GRPO group, not once per response
 def _only_letter(text: str, letters: str) -> str | None:
     """The option letter that ``text`` consists of (``C``, ``(c)``, ``**C**``), if any."""
     match = _ONLY_LETTER.fullmatch(fold(text))

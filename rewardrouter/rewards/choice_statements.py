@@ -79,7 +79,7 @@ STATEMENT_CHARS = 160
 #: What is read of a response, from its end: a choice stated only before the last 32,000
 #: characters (about 8,000 tokens) is not read, and no response costs more than this does.
 MAX_CHARS = 32_000
-_TAILS = (400, 2_000, 10_000)
+_TAILS = (240, 2_000, 10_000)
 #: Lines no longer than this (stripped) may hold an option on its own: ``(C).``, ``**C**``.
 LONE_LINE_CHARS = 24
 #: Leads without a letter after them whose clause is read for an option's text (the last ones).
@@ -247,10 +247,12 @@ def _trie(words: Sequence[str]) -> str:
 _TRIGGER = re.compile(_trie(TRIGGERS) + f"|(?P<yoruba>{YORUBA_ANSWER})")
 # In ASCII text, only ASCII words, at a word's start: cheaper than checking every match after.
 # (Yoruba's answer without its accents among them: "idahun")
-_TRIGGER_AT_WORD = re.compile(
-    r"(?<![a-z0-9_])(?:" + _trie([w for w in TRIGGERS if w.isascii()])
-    + "|(?P<yoruba>" + _trie(YORUBA_PLAIN) + "))"
-)  # fmt: skip
+_ASCII_TRIGGERS = (
+    _trie([w for w in TRIGGERS if w.isascii()]) + f"|(?P<yoruba>{_trie(YORUBA_PLAIN)})"
+)
+_TRIGGER_AT_WORD = re.compile(f"(?<![a-z0-9_])(?:{_ASCII_TRIGGERS})")
+# ... found by the character before the word, which the engine skips to (a third faster)
+_TRIGGER_AFTER = re.compile(f"[^a-z0-9_](?P<word>{_ASCII_TRIGGERS})")
 #: The longest text a trigger matches: a scan that stops at a window's end reads this further.
 _LONGEST_TRIGGER = 24
 _WORD_CHAR = re.compile(r"\w")
@@ -263,6 +265,7 @@ _NEGATION_PAIRS = frozenset(
     {("rather", "than"), ("instead", "of"), ("other", "than"), ("except", "for"),
      ("rule", "out"), ("rules", "out"), ("ruled", "out"), ("ruling", "out")}
 )  # fmt: skip
+_PAIRED = frozenset(second for _, second in _NEGATION_PAIRS)
 _NEGATION_STEMS = ("eliminat", "exclud", "discard")
 # Words that may stand between a negation and what it takes back: "not really", "wouldn't ever"
 _ADVERBS = frozenset(
@@ -287,8 +290,8 @@ def _denied_before(text: str, at: int) -> bool:
     for i in range(len(words) - 1, max(-1, len(words) - 5), -1):
         word = _lower(words[i].strip(_WORD_EDGES))
         if _negation(word) or (
-            i > len(words) - 4
-            and i
+            word in _PAIRED
+            and i > max(0, len(words) - 4)
             and (_lower(words[i - 1].strip(_WORD_EDGES)), word) in _NEGATION_PAIRS
         ):
             return True
@@ -297,6 +300,8 @@ def _denied_before(text: str, at: int) -> bool:
     return False
 
 
+# What _CLOSE and the spaces after it may take (and a few characters more)
+_CLOSING = " \t\r\n\f\v*$}`\\)]"
 # What after a letter takes it back: "C is wrong", "C不对", "Cではない", "C가 아니다"
 _DENIED_AFTER = re.compile(
     _CLOSE + r"\s*(?:(?i:(?:is|was|seems|would\s+be|ist|est|es|è|é)\s+(?:(?:definitely|clearly"
@@ -377,7 +382,13 @@ def _standing(text: str, end: int, letter: str, letters: str, *, clause: bool) -
     """Whether the letter that ends at ``end`` stands as a choice: not denied after it, not one
     of a list, and (``clause``, or a lower-case letter) ending its clause."""
     stop = min(len(text), end + _WINDOW)
-    if _DENIED_AFTER.match(text, end, stop) is not None:
+    after = text[end:stop].lstrip(_CLOSING)
+    # every denial starts with a letter or a character beyond ASCII, after the closing marks
+    if (
+        after
+        and (after[0].isalpha() or not after[0].isascii())
+        and _DENIED_AFTER.match(text, end, stop) is not None
+    ):
         return False
     if letter == "I" and text[end - 1 : end] == "I" and _PRONOUN_I.match(text, end, stop):
         return False  # "Answer: I don't know"
@@ -611,19 +622,34 @@ def _windows(at_letters: Sequence[int], start: int, end: int) -> list[tuple[int,
 def _triggers(lower: str, windows: Sequence[tuple[int, int]]) -> list[tuple[int, str]]:
     """The lead words that start in ``windows`` of ``lower`` (the text lower-cased), and where:
     at a word's start in ASCII text; in other text anywhere but inside an ASCII word."""
-    ascii_only = lower.isascii()
-    pattern = _TRIGGER_AT_WORD if ascii_only else _TRIGGER
+    if lower.isascii():
+        return _ascii_triggers(lower, windows)
     found = []
     for first, last in windows:
-        for trigger in pattern.finditer(lower, first, min(len(lower), last + _LONGEST_TRIGGER)):
+        for trigger in _TRIGGER.finditer(lower, first, min(len(lower), last + _LONGEST_TRIGGER)):
             at, word = trigger.start(), trigger.group()
             if at >= last:
                 break
             if trigger.lastgroup == "yoruba":
                 word = YORUBA_WORD
-            elif not ascii_only and word.isascii() and at and _WORD_CHAR.match(lower, at - 1):
+            elif word.isascii() and at and _WORD_CHAR.match(lower, at - 1):
                 continue  # inside a word: "also", "within", "incorrect"
             found.append((at, word))
+    return found[-MAX_LEADS:]
+
+
+def _ascii_triggers(lower: str, windows: Sequence[tuple[int, int]]) -> list[tuple[int, str]]:
+    """:func:`_triggers` in ASCII text: the lead words that start a word in ``windows``."""
+    found = []
+    for first, last in windows:
+        if first == 0 and (opening := _TRIGGER_AT_WORD.match(lower)) is not None:
+            found.append((0, YORUBA_WORD if opening.group("yoruba") else opening.group()))
+        end = min(len(lower), last + _LONGEST_TRIGGER)
+        for trigger in _TRIGGER_AFTER.finditer(lower, max(0, first - 1), end):
+            at = trigger.start("word")
+            if at >= last:
+                break
+            found.append((at, YORUBA_WORD if trigger.group("yoruba") else trigger.group("word")))
     return found[-MAX_LEADS:]
 
 
