@@ -73,13 +73,20 @@ class DataFault(ValueError):
     read): a fault of the dataset, so the term's ``on_error`` decides, ``raise`` included."""
 
 
+class SampleFault(Exception):
+    """Base of the failures that the sample itself caused where the function could not tell
+    (a response no JSON can carry, a request that its response made too large for the server):
+    that sample's status, counted, whatever the term's ``on_error``."""
+
+
 class Outcome(NamedTuple):
     """What one call gave one sample: its return ``value``, or a failed ``status`` and ``error``.
 
     Who is to blame for a failure decides whether it may stop the batch:
 
     - ``sample_fault``: the failure lies in the sample's own data (a malformed conversation,
-      which the policy wrote), not in the function, its config or the infrastructure;
+      which the policy wrote; a :class:`SampleFault`), not in the function, its config or the
+      infrastructure;
     - ``setup_fault``: the failure lies in the dataset (``"data"``: a :class:`DataFault`) or
       in the configuration or infrastructure (``"infrastructure"``: an
       :class:`InfrastructureFault`, worker processes that cannot start);
@@ -155,21 +162,35 @@ def to_value(raw: Any, key: str | None) -> float | None:
     )
 
 
+#: The most characters of an exception's message that an outcome keeps: a message may quote
+#: the response (a megabyte of it), and every failed sample's message travels in the result.
+MESSAGE_CHARS = 2000
+
+
 def describe_exception(exc: BaseException) -> str:
     """``"ValueError: bad input (my_rewards.py:12)"``: the cause and where it was raised (not
-    for a fault of the setup's, whose message says all there is: where rewardrouter raised it
-    would only change with its code)."""
-    if isinstance(exc, InfrastructureFault | DataFault):
-        return f"{type(exc).__name__}: {exc}"
+    for a fault of the setup's or the sample's, whose message says all there is: where
+    rewardrouter raised it would only change with its code). A message over
+    :data:`MESSAGE_CHARS` is cut there and says how long it was; one that cannot be shown
+    (its ``__str__`` raises) is named so."""
+    try:
+        message = str(exc)
+    except Exception as inner:  # a reward function's own exception class may be broken
+        message = f"<its message cannot be shown: {type(inner).__name__} in __str__>"
+    if len(message) > MESSAGE_CHARS:
+        message = f"{message[:MESSAGE_CHARS]}... ({len(message):,} characters in all)"
+    if isinstance(exc, InfrastructureFault | DataFault | SampleFault):
+        return f"{type(exc).__name__}: {message}"
     frames = traceback.extract_tb(exc.__traceback__)
     where = f" ({frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno})" if frames else ""
-    return f"{type(exc).__name__}: {exc}{where}"
+    return f"{type(exc).__name__}: {message}{where}"
 
 
 def failed(exc: BaseException) -> Outcome:
     """A call that raised: ``timeout`` for a ``TimeoutError``, ``invalid`` for an
     :class:`InvalidReturn` (e.g. a remote reply that is not JSON), else ``error``; a
-    :class:`InfrastructureFault` or :class:`DataFault` is the setup's fault."""
+    :class:`InfrastructureFault` or :class:`DataFault` is the setup's fault, a
+    :class:`SampleFault` the sample's."""
     status: CallStatus = "error"
     if isinstance(exc, TimeoutError):
         status = "timeout"
@@ -180,7 +201,8 @@ def failed(exc: BaseException) -> Outcome:
         setup = "data"
     elif isinstance(exc, InfrastructureFault):
         setup = "infrastructure"
-    return Outcome(None, status, describe_exception(exc), setup_fault=setup)
+    sample = isinstance(exc, SampleFault)
+    return Outcome(None, status, describe_exception(exc), sample_fault=sample, setup_fault=setup)
 
 
 def setup_failed(message: str) -> Outcome:

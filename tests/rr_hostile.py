@@ -476,18 +476,6 @@ def hostile_conversation() -> st.SearchStrategy[Any]:
     return st.one_of(few, many)
 
 
-def without_lone_surrogates(value: Any) -> Any:
-    """``value`` with every lone surrogate of its strings (in lists and dicts too) replaced by
-    U+FFFD."""
-    if isinstance(value, str):
-        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    if isinstance(value, list):
-        return [without_lone_surrogates(item) for item in value]
-    if isinstance(value, dict):
-        return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
-    return value
-
-
 # -- programs ---------------------------------------------------------------------------------
 
 #: Programs a policy might hand the ``code`` kind to stall, flood, crash or exhaust it.

@@ -7,7 +7,9 @@ Request body, as slime's ``remote_rm`` sends it (``metadata`` only with ``send_m
 The JSON reply is the reward: a number, a dict (the term's ``key`` names the training value) or
 ``null`` ("not applicable"); the router reads it like any reward function's return value. In
 batch mode the body is a JSON list of such objects and the reply must be a list of the same
-length, in order; an entry ``{"error": message}`` fails that sample alone.
+length, in order; an entry ``{"error": message}`` fails that sample alone. A batch refused as too
+large (HTTP 413), or holding a sample that JSON cannot write, is split in halves down to the
+sample that spoiled it.
 
 Every request: at most ``concurrency`` in flight per term (the others wait their turn,
 requesters in turn: :class:`~rewardrouter.remote.pool.Slots`), ``timeout`` seconds per attempt,
@@ -21,7 +23,9 @@ reward call's deadline. Redirects are
 not followed (a POST redirected with 301-303 would come back as a body-less GET, whose reply
 would be read as the reward): a 3xx is an error naming where it points. A reply is read up to
 ``max_reply_mb`` and no further. Failures raise the exceptions of
-:mod:`rewardrouter.remote.errors`, so the term's ``on_error`` applies.
+:mod:`rewardrouter.remote.errors`: the server's and the way's (a :class:`RemoteError`) go by
+the term's ``on_error``; the sample's own (it cannot be written as JSON, or a request of it alone
+is too large: a ``SampleFault``) are its status whatever ``on_error`` says.
 """
 
 from __future__ import annotations
@@ -41,10 +45,12 @@ from yarl import URL
 
 from rewardrouter.execute.deadline import current_deadline
 from rewardrouter.remote.errors import (
+    NotJson,
     RemoteInvalid,
     RemoteRejected,
     RemoteTimeout,
     RemoteUnavailable,
+    TooLarge,
     Unsendable,
 )
 from rewardrouter.remote.pool import SessionPool
@@ -70,6 +76,7 @@ class _Failure(NamedTuple):
     retry: bool
     timed_out: bool = False
     wait: float | None = None  # what Retry-After asked for
+    status: int | None = None  # the HTTP status of a reply
 
 
 class JsonEndpoint:
@@ -123,24 +130,40 @@ class JsonEndpoint:
         compiles: :class:`~rewardrouter.rewards.registry.Budgeted`)."""
         return deadline_fits(self.settings.deadline, seconds)
 
-    async def post_json(self, body: Any, *, retry_timeouts: bool = True) -> Any:
+    async def post_json(
+        self, body: Any, *, retry_timeouts: bool = True, one_sample: bool = True
+    ) -> Any:
         """POST ``body`` as JSON; the decoded JSON reply.
 
         ``retry_timeouts=False``: an attempt that gets no reply within ``timeout`` ends the
         call (:class:`~rewardrouter.remote.errors.RemoteTimeout`) instead of being sent again,
         for a caller that splits such a request (a batch whose one input the server hangs on).
+        ``one_sample``: the body carries one sample, so a 413 (too large) is that sample's
+        (:class:`~rewardrouter.remote.errors.TooLarge`); for a batch it is a
+        :class:`~rewardrouter.remote.errors.RemoteRejected` of ``status`` 413, to be split.
         """
-        return await self._post(self._encode(body), retry_timeouts)
+        return await self._post(self._encode(body), retry_timeouts, one_sample)
 
     # -- one request, with retries ---------------------------------------------------------
 
     def _encode(self, body: Any) -> bytes:
         try:
             return json.dumps(body, ensure_ascii=False, allow_nan=False).encode()
+        except UnicodeEncodeError as exc:  # a str that is not Unicode text: the sample's own
+            char = ord(exc.object[exc.start]) if isinstance(exc.object, str) else 0
+            raise Unsendable(
+                f"cannot send the sample as JSON: it holds a lone UTF-16 surrogate "
+                f"(U+{char:04X}), which is not Unicode text"
+            ) from None
         except (TypeError, ValueError) as exc:
-            raise Unsendable(f"cannot send the sample as JSON: {exc}") from None
+            raise NotJson(
+                f"cannot send the sample as JSON: {exc}; a label or metadata value must be "
+                "JSON (not a set, bytes or NaN): convert it in the dataset"
+            ) from None
 
-    async def _post(self, payload: bytes, retry_timeouts: bool = True) -> Any:
+    async def _post(
+        self, payload: bytes, retry_timeouts: bool = True, one_sample: bool = True
+    ) -> Any:
         """The decoded reply to ``payload``, after at most ``retries + 1`` attempts and their
         backoff, all within ``deadline`` seconds of the request having a slot (and before the
         deadline of the reward call it runs in, :func:`~rewardrouter.execute.deadline.current_deadline`).
@@ -169,7 +192,12 @@ class JsonEndpoint:
             what = f"the {settings.deadline:g} s deadline"
             if ends is not None and ends < deadline:
                 deadline, what = ends, "its reward call's deadline"
-            return await self._attempts(here.session, payload, deadline, what, retry_timeouts)
+            try:
+                return await self._attempts(here.session, payload, deadline, what, retry_timeouts)
+            except RemoteRejected as exc:
+                if exc.status == 413 and one_sample:
+                    raise TooLarge(self._refused_size(exc, len(payload))) from None
+                raise
 
     async def _attempts(
         self,
@@ -195,7 +223,9 @@ class JsonEndpoint:
                 return value
             last = failure
             if not failure.retry:
-                raise RemoteRejected(f"{failure.message} (a 4xx reply: not retried)")
+                raise RemoteRejected(
+                    f"{failure.message} (a 4xx reply: not retried)", failure.status
+                )
             if failure.timed_out and not retry_timeouts:
                 raise RemoteTimeout(f"{failure.message} (not sent again whole: it is split)")
             if attempt + 1 == attempts:
@@ -242,7 +272,7 @@ class JsonEndpoint:
                 message = f"HTTP {status} {response.reason or ''}".rstrip()
                 if body:
                     message += f": {self._excerpt(body.decode(errors='replace'))}"
-                return None, _Failure(message, retryable(status), wait=wait)
+                return None, _Failure(message, retryable(status), wait=wait, status=status)
         except asyncio.TimeoutError:
             return None, _Failure(f"no reply within {budget:.3g} s", True, timed_out=True)
         except aiohttp.ClientError as exc:
@@ -265,6 +295,13 @@ class JsonEndpoint:
                     raise RemoteInvalid(self._too_large(f"more than {limit:,} bytes"))
                 break
         return b"".join(chunks)
+
+    @staticmethod
+    def _refused_size(exc: RemoteRejected, size: int) -> str:
+        return (
+            f"the server refused this sample's request of {size:,} bytes as too large ({exc}); "
+            "if it refuses every sample, raise its request body limit"
+        )
 
     def _too_large(self, found: str) -> str:
         return (
@@ -358,7 +395,18 @@ class RemoteReward(JsonEndpoint):
         return out
 
     async def _post_batch(self, chunk: Sequence[Any]) -> list[Any]:
-        reply = await self._post(self._encode([self._body(s) for s in chunk]))
+        try:
+            reply = await self._post(
+                self._encode([self._body(s) for s in chunk]), one_sample=len(chunk) == 1
+            )
+        except (Unsendable, NotJson):
+            if len(chunk) == 1:
+                raise
+            return await self._halves(chunk)  # which sample cannot be sent? halves find it
+        except RemoteRejected as exc:
+            if exc.status != 413 or len(chunk) == 1:
+                raise
+            return await self._halves(chunk)  # which sample made it too large?
         if not isinstance(reply, list):
             raise RemoteInvalid(
                 f"batch reply is {type(reply).__name__} {self._excerpt(json.dumps(reply))}; "
@@ -374,6 +422,20 @@ class RemoteReward(JsonEndpoint):
             else item
             for item in reply
         ]
+
+    async def _halves(self, chunk: Sequence[Any]) -> list[Any]:
+        """A batch's entries, sent as two halves: a batch that one sample spoiled (too large,
+        or not sendable) is split down to that sample, whose failure is its own."""
+        half = len(chunk) // 2
+        parts = await asyncio.gather(
+            self._post_batch(chunk[:half]), self._post_batch(chunk[half:]), return_exceptions=True
+        )
+        out: list[Any] = []
+        for part, size in zip(parts, (half, len(chunk) - half), strict=True):
+            if isinstance(part, BaseException) and not isinstance(part, Exception):
+                raise part
+            out += [part] * size if isinstance(part, Exception) else part
+        return out
 
     def _body(self, sample: SampleLike) -> dict[str, Any]:
         body = {

@@ -234,14 +234,7 @@ FUZZED: dict[str, Fuzzed] = {
     ),
     # the servers' terms get their URLs from the `servers` fixture
     "judge": Fuzzed({}, "Paris", ((RIGHT_TEXT, 1.0), (WRONG_TEXT, 0.0))),
-    # lone surrogates left out, until one input that cannot be sent fails alone
-    # (test_a_lone_surrogate_fails_its_own_input_alone)
-    "reward_model": Fuzzed(
-        {"key": "score"},
-        None,
-        ((RIGHT_TEXT, 1.0), (WRONG_TEXT, 0.0)),
-        text_batches().map(rr_hostile.without_lone_surrogates),
-    ),
+    "reward_model": Fuzzed({"key": "score"}, None, ((RIGHT_TEXT, 1.0), (WRONG_TEXT, 0.0))),
     "remote": Fuzzed({}, "Paris", ((RIGHT_TEXT, 1.0), (WRONG_TEXT, 0.0))),
     "nemo_gym": Fuzzed({}, "Paris", ((RIGHT_TEXT, 1.0), (WRONG_TEXT, 0.0))),
     # the tests' own taskset: 1.0 for a final reply equal to the answer
@@ -296,14 +289,14 @@ def nemo_gym(body: Any) -> Any:
 
 
 def server(script: Callable[[Any], Any]) -> web.Application:
-    """A server on which ``script(request body)`` is the JSON reply, taking bodies up to 64 MiB
-    (aiohttp's default cap, 1 MiB, answers a megabyte response with a 413, which the remote
-    client reads as the server refusing the request: the setup's fault, raised for the batch)."""
+    """A server on which ``script(request body)`` is the JSON reply, with aiohttp's default cap
+    on a body (1 MiB): a megabyte response gets a 413, which must fail that sample alone (a
+    request of several samples is split to find it), never the batch."""
 
     async def handle(request: web.Request) -> web.Response:
         return web.json_response(script(await request.json()))
 
-    app = web.Application(client_max_size=64 << 20)
+    app = web.Application()
     app.router.add_route("POST", "/{tail:.*}", handle)
     return app
 
@@ -381,8 +374,9 @@ def preview(row: dict[str, Any]) -> str:
     return shown.repr(row["response"])
 
 
-def check_batch(router: Router, canary: Canary, kind: str, hostile: list[Any]) -> None:
-    """Score ``hostile`` between honest rows of ``kind`` as one batch, and check every row."""
+def check_batch(router: Router, canary: Canary, kind: str, hostile: list[Any]) -> list[Any]:
+    """Score ``hostile`` between honest rows of ``kind`` as one batch, and check every row; the
+    results (hostile response ``i`` at ``2 * i + 1``)."""
     entry = FUZZED[kind]
     rows: list[dict[str, Any]] = []
     honest_at: dict[int, float] = {}
@@ -418,6 +412,7 @@ def check_batch(router: Router, canary: Canary, kind: str, hostile: list[Any]) -
             )
     term_timeout = float(entry.term.get("timeout", TIMEOUT))
     assert took < term_timeout + SLACK, f"the batch took {took:.1f} s"
+    return batch
 
 
 @pytest.mark.parametrize("kind", kind_names())
@@ -437,10 +432,11 @@ def test_hostile_responses_never_stop_the_batch_nor_move_an_honest_row(
     batches()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="reward_model: a request's inputs are encoded together, so one input that JSON "
-    "cannot carry (a lone surrogate) fails every sample of its request",
-)
-def test_a_lone_surrogate_fails_its_own_input_alone(router: Router, canary: Canary) -> None:
-    check_batch(router, canary, "reward_model", ["Paris\ud800"])
+@pytest.mark.parametrize("kind", ["reward_model", "remote", "judge"])
+def test_a_lone_surrogate_fails_its_own_input_alone(
+    router: Router, canary: Canary, kind: str
+) -> None:
+    # a request carrying several samples (the reward model's batch) is not failed whole
+    batch = check_batch(router, canary, kind, ["Paris\ud800", "\udfff" * 3])
+    for hostile in (batch[1], batch[3]):
+        assert hostile.status in FAILED and "surrogate" in (hostile.error_message or "")

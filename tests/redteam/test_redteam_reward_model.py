@@ -171,7 +171,7 @@ def test_a_flood_is_refused_before_it_reaches_the_server(
 ) -> None:
     """900,000 characters of response (1 MB as UTF-8): ``invalid`` at once, naming the cap;
     nothing of it is sent. With the cap raised (the control), all of it is (and the server,
-    whose bodies stop at 1 MiB, refuses it: 413). (Past a million characters the response,
+    whose bodies stop at 1 MiB, refuses it: 413, that sample's own status). (Past a million characters the response,
     read as one assistant turn, is refused sooner, by the router's `trajectory.max_chars`.)"""
     server = servers.scripted(faulty(entry_is("1.0")))
     settings = {"api": "vllm_classify", "url": server.url(), "model": "rm", "template": "plain",
@@ -182,8 +182,8 @@ def test_a_flood_is_refused_before_it_reaches_the_server(
         assert "over `max_response_chars` (131,072)" in bad.error_message
         assert max(len(json.dumps(s.body)) for s in server.seen) < 10_000
     else:
-        assert (bad.reward, bad.status) == (0.0, "error")
-        assert "HTTP 413" in bad.error_message
+        assert (bad.reward, bad.status) == (0.0, "invalid")  # its own, whatever on_error says
+        assert "TooLarge" in bad.error_message and "HTTP 413" in bad.error_message
 
 
 #: Under the router's million characters, over the server's 1 MiB body as UTF-8.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import logging
 import pickle
 import random
@@ -335,6 +336,43 @@ def test_a_response_no_json_can_carry_is_its_samples_failure_under_raise(
     assert (bad.status, bad.reward) == ("error", None)
     assert "cannot send the sample as JSON" in (bad.error_message or "")
     assert len(server.seen) == 1
+
+
+def too_large_over(limit: int) -> Script:
+    """A server whose request bodies stop at ``limit`` bytes (413 beyond), scoring by length."""
+
+    def script(seen: Seen, attempt: int) -> Reply:
+        size = len(json.dumps(seen.body, ensure_ascii=False).encode())
+        return Reply(status=413) if size > limit else length(seen, attempt)
+
+    return script
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["one_per_request", "batch"])
+def test_a_response_too_large_for_the_server_fails_alone_under_raise(
+    make_router: Any, servers: Servers, batch: bool
+) -> None:
+    # The policy made the request too large: a 413 for a request of that sample alone is its
+    # own status (counted, never raised for the batch); a batch refused so is split to find it.
+    server = servers.scripted(too_large_over(2_000))
+    router = judged(make_router, judge(server.url(), on_error="raise", batch=batch))
+    rows = [row("x"), row("y" * 5_000), row("zz"), row("w" * 3), row("v" * 4)]
+    results = router.score_sync(rows)
+    assert [r.reward for r in results] == [1.0, None, 2.0, 3.0, 4.0]
+    assert results[1].status == "invalid"
+    message = results[1].error_message or ""
+    assert "TooLarge" in message and "HTTP 413" in message and "body limit" in message
+    assert server.responses()["y" * 5_000] == (1 if not batch else 3)  # whole, half, alone
+
+
+def test_a_413_for_every_sample_is_counted_and_says_to_raise_the_limit(
+    make_router: Any, servers: Servers
+) -> None:
+    server = servers.scripted(too_large_over(10))
+    router = judged(make_router, judge(server.url(), on_error="raise"))
+    results = router.score_sync([row("x"), row("y")])
+    assert [r.status for r in results] == ["invalid", "invalid"]
+    assert all("raise its request body limit" in (r.error_message or "") for r in results)
 
 
 # -- batch mode --------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ expected reward is known in advance; it records every request, so the tests see 
 
 from __future__ import annotations
 
+import asyncio
 import math
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from rr_reward_model import model_server, reply, texts_of, tiny_reward_model
 
 from rewardrouter import ConfigError
 from rewardrouter.rewards.reward_model import RewardModelSettings
+from rewardrouter.rewards.reward_model.scores import ScoreCache, Scored
 
 APIS = ["vllm_classify", "vllm_score", "vllm_pooling", "sglang"]
 PATHS = {
@@ -128,6 +130,19 @@ def test_identical_inputs_are_sent_once(make_router: Any, servers: Servers) -> N
     assert sorted(sent) == sorted({f"Say something.\n{r}" for r in ("good", "bad", "meh")})
     router.score_sync(group)  # kept: asked again, nothing is sent
     assert len(server.seen) == 2
+
+
+def test_a_kept_score_is_keyed_by_a_digest_not_by_the_response() -> None:
+    # 256 kept scores of 100,000-character inputs hold 32 bytes of key each, not the inputs
+    cache = ScoreCache(256)
+    inputs = [f"{i}" + "x" * 100_000 for i in range(300)]
+
+    async def compute(todo: list[Any]) -> list[Scored]:
+        return [float(len(t)) for t in todo]
+
+    assert asyncio.run(cache.scores(inputs, compute)) == [float(len(t)) for t in inputs]
+    kept = cache._done
+    assert len(kept) == 256 and {len(key) for key in kept} == {32}
 
 
 def test_server_errors_are_retried_and_4xx_is_not(make_router: Any, servers: Servers) -> None:

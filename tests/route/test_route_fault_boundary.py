@@ -16,8 +16,15 @@ from rr_testfns import row
 from rewardrouter import RewardError
 from rewardrouter.compile.resolve import RewardFn
 from rewardrouter.compile.routes import BoundTerm
-from rewardrouter.outcome import Outcome, failed, setup_failed
-from rewardrouter.remote.errors import RemoteInvalid, RemoteRejected, RemoteTimeout, Unsendable
+from rewardrouter.outcome import MESSAGE_CHARS, Outcome, describe_exception, failed, setup_failed
+from rewardrouter.remote.errors import (
+    NotJson,
+    RemoteInvalid,
+    RemoteRejected,
+    RemoteTimeout,
+    TooLarge,
+    Unsendable,
+)
 from rewardrouter.rewards.code.cases import LabelError as CodeLabelError
 from rewardrouter.rewards.code.local import SandboxError
 from rewardrouter.rewards.ifeval import IfevalCheckError, IfevalDataMissing, IfevalLabelError
@@ -30,19 +37,20 @@ from rewardrouter.route.assemble import failure_fix, is_sample_fault
     ("exc", "setup"),
     [
         pytest.param(SandboxError("bwrap: no permission"), "infrastructure", id="sandbox_cannot_start"),
-        pytest.param(RemoteRejected("404"), "infrastructure", id="server_refused"),
+        pytest.param(RemoteRejected("404", 404), "infrastructure", id="server_refused"),
+        pytest.param(RemoteRejected("413", 413), "infrastructure", id="batch_too_large"),
         pytest.param(RemoteTimeout("no answer"), "infrastructure", id="server_timed_out"),
         pytest.param(RemoteInvalid("not JSON"), "infrastructure", id="server_reply_unreadable"),
         pytest.param(IfevalDataMissing("punkt"), "infrastructure", id="nltk_data_missing"),
         pytest.param(LabelError("a dict label"), "data", id="label_no_grader_reads"),
         pytest.param(CodeLabelError("no tests"), "data", id="code_label_without_tests"),
         pytest.param(IfevalLabelError("unknown instruction"), "data", id="ifeval_label"),
+        pytest.param(NotJson("a set label"), "data", id="label_not_json"),
         # what the response can cause
         pytest.param(OverflowError("int too large"), None, id="overflow"),
         pytest.param(RecursionError("too deep"), None, id="recursion"),
         pytest.param(MemoryError(), None, id="memory"),
         pytest.param(ValueError("bad text"), None, id="value_error"),
-        pytest.param(Unsendable("a lone surrogate"), None, id="sample_not_json"),
         pytest.param(UnreadableScore("two scores"), None, id="judge_reply_unreadable"),
         pytest.param(IfevalCheckError("check raised"), None, id="ifeval_check_raised"),
     ],
@@ -51,6 +59,37 @@ def test_a_failure_is_the_setups_only_when_its_class_says_so(
     exc: BaseException, setup: str | None
 ) -> None:
     assert failed(exc).setup_fault == setup
+    assert not failed(exc).sample_fault
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        pytest.param(Unsendable("a lone surrogate"), id="response_not_unicode"),
+        pytest.param(TooLarge("413 for this sample alone"), id="request_of_it_alone_too_large"),
+    ],
+)
+def test_a_sample_fault_is_its_own_for_any_kind(exc: BaseException) -> None:
+    outcome = failed(exc)
+    assert (outcome.sample_fault, outcome.setup_fault) == (True, None)
+    assert is_sample_fault(_term(builtin=False), outcome)
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no")
+
+
+@pytest.mark.parametrize(
+    ("exc", "says"),
+    [
+        pytest.param(ValueError("x" * 10**6), "(1,000,000 characters in all)", id="megabyte"),
+        pytest.param(_Unprintable(), "its message cannot be shown: RuntimeError", id="broken_str"),
+    ],
+)
+def test_a_failure_message_is_bounded_and_always_shown(exc: BaseException, says: str) -> None:
+    message = describe_exception(exc)
+    assert says in message and len(message) < MESSAGE_CHARS + 100
 
 
 def _term(builtin: bool) -> BoundTerm:

@@ -1,21 +1,26 @@
 """From raw scores to rewards: one score per distinct input, and the term's normalization.
 
 Both back ends (a served model, a local one) score lists of *inputs* (a text, a conversation,
-a pair), each identified by its JSON. :class:`ScoreCache` sends each distinct input once: a
+a pair), each identified by the SHA-256 digest of its JSON (so a kept score costs 32 bytes of
+key, whatever the response's length). :class:`ScoreCache` sends each distinct input once: a
 GRPO group often holds the same response several times, and concurrent route groups may ask for
 the same input at once (the second waits for the first). Raw scores are kept, most recent
-first, up to ``cache_size``; a failure is not kept.
+first, up to ``cache_size``; a failure is not kept. An input that UTF-8 cannot carry (a lone
+surrogate in the response) is never sent: it is that sample's own failure
+(:class:`~rewardrouter.remote.errors.Unsendable`), and its neighbours are scored.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import math
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from rewardrouter.remote.errors import Unsendable
 from rewardrouter.rewards.model_input import RefusedResponse
 from rewardrouter.rewards.reward_model.conversation import Unusable
 from rewardrouter.rewards.reward_model.settings import Affine
@@ -24,6 +29,20 @@ from rewardrouter.rewards.reward_model.settings import Affine
 Scored = float | Exception
 
 Compute = Callable[[list[Any]], Awaitable[list[Scored]]]
+
+
+def input_key(item: Any) -> bytes:
+    """The digest that identifies an input; :class:`Unsendable` for one that UTF-8 cannot
+    carry (a lone surrogate), which no server or tokenizer can read."""
+    text = json.dumps(item, sort_keys=True, ensure_ascii=False)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise Unsendable(
+            f"the model input holds a lone UTF-16 surrogate (U+{ord(text[exc.start]):04X}), "
+            "which is not Unicode text: nothing was sent for this sample"
+        ) from None
+    return hashlib.sha256(data).digest()
 
 
 def read_number(value: Any, what: str) -> float:
@@ -95,18 +114,25 @@ class ScoreCache:
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._done: OrderedDict[str, float] = OrderedDict()
-        self._pending: dict[tuple[asyncio.AbstractEventLoop, str], asyncio.Future[float]] = {}
+        self._done: OrderedDict[bytes, float] = OrderedDict()
+        self._pending: dict[tuple[asyncio.AbstractEventLoop, bytes], asyncio.Future[float]] = {}
 
     async def scores(self, inputs: Sequence[Any], compute: Compute) -> list[Scored]:
         """One raw score (or failure) per input, in order; ``compute`` gets each distinct input
         that is neither kept nor being scored, once."""
         loop = asyncio.get_running_loop()
-        keys = [json.dumps(item, sort_keys=True, ensure_ascii=False) for item in inputs]
-        found: dict[str, Scored] = {}
-        waits: dict[str, asyncio.Future[float]] = {}
-        todo: dict[str, Any] = {}
-        for key, item in zip(keys, inputs, strict=True):
+        keys: list[bytes | int] = []
+        found: dict[bytes | int, Scored] = {}
+        waits: dict[bytes, asyncio.Future[float]] = {}
+        todo: dict[bytes, Any] = {}
+        for i, item in enumerate(inputs):
+            try:
+                key = input_key(item)
+            except Unsendable as exc:  # that input's own failure, under its position
+                keys.append(i)
+                found[i] = exc
+                continue
+            keys.append(key)
             if key in found or key in waits or key in todo:
                 continue
             if key in self._done:
@@ -128,9 +154,9 @@ class ScoreCache:
     async def _compute(
         self,
         loop: asyncio.AbstractEventLoop,
-        todo: dict[str, Any],
+        todo: dict[bytes, Any],
         compute: Compute,
-        found: dict[str, Scored],
+        found: dict[bytes | int, Scored],
     ) -> None:
         futures = {key: loop.create_future() for key in todo}
         for key, future in futures.items():
@@ -155,7 +181,7 @@ class ScoreCache:
             for key in futures:
                 del self._pending[(loop, key)]
 
-    def _keep(self, key: str, score: float) -> None:
+    def _keep(self, key: bytes, score: float) -> None:
         if not self.size:
             return
         self._done[key] = score

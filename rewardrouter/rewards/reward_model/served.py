@@ -27,7 +27,9 @@ concurrency cap, the reply size cap, and the credential scrubbed from every mess
 that cannot be read as one score per input (a wrong count, another shape, an oversized body) or
 a 400, 413 or 422 (vLLM refuses a whole batch for one input over its context length) fails the
 request's inputs only after the request is split in halves and each half sent again, down to
-one input: so one hostile input fails alone and its neighbours are scored. A request of several
+one input: so one hostile input fails alone and its neighbours are scored (a 413 for one input
+alone is that sample's own status, whatever ``on_error``). An input that no JSON can carry (a
+lone surrogate) is never sent: it fails alone, as its own status. A request of several
 inputs that gets no reply within ``timeout`` is not sent again whole: each of its inputs is sent
 alone at once, so an input the server hangs on times out alone and its neighbours are scored
 (each request's ``deadline``, and the term's call deadline, count from when it has its slot).
@@ -39,10 +41,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rewardrouter.outcome import SampleFault
 from rewardrouter.remote.errors import RemoteError, RemoteInvalid, RemoteRejected, RemoteTimeout
 from rewardrouter.rewards.model_input import ResponseGuard
 from rewardrouter.rewards.reward_model.conversation import (
@@ -60,12 +62,12 @@ if TYPE_CHECKING:  # the client (and aiohttp) loads when a reward model is built
 
 #: The 4xx replies that an input can cause (bad request, too large, unprocessable): a batch
 #: refused so is split to find the input. Others (401, 403, 404) refuse every request alike.
-_INPUT_REFUSED = re.compile(r"HTTP (?:400|413|422)\b")
+_INPUT_REFUSED = frozenset({400, 413, 422})
 
 
-def _about_an_input(exc: RemoteInvalid | RemoteRejected) -> bool:
+def _about_an_input(exc: RemoteInvalid | RemoteRejected | SampleFault) -> bool:
     """Whether one input of the request may have caused ``exc`` (so halves may be scored)."""
-    return isinstance(exc, RemoteInvalid) or _INPUT_REFUSED.match(str(exc)) is not None
+    return not isinstance(exc, RemoteRejected) or exc.status in _INPUT_REFUSED
 
 
 class ServedRewardModel:
@@ -148,7 +150,10 @@ class ServedRewardModel:
         split to find it (see the module doc)."""
         try:
             # A batch that times out is not sent again whole: its inputs go alone instead.
-            reply = await self.endpoint.post_json(self._body(chunk), retry_timeouts=len(chunk) == 1)
+            single = len(chunk) == 1
+            reply = await self.endpoint.post_json(
+                self._body(chunk), retry_timeouts=single, one_sample=single
+            )
             return self._read(reply, len(chunk))
         except RemoteTimeout as exc:
             if len(chunk) == 1:
@@ -156,7 +161,7 @@ class ServedRewardModel:
             # Which input does the server hang on? Each alone, at once.
             alone = await asyncio.gather(*(self._chunk([item]) for item in chunk))
             return [score for one in alone for score in one]
-        except (RemoteInvalid, RemoteRejected) as exc:
+        except (RemoteInvalid, RemoteRejected, SampleFault) as exc:
             if len(chunk) == 1 or not _about_an_input(exc):
                 return [exc] * len(chunk)
             half = len(chunk) // 2  # which input spoiled the request? send halves to find out
