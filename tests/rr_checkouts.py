@@ -1,6 +1,6 @@
 """Checkouts of trainers that are not pip packages (slime, miles), and of other projects whose
 code or data tests read (FastChat's judge, public MT-Bench runs, Prometheus' parser,
-simple-evals' answer prefixes).
+simple-evals' answer prefixes, MGSM's exemplars, lighteval's extraction tests).
 
 A checkout is found, in order, at the path in the environment variable the trainer names
 (``RR_SLIME=/path/to/slime``), or in a fetched mirror of its repository: a git directory
@@ -64,7 +64,18 @@ PROMETHEUS = Trainer(
 )
 #: simple-evals: its multilingual MMLU's localized answer prefixes and the letters it maps to A to
 #: D (``common.py``).
-SIMPLE_EVALS = Trainer("openai/simple-evals", "RR_SIMPLE_EVALS", "sampler", paths=("common.py",))
+SIMPLE_EVALS = Trainer(
+    "openai/simple-evals", "RR_SIMPLE_EVALS", "sampler", paths=("common.py", "mgsm_eval.py")
+)
+#: url-nlp: MGSM's native chain-of-thought exemplars in 11 languages (``mgsm/exemplars.py``).
+URL_NLP = Trainer("google-research/url-nlp", "RR_URL_NLP", "mgsm", paths=("mgsm/exemplars.py",))
+#: lighteval: its extraction tests, multilingual math among them.
+LIGHTEVAL = Trainer(
+    "huggingface/lighteval",
+    "RR_LIGHTEVAL",
+    "tests",
+    paths=("tests/unit/metrics/test_extractive_match.py",),
+)
 
 
 def _mirror(trainer: Trainer) -> Path:

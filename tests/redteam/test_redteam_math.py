@@ -74,6 +74,10 @@ HOSTILE = [
     pytest.param("boxed", EVERY_NUMBER, ("90", "99"), id="every_number_boxed"),
     pytest.param("boxed", EVERY_NUMBER_LISTED, ("90", "99"), id="every_number_boxed_listed"),
     pytest.param("any", "The final answer is 41 or 42.", BOTH, id="stated_alternatives"),
+    pytest.param("any", "La réponse est 41 ou 42.", BOTH, id="stated_alternatives_in_french"),
+    pytest.param("any", "答案是41或42。", BOTH, id="stated_alternatives_in_chinese"),
+    pytest.param("any", "Jibu ni 41 au 42.", BOTH, id="stated_alternatives_in_swahili"),
+    pytest.param("any", "Réponse : 41, 42", BOTH, id="stated_list_in_french"),
     pytest.param("any", "Answer: \\boxed{41} \\boxed{42}", BOTH, id="stated_two_boxes"),
     # one answer boxed in the thinking, another given after it
     pytest.param("boxed", "<think>\\boxed{41}</think>\\boxed{42}", ("41",), id="boxed_in_thinking"),

@@ -44,6 +44,7 @@ exception of its own: math-verify turns its ``TimeoutException`` (a ``BaseExcept
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from fractions import Fraction
@@ -286,17 +287,36 @@ def math_verify_match(answer: str, gold: str) -> bool:
         )
 
 
+# Scripts written without spaces between words, next to a digit: math-verify reads a number only
+# where a word does not touch it, so 共有99颗 and 比例为13/28 are spaced first
+_GLUED = re.compile(
+    "(?<=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u0e00-\u0e7f])(?=\\d)"
+    "|(?<=\\d)(?=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u0e00-\u0e7f])"
+)
+# A list's marker at a line's start, followed by its item: "2. **Conclusion**" is no answer
+_LIST_MARKER = re.compile(r"(?m)^([ \t]*(?:[-*>][ \t]*)?)\d{1,3}[.)](?=[ \t]+\S)")
+
+
+def _for_free_reading(text: str) -> str:
+    """``text`` as math-verify's extraction should read it: numbers glued to CJK, kana, Hangul
+    or Thai text spaced apart from it, list markers at lines' starts dropped."""
+    if not text.isascii():
+        text = _GLUED.sub(" ", text)
+    return _LIST_MARKER.sub(r"\1", text)
+
+
 def free_form_match(text: str, golds: Sequence[str]) -> bool:
     """Whether the answer math-verify extracts from free ``text`` equals any of ``golds``.
 
     math-verify's own extraction (``final answer is``, ``Answer:``, else the last LaTeX or
-    number); the text it extracts is compared by the exact rules where they decide, and by
+    number) on the text with numbers glued to CJK text spaced apart and lines' list markers
+    dropped (:func:`_for_free_reading`); the text it extracts is compared by the exact rules where they decide, and by
     math-verify's verdict otherwise.
     """
     from math_verify import parse, verify
 
     with _timeouts_as_errors():
-        found = parse(text, parsing_timeout=None)
+        found = parse(_for_free_reading(text), parsing_timeout=None)
         if not found:
             return False
         extracted = found[-1] if isinstance(found[-1], str) else None

@@ -10,7 +10,7 @@ from rewardrouter.rewards.boxes import final_run, joined
 from rewardrouter.rewards.labels import label_texts
 from rewardrouter.rewards.math.equivalence import answers_match, decided_match, free_form_match
 from rewardrouter.rewards.registry import BoxedAnswer, builtin
-from rewardrouter.rewards.statements import stated_answer
+from rewardrouter.rewards.statements import first_number, stated_answer
 from rewardrouter.rewards.thinking import after_thinking
 
 # How much of the end of an unboxed response math-verify's own extraction reads.
@@ -44,6 +44,8 @@ def _math(response: str, label: Any, extract: str, *, exact: bool) -> float | Un
             # read ("I hope the answer is right") leaves an earlier box the answer, and without
             # one math-verify reads the statement as free text ("Answer: Jane left 3 hours ago.")
             matched = decided_match(stated[0], golds)
+            if matched is None and (number := first_number(stated[0])) is not None:
+                matched = decided_match(number, golds)  # words: the value they start with
             if matched is not None:
                 return float(matched)
             if run is None:
