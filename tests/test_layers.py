@@ -3,7 +3,9 @@ declared layer order — imports inside functions and the strings handed to
 ``importlib.import_module("rewardrouter...")`` or the project's own
 ``import_path("rewardrouter...")`` included. Imports under ``if TYPE_CHECKING:`` count too,
 unless listed below. Inside one package, no module imports itself through others (a cycle that
-only a deferred import keeps from failing counts too, since that import is its one fix).
+only a deferred import keeps from failing counts too, since that import is its one fix). No
+package imports another's private module or name (``_checks``, ``_NEEDS``): what two packages
+share is public, in the lower one.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("advantage",),  # group advantages on torch tensors
     ("shape",),  # shaping stages and the post-processing chain
     ("router",),  # Router and compile_router
+    ("checks",),  # the batch checks the command line and the trainer hooks share
     ("integrations", "schema"),  # the router in trainers, as JSON Schema
     ("serve",),  # the router behind HTTP (it speaks the trainers' reward protocols)
     ("cli",),  # the command line
@@ -225,6 +228,51 @@ def violations(found: list[Edge], layers: tuple[tuple[str, ...], ...]) -> list[s
                 f"(layer {layer_of[source]}) may not import {target} (layer {layer_of[target]})"
             )
     return out
+
+
+def private_imports(found: list[Edge]) -> list[str]:
+    """Each edge that reaches into another package's private module or name (a part after the
+    package that starts with one underscore)."""
+    out: list[str] = []
+    for edge in found:
+        if _package(edge.source) == _package(edge.target):
+            continue
+        private = [p for p in edge.target.split(".")[2:] if p.startswith("_") and p[:2] != "__"]
+        if private:
+            out.append(
+                f"{edge.source}:{edge.line} imports {edge.target}: {private[0]!r} is private to "
+                f"{_package(edge.target)}; make what both use public, in the lower package"
+            )
+    return out
+
+
+def test_no_package_imports_another_packages_private_module() -> None:
+    assert private_imports(edges(PACKAGE)) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        pytest.param("from pkg.low._inner import f\n", "'_inner' is private to low", id="module"),
+        pytest.param("from pkg.low.inner import _f\n", "'_f' is private to low", id="name"),
+        pytest.param("from pkg.low import _inner\n", "'_inner' is private to low", id="from_pkg"),
+        pytest.param("from pkg.low.inner import f\n", None, id="public"),
+        pytest.param("from pkg.high._own import f\n", None, id="own_package"),
+    ],
+)
+def test_the_private_import_check_finds_what_it_must(
+    tmp_path: Path, text: str, found: str | None
+) -> None:
+    root = tmp_path / "pkg"
+    for name, body in {"__init__.py": "", "low/__init__.py": "", "high/__init__.py": "",
+                       "high/own.py": text}.items():  # fmt: skip
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(body)
+    problems = private_imports(edges(root))
+    if found is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and found in problems[0]
 
 
 def test_every_import_goes_down_the_layers() -> None:

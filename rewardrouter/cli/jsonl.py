@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+from rewardrouter.checks import absent_column
 from rewardrouter.errors import Problem, RewardRouterError
-from rewardrouter.integrations._checks import absent_column
 from rewardrouter.sample import RESPONSE_COLUMNS, response_problem, row_problems
 
 #: Problems listed in one error; the rest are counted.

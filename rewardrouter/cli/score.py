@@ -2,7 +2,7 @@
 
 Nothing is scored until the whole file reads as rows and every row can be routed and
 post-processed (:meth:`Router.check`, and the grouping checks that the trainer hooks run too:
-:func:`~rewardrouter.integrations._checks.data_problems`). A reward call that fails under ``on_error: raise`` stops
+:func:`~rewardrouter.checks.data_problems`). A reward call that fails under ``on_error: raise`` stops
 the job after its batch: every row scored so far is written, with the failures listed in the
 terminal and in ``summary.json``, and the exit status is 1.
 """
@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress
 
+from rewardrouter.checks import data_problems, unlabeled
 from rewardrouter.cli.compose import DatasetMap, named, unpackaged
 from rewardrouter.cli.figure import write_figure
 from rewardrouter.cli.jsonl import DataError, Rows, located, read_rows, writable, write_rows
@@ -41,7 +42,6 @@ from rewardrouter.config.summary import (
     WarningEntry,
 )
 from rewardrouter.errors import ConfigError, RewardRouterError, did_you_mean
-from rewardrouter.integrations._checks import data_problems, unlabeled
 from rewardrouter.results import RewardResult, ScoreWarning, count_warnings
 from rewardrouter.router import Router, compile_router
 from rewardrouter.sample import as_sample
@@ -412,7 +412,7 @@ def _print_lines(
 
 def label_hint(rows: Rows, results: Sequence[RewardResult]) -> str | None:
     """The likely cause when graders did not apply to rows without a label
-    (:func:`~rewardrouter.integrations._checks.unlabeled`, the check the trainer hooks run) and
+    (:func:`~rewardrouter.checks.unlabeled`, the check the trainer hooks run) and
     no row of the file has a ``label`` (after ``data.columns``): the answers are in a column of
     another name, or not in the file."""
     if any("label" in row for row in rows.rows):

@@ -17,7 +17,7 @@ A sample without a reward (aborted, not applicable, skipped after a failure) get
 statistics; so does a sample whose reward is that value handed over by the reward hook in its
 place (its ``metadata["rewardrouter"]`` record says ``filled``). With the ``none`` advantage
 stage the advantages are the shaped rewards in float64, unrounded; the hooks refuse a chain
-that ends in no advantage stage (:func:`._checks.no_advantage_stage`), so that training on raw
+that ends in no advantage stage (:func:`rewardrouter.checks.no_advantage_stage`), so that training on raw
 rewards is said, never implied.
 
 Before the chain runs, the batch goes through the checks of :mod:`._checks` that the command
@@ -33,12 +33,9 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
+from rewardrouter.checks import position_problem
 from rewardrouter.errors import RoutingError, SampleError
-from rewardrouter.integrations._checks import (
-    batch_positions,
-    position_problem,
-    warn_mixed_prompt_groups,
-)
+from rewardrouter.integrations._checks import batch_positions, warn_mixed_prompt_groups
 from rewardrouter.integrations._metrics import batch_key
 from rewardrouter.integrations._self_reference import without_self_references
 from rewardrouter.integrations._slime_agent import warn_preset_agent_rewards
@@ -189,7 +186,7 @@ def post_process(
     """Run ``router``'s shaping and advantage chain over one batch, as ``framework`` groups it.
 
     Raises :class:`~rewardrouter.SampleError` before the chain runs when the batch cannot be
-    grouped as the config says (:func:`._checks.position_problem`)."""
+    grouped as the config says (:func:`rewardrouter.checks.position_problem`)."""
     uneven = position_problem(router.config, len(samples))
     if uneven is not None:
         raise SampleError(f"sample {uneven[0]}: {uneven[1]}")

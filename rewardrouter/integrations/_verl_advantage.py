@@ -29,11 +29,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from rewardrouter.checks import no_advantage_stage
 from rewardrouter.errors import ConfigError, Problem
-from rewardrouter.integrations._checks import no_advantage_stage
-from rewardrouter.integrations._route_shaping import _NEEDS as STAGE_NEEDS
 from rewardrouter.integrations._router_cache import shared_router
 from rewardrouter.integrations._source import config_source
+from rewardrouter.integrations.route_shaping import NEEDS as STAGE_NEEDS
 from rewardrouter.router import Router
 from rewardrouter.shape.batch import MissingInputError
 

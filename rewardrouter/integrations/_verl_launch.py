@@ -41,7 +41,6 @@ from typing import Any
 
 from rewardrouter.config.load import load_config
 from rewardrouter.errors import ConfigError, Problem
-from rewardrouter.integrations._route_shaping import VERL, check_route_shaping
 from rewardrouter.integrations._source import (
     CONFIG_FIELD,
     OVERRIDES_FIELD,
@@ -50,6 +49,7 @@ from rewardrouter.integrations._source import (
     missing_file,
 )
 from rewardrouter.integrations._verl_advantage import ESTIMATOR_NAME, estimator_problems
+from rewardrouter.integrations.route_shaping import VERL, check_route_shaping
 from rewardrouter.router import Router, compile_router
 
 #: The metadata field that carries verl's ``data_source`` (listed in the default ``route_by``).

@@ -68,11 +68,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rewardrouter.checks import unlabeled
 from rewardrouter.errors import ConfigError, Problem, RoutingError, short_repr
-from rewardrouter.integrations._checks import unlabeled, warn_unlabeled
+from rewardrouter.integrations._checks import warn_unlabeled
 from rewardrouter.integrations._fatal import FatalRewardError
 from rewardrouter.integrations._metrics import warn
-from rewardrouter.integrations._route_shaping import OPENRLHF, check_route_shaping, shape_rewards
 from rewardrouter.integrations._router_cache import shared_router
 from rewardrouter.integrations._source import (
     ENV_CONFIG,
@@ -80,6 +80,7 @@ from rewardrouter.integrations._source import (
     ConfigSource,
     parse_overrides,
 )
+from rewardrouter.integrations.route_shaping import OPENRLHF, check_route_shaping, shape_rewards
 from rewardrouter.results import RewardResult
 from rewardrouter.router import Router
 from rewardrouter.sample import Sample

@@ -72,10 +72,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rewardrouter.checks import no_advantage_stage
 from rewardrouter.config.models import MissingReward
 from rewardrouter.errors import ConfigError, Problem, RewardError
 from rewardrouter.integrations import _metrics
-from rewardrouter.integrations._checks import no_advantage_stage, warn_unlabeled
+from rewardrouter.integrations._checks import warn_unlabeled
 from rewardrouter.integrations._coalesce import Coalescer
 from rewardrouter.integrations._data_named import settle_failures
 from rewardrouter.integrations._post_process import (
@@ -358,7 +359,7 @@ def run_post_process(
     prompt_group_sizes: Sequence[int] | None = None,
 ) -> tuple[list[float], list[float]]:
     """The post-process hook of ``framework`` (see :mod:`._post_process`); refuses a config
-    whose ``post_process`` ends in no advantage stage (:func:`._checks.no_advantage_stage`)."""
+    whose ``post_process`` ends in no advantage stage (:func:`rewardrouter.checks.no_advantage_stage`)."""
     keys = _Keys.of(args)
     source = config_source(args, "args")
     router = shared_router(source, reward_key=keys.train, eval_reward_key=keys.eval)

@@ -49,18 +49,19 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, cast, overload
 
+from rewardrouter.checks import absent_column
 from rewardrouter.config.models import RouterConfig
 from rewardrouter.errors import ConfigError, Problem
-from rewardrouter.integrations._checks import absent_column, warn_unlabeled
+from rewardrouter.integrations._checks import warn_unlabeled
 from rewardrouter.integrations._metrics import (
     group_metrics,
     score_metrics,
     warn_misrouted,
     warning_metrics,
 )
-from rewardrouter.integrations._route_shaping import TRL, check_route_shaping, shape_rewards
 from rewardrouter.integrations._router_cache import shared_router
 from rewardrouter.integrations._source import ConfigSource
+from rewardrouter.integrations.route_shaping import TRL, check_route_shaping, shape_rewards
 from rewardrouter.results import RewardResult
 from rewardrouter.router import Router
 from rewardrouter.sample import Sample

@@ -57,9 +57,9 @@ from typing import Any
 
 from rewardrouter.errors import ConfigError
 from rewardrouter.integrations import _verl_advantage, _verl_launch
-from rewardrouter.integrations._route_shaping import shape_rewards
 from rewardrouter.integrations._router_cache import shared_router
 from rewardrouter.integrations._source import CONFIG_FIELD, OVERRIDES_FIELD, config_source
+from rewardrouter.integrations.route_shaping import shape_rewards
 from rewardrouter.results import RewardResult
 from rewardrouter.router import Router
 from rewardrouter.sample import Sample

@@ -284,12 +284,12 @@ async def _reward(router: Router, body: bytes) -> tuple[int, Any]:
 
 async def _openrlhf(router: Router, data: dict[str, Any]) -> tuple[int, Any]:
     """OpenRLHF's ``{"query", "prompts", "labels"}`` body (see the openrlhf integration)."""
-    from rewardrouter.integrations._route_shaping import OPENRLHF, check_route_shaping
     from rewardrouter.integrations.openrlhf import (
         openrlhf_reply,
         openrlhf_samples,
         with_unreadable,
     )
+    from rewardrouter.integrations.route_shaping import OPENRLHF, check_route_shaping
 
     queries, prompts, labels = data.get("query"), data.get("prompts"), data.get("labels")
     if not isinstance(queries, list) or not isinstance(prompts, list):

@@ -1,4 +1,4 @@
-"""The checks that the command line and every trainer hook share (``integrations/_checks.py``).
+"""The checks that the command line and every trainer hook share (``rewardrouter/checks.py``).
 
 Each check is specified on its own first, then through the command line's main job, which
 refuses what a hook counts: the same finding, as loud as each caller can afford. The hooks'
@@ -20,17 +20,12 @@ import pytest
 from rich.console import Console
 
 from rewardrouter import RewardResult, RouterConfig, Sample
+from rewardrouter.checks import absent_column, mixed_prompt_groups, position_problem, unlabeled
 from rewardrouter.cli.compose import compose_job
 from rewardrouter.cli.score import run_job
 from rewardrouter.errors import RewardRouterError
 from rewardrouter.integrations import _metrics
-from rewardrouter.integrations._checks import (
-    absent_column,
-    batch_positions,
-    mixed_prompt_groups,
-    position_problem,
-    unlabeled,
-)
+from rewardrouter.integrations._checks import batch_positions
 
 
 @pytest.fixture(autouse=True)

@@ -62,7 +62,7 @@ TRL = Feeds(
 )
 
 #: The per-sample field each built-in stage reads (stages not listed read none).
-_NEEDS = {"overlong_penalty": "response_length", "truncation_penalty": "truncated"}
+NEEDS = {"overlong_penalty": "response_length", "truncation_penalty": "truncated"}
 
 _checked: weakref.WeakKeyDictionary[Router, set[str]] = weakref.WeakKeyDictionary()
 
@@ -79,7 +79,7 @@ def check_route_shaping(router: Router, feeds: Feeds) -> None:
     for name, route in router.routes.items():
         for i, stage in enumerate(route.shaping):
             where = f"routes.{name}.shaping[{i}]"
-            need = _NEEDS.get(stage.kind)
+            need = NEEDS.get(stage.kind)
             if need is not None and need not in feeds.fields:
                 problems.append(
                     Problem(
