@@ -209,3 +209,11 @@ def test_the_site_builds_without_a_warning(tmp_path: Path) -> None:
     warnings = [line for line in done.stderr.splitlines() if line.startswith("WARNING")]
     assert not warnings, "\n".join(warnings)
     assert (tmp_path / "site" / "reference" / "index.html").is_file()
+
+
+def test_the_readme_links_every_kind_page() -> None:
+    readme = (ROOT / "README.md").read_text()
+    pages = sorted((ROOT / "docs" / "kinds").glob("*.md"))
+    assert len(pages) > 5
+    unlinked = [p.name for p in pages if f"(docs/kinds/{p.name})" not in readme]
+    assert unlinked == [], f"README's manual links no page for {unlinked}"
