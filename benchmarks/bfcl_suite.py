@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rewardrouter.rewards.tools import ToolCallFormat, ToolFormatSettings
+from rewardrouter.rewards.tool_use.calls import ToolCallFormat, ToolFormatSettings
 from rewardrouter.sample import Sample
 from rewardrouter.trajectory import Conversation, Message, ToolCall, TrajectoryError
 

@@ -26,7 +26,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 import rewardrouter
-from rewardrouter.rewards import ifeval
+from rewardrouter.rewards.ifeval import kind as ifeval
 
 pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
 

@@ -78,13 +78,13 @@ KIND_MODULES: dict[str, str] = {
     "math": "rewardrouter.rewards.math.kind",
     **dict.fromkeys(["random", "deterministic_random"], "rewardrouter.rewards.random"),
     "code": "rewardrouter.rewards.code.kind",
-    "ifeval": "rewardrouter.rewards.ifeval",
+    "ifeval": "rewardrouter.rewards.ifeval.kind",
     "judge": "rewardrouter.rewards.judge.kind",
     "nemo_gym": "rewardrouter.rewards.nemo_gym.kind",
     "remote": "rewardrouter.rewards.remote",
     "reward_model": "rewardrouter.rewards.reward_model.kind",
-    **dict.fromkeys(["tool_call_format", "tool_success"], "rewardrouter.rewards.tools"),
-    "turns": "rewardrouter.rewards.turns",
+    **dict.fromkeys(["tool_call_format", "tool_success"], "rewardrouter.rewards.tool_use.calls"),
+    "turns": "rewardrouter.rewards.tool_use.turns",
     "verifiers": "rewardrouter.rewards.verifiers.kind",
 }
 

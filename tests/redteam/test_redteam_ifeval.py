@@ -18,7 +18,7 @@ from typing import Any, cast
 import pytest
 
 from rewardrouter import Router, compile_router
-from rewardrouter.rewards import ifeval
+from rewardrouter.rewards.ifeval import kind as ifeval
 
 from .conftest import Canary, score_between_honest_rows
 

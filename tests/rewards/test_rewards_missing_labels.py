@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from rewardrouter.rewards import BUILTINS, lookup
-from rewardrouter.rewards.ifeval import IfevalReward, IfevalSettings
+from rewardrouter.rewards.ifeval.kind import IfevalReward, IfevalSettings
 
 MISSING = [
     pytest.param(None, id="none"),

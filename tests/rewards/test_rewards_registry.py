@@ -205,9 +205,9 @@ def test_a_router_imports_the_graders_it_names_alone() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = set(json.loads(done.stdout))
     kept_out = {
-        "sympy", "jsonschema", "rewardrouter.rewards.math", "rewardrouter.rewards.tools",
+        "sympy", "jsonschema", "rewardrouter.rewards.math", "rewardrouter.rewards.tool_use.calls",
         "rewardrouter.rewards.code", "rewardrouter.rewards.judge", "rewardrouter.rewards.choice",
-        "rewardrouter.rewards.ifeval", "rewardrouter.remote",
+        "rewardrouter.rewards.ifeval.kind", "rewardrouter.remote",
     }  # fmt: skip
     assert loaded & kept_out == set()
     assert "rewardrouter.rewards.exact" in loaded

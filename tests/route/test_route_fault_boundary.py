@@ -27,7 +27,7 @@ from rewardrouter.remote.errors import (
 )
 from rewardrouter.rewards.code.cases import LabelError as CodeLabelError
 from rewardrouter.rewards.code.local import SandboxError
-from rewardrouter.rewards.ifeval import IfevalCheckError, IfevalDataMissing, IfevalLabelError
+from rewardrouter.rewards.ifeval.kind import IfevalCheckError, IfevalDataMissing, IfevalLabelError
 from rewardrouter.rewards.judge.parse import UnreadableScore
 from rewardrouter.rewards.labels import LabelError
 from rewardrouter.route.assemble import failure_fix, is_sample_fault

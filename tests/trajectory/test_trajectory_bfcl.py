@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import rr_benchmarks
 
-from rewardrouter.rewards.tools import ToolSuccess, ToolSuccessSettings
+from rewardrouter.rewards.tool_use.calls import ToolSuccess, ToolSuccessSettings
 from rewardrouter.sample import Sample
 from rewardrouter.trajectory import Conversation, Message, ToolCall
 

@@ -10,7 +10,7 @@ import pytest
 from rr_trajectory import weather_tool
 
 from rewardrouter import ConfigError, Sample, compile_router
-from rewardrouter.rewards.tools import ToolCallFormat, ToolFormatSettings
+from rewardrouter.rewards.tool_use.calls import ToolCallFormat, ToolFormatSettings
 from rewardrouter.trajectory import Conversation, Message, ToolCall
 
 WEATHER = weather_tool(

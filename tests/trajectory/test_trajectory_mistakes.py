@@ -14,7 +14,7 @@ from rr_trajectory import weather_tool
 
 from rewardrouter import RewardError, compile_router
 from rewardrouter.config.models import TrajectoryConfig
-from rewardrouter.rewards.tools import ToolSuccess, ToolSuccessSettings
+from rewardrouter.rewards.tool_use.calls import ToolSuccess, ToolSuccessSettings
 from rewardrouter.trajectory import TrajectoryError, parse_conversation, parse_text_response
 
 CLEAN = 1.0 + 0.5 + 0.25

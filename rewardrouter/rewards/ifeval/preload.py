@@ -1,4 +1,4 @@
-"""Importing this module loads lm-eval's IFEval checks (:func:`rewardrouter.rewards.ifeval.checks`).
+"""Importing this module loads lm-eval's IFEval checks (:func:`rewardrouter.rewards.ifeval.kind.checks`).
 
 Worker processes import it when they start (``IfevalReward.worker_imports``): the import takes
 seconds (NLTK; with lm-eval's dependencies installed, scipy and scikit-learn too), which would
@@ -9,6 +9,6 @@ install line.
 
 from __future__ import annotations
 
-from rewardrouter.rewards.ifeval import checks
+from rewardrouter.rewards.ifeval.kind import checks
 
 checks()

