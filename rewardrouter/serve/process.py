@@ -36,7 +36,7 @@ from itertools import count
 
 from rewardrouter.config.models import RouterConfig
 from rewardrouter.errors import ConfigError, Problem
-from rewardrouter.execute.process.boot import die_with_parent, kill_group, start_python
+from rewardrouter.execute.process.boot import die_with_parent, exit_cause, kill_group, start_python
 from rewardrouter.remote.pool import REQUESTER
 from rewardrouter.router import Router, compile_router
 from rewardrouter.serve.scoring import Served, answer
@@ -66,24 +66,6 @@ async def read_frame(reader: asyncio.StreamReader) -> tuple[int, int, bytes]:
 def write_frame(writer: asyncio.StreamWriter, ident: int, code: int, payload: bytes) -> None:
     writer.write(HEADER.pack(ident, code, len(payload)))
     writer.write(payload)
-
-
-def exit_cause(returncode: int) -> str:
-    """How a process ended, in words.
-
-    >>> exit_cause(-9)
-    'was killed by signal 9 (SIGKILL: the out-of-memory killer, or a kill -9)'
-    >>> exit_cause(3)
-    'exited with status 3'
-    """
-    if returncode >= 0:
-        return f"exited with status {returncode}"
-    try:
-        name = signal.Signals(-returncode).name
-    except ValueError:
-        name = "an unknown signal"
-    why = ": the out-of-memory killer, or a kill -9" if name == "SIGKILL" else ""
-    return f"was killed by signal {-returncode} ({name}{why})"
 
 
 # -- the server's side ------------------------------------------------------------------------------
@@ -212,7 +194,7 @@ class ScoringProcess:
         except (asyncio.IncompleteReadError, ConnectionError):
             writer.close()
             cause = exit_cause(await _exited(process))
-            raise ScoringFailed(f"the scoring process {cause} while starting") from None
+            raise ScoringFailed(f"the scoring process died ({cause}) while starting") from None
         except BaseException:
             writer.close()
             await _exited(process)
@@ -248,7 +230,7 @@ class ScoringProcess:
         following: asyncio.Future[_Child] = asyncio.get_running_loop().create_future()
         self._child = following
         self.restarting = f"{name} ended"
-        child.dead = f"{name} {exit_cause(await _exited(child.process))}"
+        child.dead = f"{name} died ({exit_cause(await _exited(child.process))})"
         log.error(
             "%s; %d request(s) it was scoring got 503; starting a new scoring process",
             child.dead,

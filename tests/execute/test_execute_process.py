@@ -36,7 +36,7 @@ MARGIN = 1.5  # start-up of replacement workers and a loaded machine, never a se
 BAD = {
     17: ("sleep", "timeout", "no result within 1 s; its worker process was killed and replaced"),
     60: ("tower", "timeout", "no result within 1 s; its worker process was killed and replaced"),
-    101: ("exit", "error", "the worker process died (exit code 1) during this call"),
+    101: ("exit", "error", "the worker process died (exit status 1) during this call"),
     142: ("raise", "error", "ValueError: this response breaks the grader"),
     188: ("nan", "invalid", "returned nan; rewards must be finite"),
 }
@@ -126,8 +126,8 @@ def fallback_router() -> Iterator[Router]:
         pytest.param("sleep", "timeout", "no result within 0.5 s", id="sleeps_forever"),
         pytest.param("bigint", "timeout", "worker process was killed", id="spins_in_c"),
         pytest.param("tower", "timeout", "worker process was killed", id="power_tower"),
-        pytest.param("exit", "error", "died (exit code 1)", id="os_exit"),
-        pytest.param("segfault", "error", "died (killed by SIGSEGV)", id="segfault"),
+        pytest.param("exit", "error", "died (exit status 1)", id="os_exit"),
+        pytest.param("segfault", "error", "died (killed by SIGSEGV, signal 11)", id="segfault"),
         pytest.param("exit_call", "error", "SystemExit: 3", id="sys_exit_is_a_failure"),
         pytest.param("raise", "error", "ValueError: this response breaks", id="raises"),
         pytest.param("nan", "invalid", "returned nan", id="nan"),
@@ -157,7 +157,7 @@ def test_none_means_not_applicable_not_a_failure(fallback_router: Router) -> Non
     ("bad", "status", "message"),
     [
         pytest.param("sleep", "timeout", "no result within 1 s", id="hangs"),
-        pytest.param("exit", "error", "died (exit code 1)", id="dies"),
+        pytest.param("exit", "error", "died (exit status 1)", id="dies"),
         pytest.param("short", "invalid", "group call returned 3 rewards for 4 samples", id="short"),
         pytest.param("not_a_list", "invalid", "returned dict; expected a list", id="not_a_list"),
     ],

@@ -322,7 +322,7 @@ def test_a_killed_scoring_process_fails_its_requests_with_503_and_is_replaced(
     os.kill(held.pid, signal.SIGKILL)
     status, reply = held.reply_when_done()
     assert status == 503
-    cause = f"the scoring process (pid {held.pid}) was killed by signal 9 (SIGKILL"
+    cause = f"the scoring process (pid {held.pid}) died (killed by SIGKILL, signal 9"
     assert reply["error"].startswith(cause), reply
     assert reply["error"].endswith(
         "while scoring this request; it was not scored (the server starts a new scoring process)"
@@ -377,7 +377,7 @@ def test_requests_wait_for_the_new_scoring_process_and_health_says_restarting(
     waiting.join(60)
     assert not answered_by_then
     assert (status, health["status"]) == (503, "restarting")
-    assert health["error"].startswith(f"the scoring process (pid {first}) was killed by signal 9")
+    assert health["error"].startswith(f"the scoring process (pid {first}) died (killed by SIGKILL")
     assert second != first and _children(process.pid) == [second]
     assert outcome["reply"] == (200, 1.0)
     assert send(base + "/health")[:2] == (
@@ -398,8 +398,8 @@ def test_a_scoring_process_that_cannot_be_started_again_stops_the_server_loudly(
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 1, stderr
     assert (
-        f"error: the server stopped: the scoring process (pid {scoring}) was killed by signal 9 "
-        "(SIGKILL" in stderr
+        f"error: the server stopped: the scoring process (pid {scoring}) died (killed by SIGKILL, "
+        "signal 9" in stderr
     )
     assert "and a new one could not be started: ConfigError:" in stderr
     assert "this module was imported before" in stderr

@@ -69,6 +69,30 @@ def enter(spec: dict[str, Any]) -> None:
     getattr(importlib.import_module(module), name)(*spec["args"])
 
 
+def exit_cause(code: int | None) -> str:
+    """How a child process ended, in the words every supervisor of rewardrouter uses (the
+    process executor's workers, the scoring process of ``serve``, a local reward model's
+    worker): what goes in ``"... died (<cause>)"``.
+
+    >>> exit_cause(3)
+    'exit status 3'
+    >>> exit_cause(-11)
+    'killed by SIGSEGV, signal 11'
+    >>> exit_cause(-9)
+    'killed by SIGKILL, signal 9: the out-of-memory killer, or a kill -9'
+    """
+    if code is None:
+        return "exit status unknown"
+    if code >= 0:
+        return f"exit status {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        return f"killed by signal {-code}"
+    why = ": the out-of-memory killer, or a kill -9" if name == "SIGKILL" else ""
+    return f"killed by {name}, signal {-code}{why}"
+
+
 class ChildExits:
     """A pipe that a child's exit makes readable (``SIGCHLD`` writes to it): what wakes the
     single-threaded loops of the fork server and the templates, so they reap at once."""

@@ -45,18 +45,6 @@ StartMethod = Literal["auto", "forkserver", "spawn"]
 FORK_SECONDS = 60.0
 
 
-def exit_text(code: int | None) -> str:
-    """``exit code 1``, ``killed by SIGSEGV``: how a worker ended."""
-    if code is None:
-        return "exit status unknown"
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit code {code}"
-
-
 @dataclass(eq=False)
 class Launched:
     """A started worker process."""

@@ -45,7 +45,8 @@ from multiprocessing.connection import Pipe, wait
 from typing import Any, cast
 
 from rewardrouter.execute.executor import Setup, closed
-from rewardrouter.execute.process.launch import Launched, StartMethod, exit_text, launcher_for
+from rewardrouter.execute.process.boot import exit_cause
+from rewardrouter.execute.process.launch import Launched, StartMethod, launcher_for
 from rewardrouter.execute.process.settings import ProcessSettings
 from rewardrouter.execute.process.worker import LIMIT, READY, read_progress
 from rewardrouter.execute.tasks import (
@@ -356,7 +357,7 @@ class ProcessPool(TaskPool):
         self._replace(worker, LOST.overran(timeout) if guilty else None, LOST.not_started(timeout))
 
     def _died(self, worker: _Worker) -> None:
-        cause = exit_text(self._launcher.reap(worker.launched, 1.0))
+        cause = exit_cause(self._launcher.reap(worker.launched, 1.0))
         if not worker.ready:
             self._replace(worker, None, None)
             self._boot_failed(f"worker processes exit while starting ({cause})")

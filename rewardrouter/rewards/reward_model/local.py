@@ -33,7 +33,7 @@ from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from typing import Any, ClassVar
 
-from rewardrouter.execute.process.boot import die_with_parent, start_python
+from rewardrouter.execute.process.boot import die_with_parent, exit_cause, start_python
 from rewardrouter.remote.errors import RemoteError, RemoteTimeout
 from rewardrouter.rewards.reward_model.checkpoint import missing_weights
 from rewardrouter.rewards.reward_model.conversation import Unusable
@@ -164,9 +164,9 @@ class _Worker:
             kind, value = self.conn.recv()
         except (EOFError, OSError):
             self.kill()
-            code = self.process.returncode
+            cause = exit_cause(self.process.returncode)
             raise RemoteError(
-                f"the reward model worker died (exit code {code}); it is restarted on the next call"
+                f"the reward model worker died ({cause}); it is restarted on the next call"
             ) from None
         return str(kind), value
 
