@@ -210,13 +210,14 @@ def _ours(config: Path, prompts: int, seed: int, only: str | None = None) -> dic
         timings[f"{name}_agree"] = right / sum(s.metadata["dataset"] != "squad" for s in batch)
         if name == "cold":
             timings["rewards"] = [float(r) for r in raw]
-    timings["graders"] = _graders_alone(_batch(prompts, seed + 3, only))
+    timings["graders"], timings["route_us"] = _graders_alone(_batch(prompts, seed + 3, only))
     return timings
 
 
-def _graders_alone(batch: list[answer_mix.Sample]) -> float:
-    """Seconds the built-in graders take on ``batch`` called directly, caches cleared first:
-    the grading part of a cold step, without the router and the hooks."""
+def _graders_alone(batch: list[answer_mix.Sample]) -> tuple[float, dict[str, float]]:
+    """Seconds the built-in graders take on ``batch`` called directly, caches cleared first (the
+    grading part of a cold step, without the router and the hooks), and each route's CPU time
+    per sample in microseconds (its samples graded together, caches cleared before each)."""
     from rewardrouter.rewards import BUILTINS
     from rewardrouter.rewards.math.equivalence import clear_caches
 
@@ -227,7 +228,19 @@ def _graders_alone(batch: list[answer_mix.Sample]) -> float:
         BUILTINS[kinds[sample.metadata["dataset"]]].grade(
             sample.response, sample.label, sample.metadata
         )
-    return time.perf_counter() - start
+    took = time.perf_counter() - start
+    per_route: dict[str, float] = {}
+    for dataset, kind in kinds.items():
+        samples = [s for s in batch if s.metadata["dataset"] == dataset]
+        if not samples:
+            continue
+        grade = BUILTINS[kind].grade
+        clear_caches()
+        begun = time.process_time()
+        for sample in samples:
+            grade(sample.response, sample.label, sample.metadata)
+        per_route[kind] = (time.process_time() - begun) / len(samples) * 1e6
+    return took, per_route
 
 
 def _baseline_step(batch: list[answer_mix.Sample]) -> list[float]:
@@ -582,6 +595,10 @@ def main(argv: list[str] | None = None) -> int:
     row("warm step: slime hooks", [r["warm"] for r in ours], [r["warm_cpu"] for r in ours])
     row("  of which garbage collection", [r["warm_gc"] for r in ours])
     row("  the graders alone, cold caches", [r["graders"] for r in ours])
+    for kind in ours[0]["route_us"]:
+        used = [r["route_us"][kind] for r in ours]
+        print(f"{'    ' + kind + ' route, CPU us/sample':<34}{min(used):>9.1f}"
+              f"{statistics.median(used):>10.1f}")  # fmt: skip
     row("cold step: per-sample baseline", [r["cold"] for r in base], [r["cold_cpu"] for r in base])
     row("warm step: per-sample baseline", [r["warm"] for r in base], [r["warm_cpu"] for r in base])
     for name, runs in peer_runs.items():

@@ -286,6 +286,9 @@ def _denied_before(text: str, at: int) -> bool:
     window = text[max(0, at - 40) : at].rstrip()
     if window.endswith(NEGATIONS_JOINED):
         return True
+    last = _lower(window[window.rfind(" ") + 1 :].split()[-1].strip(_WORD_EDGES)) if window else ""
+    if not (last in _ADVERBS or last in _PAIRED or _negation(last)):
+        return False  # the last word neither takes back nor lets an earlier one: the usual case
     words = window.split()
     for i in range(len(words) - 1, max(-1, len(words) - 5), -1):
         word = _lower(words[i].strip(_WORD_EDGES))
