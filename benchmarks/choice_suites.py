@@ -419,7 +419,7 @@ ChoiceGrader = Callable[[ChoiceCase], bool]
 
 
 def _gpqa(case: ChoiceCase) -> bool:
-    from rewardrouter.rewards.choice import gpqa
+    from rewardrouter.rewards.choice.kind import gpqa
 
     return bool(gpqa(case.response, case.label, case.meta()) == 1.0)
 

@@ -77,7 +77,7 @@ def _plain_math_verify(gold: str, pred: str) -> bool:
 
 
 def _gpqa(gold: str, pred: str) -> bool:
-    from rewardrouter.rewards.choice import gpqa
+    from rewardrouter.rewards.choice.kind import gpqa
 
     return gpqa(pred, gold, {}) == 1.0
 

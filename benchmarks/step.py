@@ -247,7 +247,7 @@ def _baseline_step(batch: list[answer_mix.Sample]) -> list[float]:
     """The per-sample baseline's step on ``batch``: its rewards (it imports what it uses)."""
     from math_verify import parse, verify
 
-    from rewardrouter.rewards.choice import gpqa
+    from rewardrouter.rewards.choice.kind import gpqa
     from rewardrouter.rewards.f1 import f1
 
     rewards: list[float] = []
@@ -380,7 +380,7 @@ def _baseline(prompts: int, seed: int) -> dict[str, float]:
     for module in (
         "torch",
         "math_verify",
-        "rewardrouter.rewards.choice",
+        "rewardrouter.rewards.choice.kind",
         "rewardrouter.rewards.f1",
     ):
         importlib.import_module(module)  # the baseline's imports, before timing: a one-off cost

@@ -69,7 +69,7 @@ BUILTINS: dict[str, Builtin] = {}
 #: worker process meets it), so a router pays for the graders it uses alone: its imports
 #: (sympy, jsonschema, lm-eval's checks, an HTTP client) come with the kind.
 KIND_MODULES: dict[str, str] = {
-    **dict.fromkeys(["gpqa", "multiple_choice"], "rewardrouter.rewards.choice"),
+    **dict.fromkeys(["gpqa", "multiple_choice"], "rewardrouter.rewards.choice.kind"),
     "dapo": "rewardrouter.rewards.dapo",
     "deepscaler": "rewardrouter.rewards.deepscaler",
     "exact_match": "rewardrouter.rewards.exact",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from rewardrouter.rewards.choice_leads import LIST_WORDS_LATIN, LIST_WORDS_OTHER
+from rewardrouter.rewards.leads import LIST_WORDS_LATIN, LIST_WORDS_OTHER
 
 # The answer's name and what states it in the languages of MGSM and MMLU-ProX: "La réponse
 # est", "Die Antwort lautet", "Ответ —", "Jibu ni", "答案是", "答えは", "উত্তর হল", ...

@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rewardrouter.rewards import BoxedAnswer, choice_statements
-from rewardrouter.rewards.choice import gpqa, multiple_choice
+from rewardrouter.rewards import BoxedAnswer
+from rewardrouter.rewards.choice import statements as choice_statements
+from rewardrouter.rewards.choice.kind import gpqa, multiple_choice
 from rewardrouter.rewards.labels import LabelError
 
 CHOICES = {"choices": ["Carbon", "Nitrogen", "Oxygen", "Helium"]}

@@ -6,9 +6,9 @@ The chosen letter is read after the last ``</think>``, in this order:
    correction follows it (``\\boxed{B} ... actually, D.``); boxes that hedge give no answer: a
    run of boxes with nothing but separators between them naming different letters, or boxes
    naming three letters or more (``\\boxed{A} \\boxed{B} \\boxed{C} \\boxed{D}``);
-2. else the final statement of a choice (:mod:`~rewardrouter.rewards.choice_statements`: leads in
+2. else the final statement of a choice (:mod:`~rewardrouter.rewards.choice.statements`: leads in
    the 29 languages of MMLU-ProX and simple-evals' localized prefixes
-   (:mod:`~rewardrouter.rewards.choice_leads`), hedged leads, corrections, verdicts, lines
+   (:mod:`~rewardrouter.rewards.leads`), hedged leads, corrections, verdicts, lines
    holding the option, a lead and an option's text), not negated, not one of a list;
 3. else a final sentence that names exactly one option's text.
 
@@ -27,7 +27,7 @@ from functools import lru_cache
 from typing import Any
 
 from rewardrouter.errors import short_repr
-from rewardrouter.rewards.choice_statements import LETTER, final_choice, fold, last_fix, letter_of
+from rewardrouter.rewards.choice.statements import LETTER, final_choice, fold, last_fix, letter_of
 from rewardrouter.rewards.labels import LabelError, label_missing, unwrapped
 from rewardrouter.rewards.registry import BoxedAnswer, boxed_at, builtin, last_box_start
 from rewardrouter.rewards.squad import normalize_answer

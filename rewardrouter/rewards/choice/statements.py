@@ -5,7 +5,7 @@ A *statement* is a place where the response commits to one option:
 - a lead and the letter: ``the answer is (C)``, ``Answer - C``, ``I'd go with option D``,
   ``答案是C``, ``正解はC``, ``정답: C``, ``La respuesta es C``, ``الإجابة هي (C)``, ``उत्तर है (C)``,
   ``Jibu ni C``, ``الإجابة: ج`` (the ``lead`` rows of
-  :data:`~rewardrouter.rewards.choice_leads.LEADS`, in 29 languages);
+  :data:`~rewardrouter.rewards.leads.LEADS`, in 29 languages);
 - a hedged lead whose letter ends its clause: ``I think B,``, ``which leaves C.``, and at a
   sentence's start ``So C.``, ``It's (C).``, ``Option C.``;
 - a correction whose letter ends its clause: ``actually D``, ``no wait, B.``, ``其实是D``;
@@ -42,7 +42,7 @@ from collections.abc import Iterator, Sequence
 from functools import cache, lru_cache
 from typing import Literal, NamedTuple
 
-from rewardrouter.rewards.choice_leads import (
+from rewardrouter.rewards.leads import (
     APOSTROPHE,
     FILLER,
     LATIN_MARKED,
@@ -129,7 +129,7 @@ def _lower(text: str) -> str:
 # Marks a letter may be wrapped in, up to three deep: **C**, $C$, \text{(C)}, $\textbf{C}$, \(C\)
 _OPEN = r"(?:\*|\$|`|\\\(|\\text(?:bf|it|rm|tt)?\{|\\math(?:rm|bf|it|tt)\{|\\bf\s)"
 #: A letter that stands alone: (C), [C], C, in its marks; not a word's letter nor a command's;
-#: or one of :data:`~rewardrouter.rewards.choice_leads.NATIVE_LETTERS` (``ب``, ``(ب)``).
+#: or one of :data:`~rewardrouter.rewards.leads.NATIVE_LETTERS` (``ب``, ``(ب)``).
 LETTER = (
     rf"(?:{_OPEN}\s*){{0,3}}"
     rf"(?<![A-Za-z0-9_\\{LATIN_MARKED}])"
@@ -224,7 +224,7 @@ _BEFORE_CJK_VERDICT = re.compile(
 )
 _VERDICT_TRIGGERS = frozenset((*_VERDICT_WORDS, *_CJK_VERDICT_WORDS))
 #: The words a statement's search starts at (Yoruba's answer, whose accents vary, is found by
-#: :data:`~rewardrouter.rewards.choice_leads.YORUBA_ANSWER` instead).
+#: :data:`~rewardrouter.rewards.leads.YORUBA_ANSWER` instead).
 TRIGGERS: tuple[str, ...] = tuple(sorted({*_LEADS_BY_WORD, *_VERDICT_TRIGGERS} - {YORUBA_WORD}))
 
 
