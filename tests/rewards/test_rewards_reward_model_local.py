@@ -9,11 +9,14 @@ alone, unpadded.
 from __future__ import annotations
 
 import math
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rr_processes import children
 from rr_reward_model import tiny_reward_model
 
 from rewardrouter import ConfigError, Router, compile_router
@@ -108,13 +111,21 @@ def test_a_response_writing_a_template_marker_is_invalid(router: Router) -> None
 
 
 def test_a_worker_past_its_deadline_is_killed_and_its_inputs_time_out(folder: Path) -> None:
-    hasty = local_router(folder, deadline=0.001)
+    """A worker that stops answering (here stopped outright: no race with a fast forward pass)
+    is killed at ``deadline``, its inputs time out, and the next call starts a new one."""
+    before = set(children(os.getpid()))
+    hasty = local_router(folder, deadline=1.0)
     try:
-        results = hasty.score_sync(rows("Paris", "Rome"), failures="record")
+        assert [r.status for r in hasty.score_sync(rows("Paris"))] == ["ok"]
+        [worker] = set(children(os.getpid())) - before
+        os.kill(worker, signal.SIGSTOP)
+        results = hasty.score_sync(rows("Lyon", "Rome"), failures="record")  # not cached
+        assert [r.status for r in results] == ["timeout", "timeout"]
+        assert "within `deadline` (1 s)" in results[0].error_message
+        assert worker not in children(os.getpid())  # killed and reaped, not left stopped
+        assert [r.status for r in hasty.score_sync(rows("Lyon"))] == ["ok"]
     finally:
         hasty.close()
-    assert [r.status for r in results] == ["timeout", "timeout"]
-    assert "within `deadline`" in results[0].error_message
 
 
 @pytest.mark.parametrize(

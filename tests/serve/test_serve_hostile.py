@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 import rr_testfns
+from rr_processes import children, descendants
 from rr_remote import Servers
 from test_serve import CONFIG, EXE, _listening, command_env, stopped
 
@@ -311,7 +312,7 @@ def test_health_answers_while_a_grader_holds_the_scoring_interpreter(
     assert health == (200, {"status": "ok", **HELD_ROUTES})
     assert not scored_by_then
     assert held.reply_when_done() == (200, 1.0)
-    assert held.pid in _descendants(process.pid)  # graded in the server's scoring process
+    assert held.pid in descendants(process.pid)  # graded in the server's scoring process
 
 
 def test_a_killed_scoring_process_fails_its_requests_with_503_and_is_replaced(
@@ -360,7 +361,7 @@ def test_requests_wait_for_the_new_scoring_process_and_health_says_restarting(
     env = {"RR_MARKER": str(tmp_path / "imported"), "RR_SECOND_IMPORT_WAITS": str(path)}
     process, base = command(SECOND_IMPORT_CONFIG, env=env, flags=ONE_LANE)
     body = json.dumps(SAMPLE).encode()
-    [first] = _children(process.pid)
+    [first] = children(process.pid)
     os.kill(first, signal.SIGKILL)
     conn, _ = listener.accept()  # the new scoring process imports the module: it waits
     with conn, listener:
@@ -378,7 +379,7 @@ def test_requests_wait_for_the_new_scoring_process_and_health_says_restarting(
     assert not answered_by_then
     assert (status, health["status"]) == (503, "restarting")
     assert health["error"].startswith(f"the scoring process (pid {first}) died (killed by SIGKILL")
-    assert second != first and _children(process.pid) == [second]
+    assert second != first and children(process.pid) == [second]
     assert outcome["reply"] == (200, 1.0)
     assert send(base + "/health")[:2] == (
         200,
@@ -393,7 +394,7 @@ def test_a_scoring_process_that_cannot_be_started_again_stops_the_server_loudly(
         SECOND_IMPORT_CONFIG, env={"RR_MARKER": str(tmp_path / "imported")}, flags=ONE_LANE
     )
     assert send(base + "/reward", json.dumps(SAMPLE).encode())[:2] == (200, 1.0)
-    [scoring] = _children(process.pid)
+    [scoring] = children(process.pid)
     os.kill(scoring, signal.SIGKILL)
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 1, stderr
@@ -427,7 +428,7 @@ def test_a_stopped_server_leaves_no_process_behind(command: Any, stop: Any) -> N
     process, base = command(config, new_session=True)
     sample = {"response": "four", "metadata": {"dataset": "workers"}}
     assert send(base + "/reward", json.dumps(sample).encode())[:2] == (200, 4.0)
-    left = _descendants(process.pid)
+    left = descendants(process.pid)
     assert len(left) >= 2, "expected the scoring process and its router's workers"
     pidfds = [os.pidfd_open(pid) for pid in left]
     try:
@@ -443,22 +444,6 @@ def test_a_stopped_server_leaves_no_process_behind(command: Any, stop: Any) -> N
     finally:
         for fd in pidfds:
             os.close(fd)
-
-
-def _children(pid: int) -> list[int]:
-    found: list[int] = []
-    with contextlib.suppress(OSError):
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as listed:
-                found += [int(child) for child in listed.read().split()]
-    return found
-
-
-def _descendants(pid: int) -> list[int]:
-    found: list[int] = []
-    for child in _children(pid):
-        found += [child, *_descendants(child)]
-    return found
 
 
 def test_closing_a_scoring_process_that_could_not_be_started_again_does_not_raise(

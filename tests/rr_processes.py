@@ -1,0 +1,25 @@
+"""This process's process tree, read from /proc (Linux), for tests that stop or kill a child
+rewardrouter started."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+
+def children(pid: int) -> list[int]:
+    """The process ids of ``pid``'s children, over all its threads."""
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as listed:
+                found += [int(child) for child in listed.read().split()]
+    return found
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid``, depth first."""
+    found: list[int] = []
+    for child in children(pid):
+        found += [child, *descendants(child)]
+    return found
