@@ -63,6 +63,10 @@ class ConfigError(RewardRouterError):
         body = "\n".join(f"  - {p}" for p in self.problems)
         super().__init__(f"{head} ({count} problem{'s' if count != 1 else ''}):\n{body}")
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled as it was built (a child process's config error reaches its parent whole).
+        return type(self), (self.problems, self.source)
+
 
 class RoutingError(RewardRouterError):
     """A sample that cannot be routed, or that names a function it is not allowed to run."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 
 
 def children(pid: int) -> list[int]:
@@ -23,3 +24,18 @@ def descendants(pid: int) -> list[int]:
     for child in children(pid):
         found += [child, *descendants(child)]
     return found
+
+
+def gone(pid: int, within: float = 10.0) -> bool:
+    """Whether process ``pid`` ends within ``within`` seconds: reaped, or a zombie (dead, its
+    exit status not yet collected by its parent's watcher)."""
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                if stat.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except OSError:  # FileNotFoundError, or ProcessLookupError while reading
+            return True
+        time.sleep(0.02)
+    return False

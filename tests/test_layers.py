@@ -29,6 +29,7 @@ PACKAGE = Path(rewardrouter.__file__).resolve().parent
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors",),  # the exception tree, Problem, did_you_mean
     ("introspect",),  # import by dotted path, read signatures
+    ("supervise",),  # the child processes rewardrouter starts: started, watched, stopped
     ("sample", "results"),  # the public data types: what comes in, what comes out
     ("outcome",),  # what a reward call gave: its outcome, its value, the quick path's answer
     ("config",),  # pydantic models of a YAML, loading

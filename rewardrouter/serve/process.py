@@ -36,10 +36,10 @@ from itertools import count
 
 from rewardrouter.config.models import RouterConfig
 from rewardrouter.errors import ConfigError, Problem
-from rewardrouter.execute.process.boot import die_with_parent, exit_cause, kill_group, start_python
 from rewardrouter.remote.pool import REQUESTER
 from rewardrouter.router import Router, compile_router
 from rewardrouter.serve.scoring import Served, answer
+from rewardrouter.supervise.boot import die_with_parent, exit_cause, kill_group, start_python
 
 log = logging.getLogger("rewardrouter.serve")
 

@@ -68,9 +68,7 @@ def test_allowed_functions_lists_a_path_defined_elsewhere(make_router: Any) -> N
 @pytest.mark.parametrize(
     ("path", "why"),
     [
-        pytest.param(
-            "rewardrouter.execute.process.boot.kill_group", "part of rewardrouter's machinery"
-        ),
+        pytest.param("rewardrouter.supervise.boot.kill_group", "part of rewardrouter's machinery"),
         pytest.param("rewardrouter.introspect.import_path", "part of rewardrouter's machinery"),
         pytest.param("rewardrouter.rewards.code.local.subprocess", "is a module, not a function"),
     ],

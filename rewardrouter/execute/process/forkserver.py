@@ -2,7 +2,7 @@
 
 A template started from scratch imports rewardrouter and the reward modules — seconds, with
 sympy — and every pool of the process would pay that again. So the first pool starts a server, a
-fresh interpreter (:mod:`~rewardrouter.execute.process.boot`, never the caller's script), and
+fresh interpreter (:mod:`~rewardrouter.supervise.boot`, never the caller's script), and
 every template is forked from it. Before it forks a pool's template the server imports that
 pool's modules it has not imported yet, so each module is imported once per process, not once
 per pool (another router of the process, with other graders, pays only for what is new). The
@@ -26,9 +26,10 @@ from collections.abc import Sequence
 from multiprocessing import reduction
 from multiprocessing.connection import Connection, wait
 
-from rewardrouter.execute.process.boot import ChildExits, SharedDoubles, start_python
+from rewardrouter.execute.process.shared import ChildExits, SharedDoubles
 from rewardrouter.execute.process.template import run_template
 from rewardrouter.introspect import import_quietly
+from rewardrouter.supervise.boot import start_python
 
 #: Seconds the server may take to answer a pool: start (the first time), import the pool's
 #: modules it has not imported yet, and fork.

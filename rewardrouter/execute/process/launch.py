@@ -7,7 +7,7 @@
   or started as a fresh interpreter (``spawn``);
 - :class:`FreshLauncher` (elsewhere): each worker is a fresh interpreter.
 
-Every process is started by :mod:`~rewardrouter.execute.process.boot`, never by
+Every process is started by :mod:`~rewardrouter.supervise.boot`, never by
 multiprocessing's ``spawn`` or ``forkserver``, which run the caller's script again in each child
 (a training script without ``if __name__ == "__main__":`` would start over there).
 
@@ -34,10 +34,11 @@ from multiprocessing import reduction
 from multiprocessing.connection import Connection
 from typing import Any, Literal, Protocol
 
-from rewardrouter.execute.process.boot import SharedDoubles, kill_group, start_python
 from rewardrouter.execute.process.forkserver import SERVER
+from rewardrouter.execute.process.shared import SharedDoubles
 from rewardrouter.execute.process.template import run_fresh_template
 from rewardrouter.execute.process.worker import TASK, serve_fresh
+from rewardrouter.supervise.boot import kill_group, start_python
 
 StartMethod = Literal["auto", "forkserver", "spawn"]
 

@@ -45,7 +45,6 @@ from multiprocessing.connection import Pipe, wait
 from typing import Any, cast
 
 from rewardrouter.execute.executor import Setup, closed
-from rewardrouter.execute.process.boot import exit_cause
 from rewardrouter.execute.process.launch import Launched, StartMethod, launcher_for
 from rewardrouter.execute.process.settings import ProcessSettings
 from rewardrouter.execute.process.worker import LIMIT, READY, read_progress
@@ -60,6 +59,7 @@ from rewardrouter.execute.tasks import (
     TaskPool,
 )
 from rewardrouter.outcome import Outcome, describe_exception, setup_failed
+from rewardrouter.supervise.boot import exit_cause
 
 #: Seconds a new worker may take to import its modules and report ready.
 BOOT_SECONDS = 120.0

@@ -40,18 +40,12 @@ from multiprocessing import reduction
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from rewardrouter.execute.process.boot import (
-    ChildExits,
-    SharedDoubles,
-    adopt_orphans,
-    children,
-    die_with_parent,
-    kill_group,
-)
+from rewardrouter.execute.process.shared import ChildExits, SharedDoubles, adopt_orphans, children
 from rewardrouter.execute.process.worker import serve
 from rewardrouter.execute.wire import load_job
 from rewardrouter.introspect import import_quietly
 from rewardrouter.outcome import CONTROL_FLOW
+from rewardrouter.supervise.boot import die_with_parent, kill_group
 
 
 def thread_count() -> int:

@@ -29,10 +29,11 @@ from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
 from rewardrouter.execute.calls import call_each
-from rewardrouter.execute.process.boot import SharedDoubles, die_with_parent
+from rewardrouter.execute.process.shared import SharedDoubles
 from rewardrouter.execute.wire import JobCache, OutcomeBatch, unloadable
 from rewardrouter.introspect import import_quietly
 from rewardrouter.outcome import Outcome
+from rewardrouter.supervise.boot import die_with_parent
 
 READY = "ready"
 

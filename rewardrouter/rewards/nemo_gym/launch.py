@@ -1,7 +1,7 @@
 """Serve one NeMo Gym resources server on 127.0.0.1: run in NeMo Gym's own interpreter.
 
 Not imported by rewardrouter: :mod:`~rewardrouter.rewards.nemo_gym.server` runs this file with
-the interpreter a ``nemo_gym`` term names (:func:`~rewardrouter.execute.process.boot.start_script`),
+the interpreter a ``nemo_gym`` term names (:func:`~rewardrouter.supervise.boot.start_script`),
 so it imports only the standard library, NeMo Gym and what NeMo Gym brings (uvicorn).
 
 ``argv``: the JSON of ``{"config": {instance: {"resources_servers": {server: {...}}}},

@@ -25,9 +25,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rewardrouter.execute.process.boot import kill_group, start_script
 from rewardrouter.introspect import ResolveError
 from rewardrouter.rewards.nemo_gym.settings import ServerSettings
+from rewardrouter.supervise.boot import kill_group, start_script
 
 #: The script the server's interpreter runs.
 LAUNCH = Path(__file__).with_name("launch.py")

@@ -13,9 +13,10 @@ with that id, whatever the tokenizer pads with; a model whose config has none re
 last token, so its batches are padded with an id that ends none of their rows. A padded row
 then scores as it does alone.
 
-The worker starts when the router is built, so the model loads while the trainer generates.
-One call at a time reaches it; a call that outlasts ``deadline`` seconds kills the worker (its
-inputs are ``timeout``), and the next call starts a new one. A worker that fails to load
+The worker starts when the router is built, so the model loads while the trainer generates; a
+:class:`~rewardrouter.supervise.supervisor.Supervisor` watches it. One call at a time reaches it;
+a call that outlasts ``deadline`` seconds kills the worker (its inputs are ``timeout``), and the
+next call starts a new one, as it does after a crash. A worker that fails to load
 reports why, and every call then fails with that message until the router is rebuilt; one
 whose weights lack a parameter of the classifier (its score head: a causal language model's
 checkpoint) is such a failure, never a model with a random head.
@@ -24,21 +25,23 @@ checkpoint) is such a failure, never a model with a random head.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
-from multiprocessing import Pipe
-from multiprocessing.connection import Connection
 from typing import Any, ClassVar
 
-from rewardrouter.execute.process.boot import die_with_parent, exit_cause, start_python
 from rewardrouter.remote.errors import RemoteError, RemoteTimeout
 from rewardrouter.rewards.reward_model.checkpoint import missing_weights
 from rewardrouter.rewards.reward_model.conversation import Unusable
 from rewardrouter.rewards.reward_model.scores import ScoreCache, Scored, score_samples
 from rewardrouter.rewards.reward_model.settings import RewardModelSettings
+from rewardrouter.supervise.supervisor import (
+    ChildDied,
+    ChildRaised,
+    ChildTimeout,
+    ChildUnready,
+    Supervisor,
+)
 
 #: Seconds a stopping worker has before it is killed.
 STOP_GRACE = 5.0
@@ -51,15 +54,25 @@ class LocalRewardModel:
     #: a plain-text response comes as one assistant message.
     reads_conversation: ClassVar[bool] = True
 
-    __slots__ = ("_cache", "_lock", "_thread", "_worker", "name", "renderer", "settings")
+    __slots__ = ("_cache", "_supervisor", "_thread", "name", "renderer", "settings")
 
     def __init__(self, settings: RewardModelSettings, renderer: Any, label: int) -> None:
         self.settings = settings
         self.renderer = renderer
         self.name = f"reward model {settings.model!r} (local)"
         self._cache = ScoreCache(settings.cache_size)
-        self._lock = threading.Lock()
-        self._worker: _Worker | None = _Worker(settings, renderer.chat, label)
+        self._supervisor = Supervisor(
+            "the reward model worker",
+            load,
+            _spec(settings, renderer.chat, label),
+            ready_timeout=settings.load_timeout,
+            late=(
+                f"the model did not load within `load_timeout` ({settings.load_timeout:g} s); "
+                "raise it, or check the worker's device"
+            ),
+            stop_grace=STOP_GRACE,
+        )
+        # One call at a time reaches the worker: this thread makes them.
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="rewardrouter-reward-model")
 
     def __repr__(self) -> str:
@@ -78,110 +91,28 @@ class LocalRewardModel:
             return [exc] * len(texts)
 
     def _exchange(self, texts: list[str]) -> list[Scored]:
-        with self._lock:
-            if self._worker is None:
-                raise RemoteError(f"{self.name} is closed")
-            if self._worker.lost:
-                self._worker = self._worker.restarted()
-            try:
-                replies = self._worker.score(texts)
-            except RemoteTimeout:
-                self._worker.kill()
-                raise
+        deadline = self.settings.deadline
+        try:
+            replies = self._supervisor.call(texts, deadline=deadline)
+        except ChildTimeout:
+            raise RemoteTimeout(
+                f"the reward model gave no scores for {len(texts)} input(s) within `deadline` "
+                f"({deadline:g} s); the worker is restarted"
+            ) from None
+        except ChildUnready as exc:
+            raise RemoteError(
+                f"the reward model worker could not load {self.settings.model!r}: {exc.why}"
+            ) from None
+        except ChildDied as exc:
+            raise RemoteError(f"{exc.cause}; it is restarted on the next call") from None
+        except ChildRaised as exc:  # out of memory, a kernel error: this batch fails
+            raise RemoteError(f"the reward model failed on this batch: {exc.cause}") from None
         return [value if kind == "ok" else Unusable(str(value)) for kind, value in replies]
 
     def close(self) -> None:
         """Stop the worker (idempotent)."""
-        with self._lock:
-            worker, self._worker = self._worker, None
-        if worker is not None:
-            worker.stop()
+        self._supervisor.stop()
         self._thread.shutdown(wait=False)
-
-
-class _Worker:
-    """The worker process and the parent's end of its pipe."""
-
-    def __init__(self, settings: RewardModelSettings, chat: bool, label: int) -> None:
-        self.settings = settings
-        self.chat = chat
-        self.label = label
-        # A fresh interpreter, never a fork (a trainer's threads, CUDA) nor multiprocessing's
-        # spawn (which runs the trainer's script again in the child).
-        self.conn, child = Pipe()
-        self.process = start_python(
-            serve_fresh, [child.fileno(), _spec(settings, chat, label)], [child.fileno()]
-        )
-        child.close()
-        self.ready: dict[str, Any] | None = None
-        self.failed: str | None = None
-
-    @property
-    def lost(self) -> bool:
-        """Whether the process is gone (killed at a deadline, or died) and should be started
-        again; a worker whose model failed to load is not: it would fail the same way."""
-        return self.failed is None and self.process.poll() is not None
-
-    def restarted(self) -> _Worker:
-        self.kill()
-        return _Worker(self.settings, self.chat, self.label)
-
-    def _await_ready(self) -> None:
-        if self.ready is not None:
-            return
-        if self.failed is None:
-            if not self.conn.poll(self.settings.load_timeout):
-                self.kill()
-                self.failed = (
-                    f"the model did not load within `load_timeout` ({self.settings.load_timeout:g}"
-                    " s); raise it, or check the worker's device"
-                )
-            else:
-                kind, value = self._recv()
-                if kind == "ready":
-                    self.ready = value
-                    return
-                self.failed = str(value)
-        raise RemoteError(
-            f"the reward model worker could not load {self.settings.model!r}: {self.failed}"
-        )
-
-    def score(self, texts: list[str]) -> list[tuple[str, Any]]:
-        self._await_ready()
-        self.conn.send(("score", texts))
-        if not self.conn.poll(self.settings.deadline):
-            raise RemoteTimeout(
-                f"the reward model gave no scores for {len(texts)} input(s) within `deadline` "
-                f"({self.settings.deadline:g} s); the worker is restarted"
-            )
-        kind, value = self._recv()
-        if kind != "scores":
-            raise RemoteError(f"the reward model failed on this batch: {value}")
-        return list(value)
-
-    def _recv(self) -> tuple[str, Any]:
-        try:
-            kind, value = self.conn.recv()
-        except (EOFError, OSError):
-            self.kill()
-            cause = exit_cause(self.process.returncode)
-            raise RemoteError(
-                f"the reward model worker died ({cause}); it is restarted on the next call"
-            ) from None
-        return str(kind), value
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait()
-        self.conn.close()
-
-    def stop(self) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            self.conn.send(("stop", None))
-        with contextlib.suppress(Exception):
-            self.process.wait(STOP_GRACE)
-        self.kill()
 
 
 def _spec(settings: RewardModelSettings, chat: bool, label: int) -> dict[str, Any]:
@@ -200,31 +131,10 @@ def _spec(settings: RewardModelSettings, chat: bool, label: int) -> dict[str, An
 # -- the worker's side -----------------------------------------------------------------------
 
 
-def serve_fresh(conn_fd: int, spec: dict[str, Any]) -> None:
-    """The entry point of the worker's interpreter (see :func:`start_python`)."""
-    die_with_parent()
-    serve(Connection(conn_fd), spec)
-
-
-def serve(conn: Connection, spec: dict[str, Any]) -> None:
-    """The worker process: load the model, then answer ``("score", texts)`` until stopped."""
-    try:
-        model = _LoadedModel(spec)
-    except BaseException as exc:  # everything a load can raise is reported, not a traceback
-        conn.send(("failed", f"{type(exc).__name__}: {str(exc)[:500]}"))
-        return
-    conn.send(("ready", {"device": str(model.device), "max_tokens": model.max_tokens}))
-    while True:
-        try:
-            kind, texts = conn.recv()
-        except (EOFError, OSError, KeyboardInterrupt):
-            return
-        if kind == "stop":
-            return
-        try:
-            conn.send(("scores", model.score(texts)))
-        except Exception as exc:  # out of memory, a kernel error: this batch fails, not the worker
-            conn.send(("error", f"{type(exc).__name__}: {str(exc)[:500]}"))
+def load(spec: dict[str, Any]) -> _LoadedModel:
+    """The worker's setup (see :class:`~rewardrouter.supervise.supervisor.Supervisor`): the
+    model loaded; it then scores each list of texts it is sent."""
+    return _LoadedModel(spec)
 
 
 class _LoadedModel:
@@ -270,6 +180,10 @@ class _LoadedModel:
         self.max_tokens = spec["max_tokens"] or getattr(config, "max_position_embeddings", None)
         self.budget = spec["max_batch_tokens"]
         self.add_special = spec["add_special_tokens"]
+        self.info = {"device": str(self.device), "max_tokens": self.max_tokens}
+
+    def __call__(self, texts: list[str]) -> list[tuple[str, Any]]:
+        return self.score(texts)
 
     def score(self, texts: list[str]) -> list[tuple[str, Any]]:
         ids = self.tokenizer(texts, add_special_tokens=self.add_special)["input_ids"]

@@ -1,22 +1,15 @@
-"""Fresh Python interpreters for the process executor, started without the caller's script.
+"""Fresh Python interpreters, started without the caller's script, and the words for how one
+ended.
 
 multiprocessing's ``spawn`` and ``forkserver`` prepare each child by running the caller's main
 script again (as ``__mp_main__``): a script without ``if __name__ == "__main__":`` — as a TRL or
 verl launch script usually is — starts over from the top in every child, compiles a router and
-starts a pool of its own there. So the process executor starts its processes here instead:
+starts a pool of its own there. So every process rewardrouter starts is started here instead:
 ``python -c`` with a bootstrap that restores the caller's ``sys.path``, imports an entry point by
 name and calls it with the arguments it was given and the file descriptors passed to it. The
-caller's script is never imported in a worker; a reward function must live in a module (the
+caller's script is never imported in a child; a reward function must live in a module (the
 compiler refuses one defined in ``__main__`` for executors that ship functions).
-
-Processes also share a few numbers (each worker's progress) through :class:`SharedDoubles`: a
-memory file mapped by every process that holds its descriptor.
-
->>> shared = SharedDoubles(2)
->>> view = shared.view(1, 1)
->>> view[0] = 2.5
->>> SharedDoubles(2, os.dup(shared.fd)).view(1, 1)[0]   # another mapping of the same memory
-2.5
+:func:`start_script` starts another interpreter (one without rewardrouter) the same way.
 """
 
 from __future__ import annotations
@@ -25,29 +18,33 @@ import contextlib
 import ctypes
 import importlib
 import json
-import mmap
 import os
 import signal
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any
 
 #: The bootstrap of a fresh interpreter: ``sys.argv[1]`` is the JSON of :func:`start_python`.
 _BOOT = (
     "import json, sys; spec = json.loads(sys.argv[1]); sys.path[:] = spec['path']; "
-    "from rewardrouter.execute.process.boot import enter; enter(spec)"
+    "from rewardrouter.supervise.boot import enter; enter(spec)"
 )
 
 
 def start_python(
-    entry: Callable[..., Any], args: Sequence[Any], fds: Sequence[int]
+    entry: Callable[..., Any],
+    args: Sequence[Any],
+    fds: Sequence[int],
+    *,
+    new_session: bool = False,
 ) -> subprocess.Popen[bytes]:
     """A fresh interpreter that calls ``entry(*args)``; it inherits ``fds`` (same numbers).
 
     ``entry`` is a top-level function, imported by name; ``args`` must be JSON. The child gets
-    this process's ``sys.path``, environment, interpreter flags and standard streams.
+    this process's ``sys.path``, environment, interpreter flags and standard streams; with
+    ``new_session`` it leads a session (and a process group) of its own, out of the reach of
+    a terminal's Ctrl-C, which :func:`kill_group` ends whole.
     """
     spec = {
         "path": sys.path,
@@ -60,6 +57,7 @@ def start_python(
         stdin=subprocess.DEVNULL,
         pass_fds=tuple(fds),
         close_fds=True,
+        start_new_session=new_session,
     )
 
 
@@ -93,30 +91,6 @@ def exit_cause(code: int | None) -> str:
     return f"killed by {name}, signal {-code}{why}"
 
 
-class ChildExits:
-    """A pipe that a child's exit makes readable (``SIGCHLD`` writes to it): what wakes the
-    single-threaded loops of the fork server and the templates, so they reap at once."""
-
-    def __init__(self) -> None:
-        self.fd, self._write = os.pipe()
-        os.set_blocking(self.fd, False)
-        os.set_blocking(self._write, False)
-        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
-        signal.set_wakeup_fd(self._write)
-
-    def drain(self) -> None:
-        """Empty the pipe (the loop then reaps every child that exited)."""
-        with contextlib.suppress(BlockingIOError):
-            os.read(self.fd, 512)
-
-    def forget(self) -> None:
-        """In a forked child: drop the pipe and the handler."""
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        for fd in (self.fd, self._write):
-            os.close(fd)
-
-
 def die_with_parent(signum: int = signal.SIGKILL) -> None:
     """On Linux, have the kernel send ``signum`` to this process when its parent exits (even by
     ``SIGKILL``). Reliable only when the parent is single-threaded: the kernel means the parent
@@ -127,59 +101,12 @@ def die_with_parent(signum: int = signal.SIGKILL) -> None:
         ctypes.CDLL(None).prctl(1, signum)  # 1: PR_SET_PDEATHSIG
 
 
-def adopt_orphans() -> bool:
-    """On Linux, make this process the reaper of its orphaned descendants (a process that a
-    reward function started, whose parent — a worker — was killed, becomes this process's child
-    instead of init's, so it can be found and killed). True if the kernel agreed."""
-    if sys.platform != "linux":
-        return False
-    try:
-        return bool(ctypes.CDLL(None).prctl(36, 1) == 0)  # 36: PR_SET_CHILD_SUBREAPER
-    except Exception:
-        return False
-
-
-def children() -> set[int]:
-    """The process ids of this process's children (Linux; empty elsewhere)."""
-    found: set[int] = set()
-    with contextlib.suppress(OSError):
-        for task in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{task}/children") as listed:
-                found.update(int(pid) for pid in listed.read().split())
-    return found
-
-
 def kill_group(pid: int) -> None:
     """``SIGKILL`` to process ``pid`` and to its process group (every process it started that
     did not leave the group). Nothing if they are gone."""
     for kill in (os.killpg, os.kill):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             kill(pid, signal.SIGKILL)
-
-
-class SharedDoubles:
-    """``count`` doubles of memory shared between processes: a file that lives in memory
-    (``memfd`` on Linux, an unlinked temporary file elsewhere), mapped by each process that
-    holds its descriptor ``fd`` — and by every process forked from one."""
-
-    def __init__(self, count: int, fd: int | None = None) -> None:
-        size = ctypes.sizeof(ctypes.c_double) * count
-        if fd is None:
-            if hasattr(os, "memfd_create"):
-                fd = os.memfd_create("rewardrouter-progress")
-            else:
-                handle, name = tempfile.mkstemp(prefix="rewardrouter-progress-")
-                os.unlink(name)
-                fd = handle
-            os.ftruncate(fd, size)
-        self.fd = fd
-        self.count = count
-        self._map = mmap.mmap(fd, size)
-
-    def view(self, first: int, count: int) -> Any:
-        """Doubles ``first`` to ``first + count - 1`` as a ctypes array (writes are shared)."""
-        offset = ctypes.sizeof(ctypes.c_double) * first
-        return (ctypes.c_double * count).from_buffer(self._map, offset)
 
 
 #: The bootstrap of another interpreter (one that need not have rewardrouter): watch the

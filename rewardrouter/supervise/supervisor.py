@@ -1,0 +1,565 @@
+"""One child process that holds something costly (a compiled router, a loaded model) and answers
+requests, supervised: started, awaited until ready, killed at a deadline, reported when it dies,
+started again, stopped.
+
+The ``serve`` command's scoring process and a local reward model's worker are each a
+:class:`Supervisor`; the process executor's workers use the same start (:mod:`.boot`) and the
+same crash words (:func:`~.boot.exit_cause`).
+
+- **Start.** A fresh interpreter (:func:`~.boot.start_python`: never the caller's script), leader
+  of a process group of its own, given one end of a socket pair and a *lifeline*: a pipe whose
+  other end only this process holds. When this process exits, however it dies, the lifeline
+  closes and the child kills its process group: a child never outlives its supervisor, whichever
+  thread started it (``PR_SET_PDEATHSIG`` follows the starting thread).
+- **Ready.** The child calls ``setup(spec)`` (a top-level function, imported by name; ``spec``
+  is pickled) and says ``ready`` with what the handler tells of itself, or ``failed`` with the
+  exception. A child that cannot get ready (its setup raised, it died, it overran
+  ``ready_timeout``) is the supervisor's :attr:`~Supervisor.failure`: every request fails with
+  it, for a child set up the same way would fail the same way.
+- **Requests.** Frames both ways are a header (:data:`HEADER`: request id, payload length) and a
+  pickled payload, answered in any order: a handler whose ``__call__`` is a coroutine function
+  answers many at once, another one at a time. A request sent before the child is ready waits
+  in order for it.
+- **Deadline.** :meth:`Supervisor.call` waits at most ``deadline`` seconds for its answer; past
+  it, the child's process group is killed (``SIGKILL``: a loop in C cannot ignore it), the call
+  raises :class:`ChildTimeout`, and the child is started again.
+- **Crash.** When the child dies, every request it had not answered fails with
+  :class:`ChildDied`, whose :attr:`~ChildError.cause` says which process and how it ended
+  (``died (killed by SIGKILL, signal 9: ...)``). ``restart="at_once"`` starts the next child
+  then (requests wait for it); ``restart="on_request"`` starts it with the next request.
+- **Stop.** :meth:`Supervisor.stop` closes the child's socket; the child finishes (its handler's
+  ``close()``) and exits, or is killed after ``stop_grace`` seconds.
+
+>>> supervisor = Supervisor("the echo process", echo, "hello, ")
+>>> supervisor.wait_ready()["pid"] == supervisor.pid
+True
+>>> supervisor.call("world", deadline=30.0)
+'hello, world'
+>>> supervisor.stop()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import logging
+import os
+import pickle
+import signal
+import socket
+import struct
+import subprocess
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from itertools import count
+from typing import Any, Literal
+
+from rewardrouter.supervise.boot import exit_cause, kill_group, start_python
+
+log = logging.getLogger("rewardrouter.supervise")
+
+#: A frame's header: request id (0: the child's setup, both ways), payload length.
+HEADER = struct.Struct("!QQ")
+#: The most bytes read from the socket at once (a payload of any size arrives in such pieces).
+BUFFER = 4 * 2**20
+#: What a handler's error message is cut to.
+MESSAGE_CHARS = 500
+
+
+class ChildError(Exception):
+    """A request the child did not answer. :attr:`cause` is the reason in a few words."""
+
+    def __init__(self, cause: str) -> None:
+        super().__init__(cause)
+        self.cause = cause
+
+
+class ChildDied(ChildError):
+    """The child ended before it answered (a crash, the OOM killer, a kill, or a stop)."""
+
+
+class ChildTimeout(ChildError):
+    """The answer did not come within the call's deadline; the child was killed."""
+
+
+class ChildUnready(ChildError):
+    """No child could get ready: its setup raised (:attr:`error`, when it could be sent), it died
+    while starting, or it overran ``ready_timeout``. :attr:`why` is the reason alone (the
+    setup's ``"ValueError: ..."``), :attr:`cause` a sentence that names the child."""
+
+    def __init__(self, cause: str, error: BaseException | None = None, why: str = "") -> None:
+        super().__init__(cause)
+        self.error = error
+        self.why = why or cause
+
+
+class ChildRaised(ChildError):
+    """The handler raised on this request (the child lives on and answers the next)."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """What happened to a supervisor's child, for its owner's log: ``died`` (``cause``; the
+    requests it was answering, ``failed`` of them, fail with :class:`ChildDied`) or ``failure``
+    (no child can get ready any more: ``cause`` is :attr:`Supervisor.failure`)."""
+
+    kind: Literal["died", "failure"]
+    cause: str
+    failed: int = 0
+
+
+@dataclass(eq=False)
+class _Child:
+    """One process of a supervisor, as the supervisor sees it."""
+
+    process: subprocess.Popen[bytes]
+    sock: socket.socket
+    lifeline: int  # the write end: closing it kills the child's process group
+    ready: Future[Any] = field(default_factory=Future)
+    pending: dict[int, Future[Any]] = field(default_factory=dict)
+    queued: list[tuple[int, bytes]] = field(default_factory=list)  # sent once ready
+    send_lock: threading.Lock = field(default_factory=threading.Lock)
+    reader: threading.Thread | None = None
+
+    @property
+    def label(self) -> str:
+        return f"(pid {self.process.pid})"
+
+
+class Supervisor:
+    """One supervised child process (see the module's description). Thread-safe, bound to no
+    event loop: :meth:`request` returns a :class:`concurrent.futures.Future`, which asyncio code
+    awaits through :func:`asyncio.wrap_future`.
+
+    ``name``: how messages call the child ("the scoring process"). ``setup``: a top-level
+    function that, in the child, turns ``spec`` into the handler (a callable with an optional
+    ``info`` and ``close()``). ``late``: the message when the child is not ready within
+    ``ready_timeout``. ``on_change``: called on a supervisor thread with a :class:`Change` when
+    a ready child died, and when no child can get ready any more (the supervisor's
+    :attr:`failure`). The child is started at once (what it loads, it loads meanwhile).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        setup: Callable[[Any], Any],
+        spec: Any,
+        *,
+        ready_timeout: float | None = None,
+        late: str = "",
+        stop_grace: float = 10.0,
+        restart: Literal["at_once", "on_request"] = "on_request",
+        on_change: Callable[[Change], None] | None = None,
+    ) -> None:
+        self.name = name
+        self._entry = f"{setup.__module__}:{setup.__qualname__}"
+        self._spec = pickle.dumps(spec)
+        self.ready_timeout = ready_timeout
+        self._late = late
+        self.stop_grace = stop_grace
+        self._restart = restart
+        self._on_change = on_change or (lambda message: None)
+        self._lock = threading.Lock()
+        self._ids = count(1)
+        self._closing = False
+        #: Why no child can answer any more (set once: a child could not get ready).
+        self.failure: str | None = None
+        self._unready: ChildUnready | None = None
+        #: Why a new child is being started, while one is (``restart="at_once"``).
+        self.restarting: str | None = None
+        self._child: _Child | None = self._start()
+
+    # -- the caller's side ---------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int | None:
+        """The current child's process id (None while none is started)."""
+        child = self._child
+        return None if child is None else child.process.pid
+
+    def wait_ready(self) -> Any:
+        """Block until the current child is ready; its handler's ``info``. Raises
+        :class:`ChildUnready` when it cannot get ready (then :attr:`failure` is set)."""
+        return self._ready(self._current())
+
+    def request(self, payload: Any) -> Future[Any]:
+        """Send ``payload`` to the child (once it is ready); the future holds the handler's
+        answer, or a :class:`ChildError`. Does not wait for the answer (it may wait to send a
+        large payload). Raises :class:`ChildError` when no child can answer: stopped, or
+        :attr:`failure`."""
+        data = pickle.dumps(payload)
+        ident = next(self._ids)
+        answer: Future[Any] = Future()
+        with self._lock:
+            child = self._current_locked()
+            child.pending[ident] = answer
+            if not child.ready.done():
+                child.queued.append((ident, data))
+                return answer
+        self._send(child, ident, data)
+        return answer
+
+    def call(self, payload: Any, deadline: float | None = None) -> Any:
+        """The child's answer to ``payload``, within ``deadline`` seconds of being sent (the
+        child's start and setup do not count). Raises :class:`ChildError`."""
+        child = self._current()
+        self._ready(child)
+        answer = self.request(payload)
+        try:
+            return answer.result(timeout=deadline)
+        except FutureTimeout:
+            self._retire(child)
+            raise ChildTimeout(
+                f"{self.name} {child.label} gave no answer within the deadline "
+                f"({deadline:g} s) and was killed"
+            ) from None
+
+    def stop(self) -> None:
+        """Stop the child (see the module's description); idempotent. Requests still waiting
+        fail with :class:`ChildDied`."""
+        with self._lock:
+            self._closing = True
+            child, self._child = self._child, None
+        if child is None:
+            return
+        with contextlib.suppress(OSError):
+            child.sock.shutdown(socket.SHUT_RDWR)
+        if child.reader is not None and child.reader is not threading.current_thread():
+            child.reader.join()
+
+    def kill(self) -> None:
+        """Kill the current child now (``SIGKILL`` to its process group); the next request
+        goes to a new one."""
+        child = self._child
+        if child is not None:
+            self._retire(child)
+
+    # -- the supervisor's machinery ------------------------------------------------------------
+
+    def _current(self) -> _Child:
+        with self._lock:
+            return self._current_locked()
+
+    def _current_locked(self) -> _Child:
+        if self._closing:
+            raise ChildDied(f"{self.name} is stopped")
+        if self._unready is not None:
+            raise ChildUnready(self._unready.cause, self._unready.error, self._unready.why)
+        if self.failure is not None:
+            raise ChildUnready(self.failure)
+        if self._child is not None and self._child.process.poll() is not None:
+            self._child = None  # it ended; its reader thread has yet to say so
+        if self._child is None:  # the last one died or was killed
+            self._child = self._start()
+        return self._child
+
+    def _ready(self, child: _Child) -> Any:
+        try:
+            return child.ready.result(timeout=self.ready_timeout)
+        except FutureTimeout:
+            late = self._late or f"{self.name} was not ready within {self.ready_timeout:g} s"
+            self._fail_ready(child, late, late)
+            return child.ready.result()  # raises: whichever failure came first
+
+    def _start(self) -> _Child:
+        ours, theirs = socket.socketpair()
+        lifeline, keep = os.pipe()
+        try:
+            process = start_python(
+                run_child,
+                [theirs.fileno(), lifeline, self._entry],
+                [theirs.fileno(), lifeline],
+                new_session=True,
+            )
+        except BaseException:
+            ours.close()
+            os.close(keep)
+            raise
+        finally:
+            theirs.close()
+            os.close(lifeline)
+        child = _Child(process, ours, keep)
+        child.reader = threading.Thread(
+            target=self._read, args=(child,), name="rewardrouter-supervisor", daemon=True
+        )
+        child.reader.start()
+        return child
+
+    def _send(self, child: _Child, ident: int, data: bytes) -> None:
+        with child.send_lock, contextlib.suppress(OSError):  # a dead child: the reader reports
+            child.sock.sendall(HEADER.pack(ident, len(data)) + data)
+
+    def _read(self, child: _Child) -> None:
+        """The child's reader thread: send the setup, pass the answers on; when the child
+        ends, reap it and fail what it did not answer."""
+        self._send(child, 0, self._spec)
+        try:
+            while True:
+                ident, payload = _receive(child.sock)
+                if ident == 0:
+                    self._on_ready(child, payload)
+                    continue
+                with self._lock:
+                    answer = child.pending.pop(ident, None)
+                if answer is not None and not answer.done():
+                    ok, value = pickle.loads(payload)
+                    if ok:
+                        answer.set_result(value)
+                    else:
+                        answer.set_exception(ChildRaised(value))
+        except (ConnectionError, OSError, EOFError):
+            pass
+        self._ended(child)
+
+    def _on_ready(self, child: _Child, payload: bytes) -> None:
+        kind, value = pickle.loads(payload)
+        if kind != "ready":
+            error = value if isinstance(value, BaseException) else None
+            why = f"{type(value).__name__}: {value}" if error is not None else str(value)
+            self._fail_ready(child, why, f"{self.name} could not start: {why}", error)
+            return
+        with self._lock:
+            if child.ready.done():  # too late: failed at ready_timeout
+                return
+            child.ready.set_result(value)
+            queued, child.queued = child.queued, []
+        for ident, data in queued:
+            self._send(child, ident, data)
+        if self.restarting is not None:
+            log.info("%s %s is ready", self.name, child.label)
+            self.restarting = None
+
+    def _fail_ready(
+        self, child: _Child, why: str, fresh: str, error: BaseException | None = None
+    ) -> None:
+        """``child`` cannot get ready (``why``): the supervisor's :attr:`failure` is ``fresh``,
+        or, for a child started after another died, says both."""
+        self._kill(child)
+        with self._lock:
+            if child.ready.done():
+                return
+            if self.restarting is not None:
+                fresh = f"{self.restarting}, and a new one could not be started: {why}"
+            failed = ChildUnready(fresh, error, why)
+            child.ready.set_exception(failed)
+            child.ready.exception()  # retrieved: no "never retrieved" warning
+            waiting = list(child.pending.values())
+            child.pending.clear()
+            self.restarting = None
+            report = not self._closing and self.failure is None
+            if report:
+                self.failure, self._unready = fresh, failed
+        for answer in waiting:
+            if not answer.done():
+                answer.set_exception(failed)
+        if report:
+            self._on_change(Change("failure", fresh))
+
+    def _ended(self, child: _Child) -> None:
+        """The child's socket closed: reap it, fail what it did not answer, start the next
+        one (``restart="at_once"``)."""
+        child.sock.close()
+        code = _reaped(child.process, self.stop_grace, self.name)
+        os.close(child.lifeline)
+        if self._closing:
+            cause = f"{self.name} {child.label} was stopped"
+        else:
+            cause = f"{self.name} {child.label} died ({exit_cause(code)})"
+        with self._lock:
+            if self._child is child:
+                self._child = None
+        if not child.ready.done():
+            why = f"it died ({exit_cause(code)}) while starting"
+            self._fail_ready(child, why, f"{cause} while starting")
+            return
+        if child.ready.exception() is not None:  # it never got ready: already reported
+            return
+        with self._lock:
+            waiting = list(child.pending.values())
+            child.pending.clear()
+        for answer in waiting:
+            if not answer.done():
+                answer.set_exception(ChildDied(cause))
+        if self._closing:
+            return
+        self._on_change(Change("died", cause, len(waiting)))
+        if self._restart == "at_once":
+            self._restart_now(cause)
+
+    def _restart_now(self, cause: str) -> None:
+        with self._lock:
+            if self._closing or self._child is not None or self.failure is not None:
+                return
+            self.restarting = cause
+            try:
+                self._child = self._start()
+            except Exception as exc:  # no process can be started at all (fork, exec)
+                self.failure = f"{cause}, and a new one could not be started: {exc}"
+                self.restarting = None
+            failure = self.failure
+        if failure is not None:
+            self._on_change(Change("failure", failure))
+
+    def _retire(self, child: _Child) -> None:
+        """Kill ``child``; requests from now on go to the next one (its reader thread reports
+        the end and fails what ``child`` did not answer)."""
+        with self._lock:
+            if self._child is child:
+                self._child = None
+        self._kill(child)
+
+    @staticmethod
+    def _kill(child: _Child) -> None:
+        if child.process.poll() is None:
+            kill_group(child.process.pid)
+
+
+def _receive(sock: socket.socket) -> tuple[int, bytes]:
+    ident, length = HEADER.unpack(_exactly(sock, HEADER.size))
+    return ident, _exactly(sock, length)
+
+
+def _exactly(sock: socket.socket, size: int) -> bytes:
+    """Exactly ``size`` bytes from ``sock``; ``EOFError`` at its end."""
+    parts = []
+    while size:
+        part = sock.recv(min(size, BUFFER))
+        if not part:
+            raise EOFError
+        parts.append(part)
+        size -= len(part)
+    return b"".join(parts)
+
+
+def _reaped(process: subprocess.Popen[bytes], grace: float, name: str) -> int:
+    """The exit status of ``process``, reaped; killed with its process group if it has not
+    exited within ``grace`` seconds of closing its socket."""
+    try:
+        return process.wait(grace)
+    except subprocess.TimeoutExpired:
+        log.warning("%s (pid %d) did not exit: killed", name, process.pid)
+        kill_group(process.pid)
+        return process.wait()
+
+
+# -- the child's side ----------------------------------------------------------------------------
+
+
+def run_child(fd: int, lifeline: int, entry: str) -> None:
+    """The child: watch the lifeline, build the handler from the spec the supervisor sends, say
+    ``ready`` (or ``failed``), then answer requests until the socket closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the supervisor decides when to stop
+    threading.Thread(target=_watch, args=(lifeline,), daemon=True).start()
+    sock = socket.socket(fileno=fd)
+    try:
+        _, spec = _receive(sock)
+    except (EOFError, OSError):  # stopped before it was sent
+        return
+    module, _, name = entry.partition(":")
+    try:
+        handler = getattr(importlib.import_module(module), name)(pickle.loads(spec))
+    except BaseException as exc:  # everything a setup can raise is reported, not a traceback
+        _reply(sock, threading.Lock(), 0, ("failed", _sendable(exc)))
+        return
+    try:
+        _reply(sock, threading.Lock(), 0, ("ready", getattr(handler, "info", None)))
+        if inspect.iscoroutinefunction(type(handler).__call__):
+            import asyncio
+
+            asyncio.run(_answer_async(handler, sock))
+        else:
+            _answer_in_turn(handler, sock)
+    finally:
+        getattr(handler, "close", lambda: None)()
+        sock.close()
+
+
+def _watch(lifeline: int) -> None:
+    """Kill this process's group when the supervisor's process is gone (the lifeline closed)."""
+    while os.read(lifeline, 512):
+        pass
+    os.killpg(0, signal.SIGKILL)
+
+
+def _answer_in_turn(handler: Any, sock: socket.socket) -> None:
+    lock = threading.Lock()
+    while True:
+        try:
+            ident, payload = _receive(sock)
+        except (EOFError, OSError):
+            return
+        _reply(sock, lock, ident, _answered(handler, payload))
+
+
+async def _answer_async(handler: Any, sock: socket.socket) -> None:
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    lock = threading.Lock()
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def answer(ident: int, payload: bytes) -> None:
+        try:
+            reply: tuple[bool, Any] = (True, await handler(pickle.loads(payload)))
+        except Exception as exc:
+            reply = (False, _message(exc))
+        await loop.run_in_executor(None, _reply, sock, lock, ident, reply)
+
+    while True:
+        try:
+            ident, payload = await loop.run_in_executor(None, _receive, sock)
+        except (EOFError, OSError):
+            break
+        task = asyncio.create_task(answer(ident, payload))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _answered(handler: Any, payload: bytes) -> tuple[bool, Any]:
+    try:
+        return True, handler(pickle.loads(payload))
+    except Exception as exc:  # this request fails, not the child
+        return False, _message(exc)
+
+
+def _reply(sock: socket.socket, lock: threading.Lock, ident: int, value: Any) -> None:
+    data = pickle.dumps(value)
+    with lock, contextlib.suppress(OSError):  # the supervisor stopped listening
+        sock.sendall(HEADER.pack(ident, len(data)) + data)
+
+
+def _message(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc)[:MESSAGE_CHARS]}"
+
+
+def _sendable(exc: BaseException) -> BaseException | str:
+    """``exc`` if it comes back from pickling as it was, else its message."""
+    try:
+        same = str(pickle.loads(pickle.dumps(exc))) == str(exc)
+    except Exception:
+        same = False
+    return exc if same else _message(exc)
+
+
+# -- the doctest's child -------------------------------------------------------------------------
+
+
+class _Echo:
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.info = {"pid": os.getpid()}
+
+    def __call__(self, text: str) -> str:
+        return self.prefix + text
+
+
+def echo(prefix: str) -> _Echo:
+    """A setup for the module's example: answers each text with ``prefix`` before it."""
+    return _Echo(prefix)

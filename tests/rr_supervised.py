@@ -1,0 +1,79 @@
+"""Setups of supervised children for tests/supervise: each builds a handler from its spec (a
+dict) in the child process."""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from rewardrouter.errors import ConfigError, Problem
+
+
+class InTurn:
+    """Answers one request at a time: ``("echo", x)``, ``("sleep", s)``, ``("exit", code)``,
+    ``("segfault", None)``, ``("raise", text)``, ``("pid", None)``."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.closed_marker = spec.get("closed_marker")
+        self.info = {"pid": os.getpid()}
+
+    def __call__(self, request: tuple[str, Any]) -> Any:
+        what, value = request
+        if what == "sleep":
+            time.sleep(value)
+        elif what == "exit":
+            os._exit(value)
+        elif what == "segfault":
+            ctypes.string_at(0)
+        elif what == "raise":
+            raise ValueError(value)
+        elif what == "pid":
+            return os.getpid()
+        return value
+
+    def close(self) -> None:
+        if self.closed_marker:
+            Path(self.closed_marker).write_text("closed")
+
+
+class Concurrent(InTurn):
+    """Answers many requests at once: ``("sleep", s)`` sleeps without holding the others."""
+
+    async def __call__(self, request: tuple[str, Any]) -> Any:  # type: ignore[override]
+        what, value = request
+        if what == "sleep":
+            await asyncio.sleep(value)
+            return value
+        return super().__call__(request)
+
+
+def in_turn(spec: dict[str, Any]) -> InTurn:
+    """The setup: ``spec["setup"]`` says how it goes: ``ok``, ``raise`` (a ConfigError),
+    ``exit`` (the process ends), ``hang`` (never ready); ``fail_after`` (a path): ``ok`` the
+    first time, ``raise`` once the file exists (a restart that cannot start)."""
+    how = spec.get("setup", "ok")
+    marker = spec.get("fail_after")
+    if marker is not None:
+        how = "raise" if Path(marker).exists() else "ok"
+        Path(marker).touch()
+    if how == "raise":
+        raise ConfigError([Problem("routes.a", "found nothing", "write something")], "x.yaml")
+    if how == "exit":
+        os._exit(3)
+    if how == "hang":
+        time.sleep(3600)
+    if spec.get("stubborn"):  # never stops by itself: the supervisor must kill it
+        import signal
+
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        return Stubborn(spec)
+    return Concurrent(spec) if spec.get("concurrent") else InTurn(spec)
+
+
+class Stubborn(InTurn):
+    def close(self) -> None:
+        time.sleep(3600)

@@ -1,0 +1,237 @@
+"""The one supervisor of rewardrouter's long-lived children (the scoring process of ``serve``, a
+local reward model's worker), tested once: start, readiness, a deadline kill, a crash and its
+words, restart (at once or on the next request), a restart that fails, stop, and a supervisor
+killed outright. Real child processes (tests/rr_supervised.py sets them up)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import rr_supervised
+from rr_processes import children, gone
+
+from rewardrouter.errors import ConfigError
+from rewardrouter.supervise.supervisor import (
+    Change,
+    ChildDied,
+    ChildRaised,
+    ChildTimeout,
+    ChildUnready,
+    Supervisor,
+)
+
+
+@pytest.fixture
+def supervised() -> Any:
+    """``supervised(**spec, ...)``: a started supervisor, stopped after the test."""
+    made: list[Supervisor] = []
+
+    def make(spec: dict[str, Any] | None = None, **kwargs: Any) -> Supervisor:
+        supervisor = Supervisor("the test child", rr_supervised.in_turn, spec or {}, **kwargs)
+        made.append(supervisor)
+        return supervisor
+
+    yield make
+    for supervisor in made:
+        supervisor.stop()
+
+
+def test_a_child_answers_in_turn_and_a_handler_error_fails_that_request_alone(
+    supervised: Any,
+) -> None:
+    supervisor = supervised()
+    assert supervisor.wait_ready() == {"pid": supervisor.pid}
+    assert supervisor.call(("echo", [1, "two"]), deadline=30) == [1, "two"]
+    with pytest.raises(ChildRaised, match=r"^ValueError: not this one$"):
+        supervisor.call(("raise", "not this one"), deadline=30)
+    assert supervisor.call(("pid", None), deadline=30) == supervisor.pid  # the same child
+
+
+def test_requests_sent_before_ready_wait_and_an_async_handler_answers_them_at_once(
+    supervised: Any,
+) -> None:
+    supervisor = supervised({"concurrent": True})
+    started = time.monotonic()
+    answers = [supervisor.request(("sleep", 1.0)) for _ in range(8)]  # before it is ready
+    assert [a.result(timeout=30) for a in answers] == [1.0] * 8
+    assert time.monotonic() - started < 8.0  # not one after another
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        pytest.param("raise", r"the test child could not start: ConfigError: ", id="raises"),
+        pytest.param(
+            "exit", r"the test child \(pid \d+\) died \(exit status 3\) while starting", id="dies"
+        ),
+        pytest.param("hang", r"^not ready in time$", id="late"),
+    ],
+)
+def test_a_child_that_cannot_get_ready_is_the_supervisors_failure_for_good(
+    supervised: Any, setup: str, message: str
+) -> None:
+    changes: list[Change] = []
+    supervisor = supervised(
+        {"setup": setup}, ready_timeout=2.0, late="not ready in time", on_change=changes.append
+    )
+    pid = supervisor.pid
+    with pytest.raises(ChildUnready, match=message) as caught:
+        supervisor.wait_ready()
+    if setup == "raise":  # the setup's own exception, whole
+        assert isinstance(caught.value.error, ConfigError)
+        assert caught.value.error.problems[0].path == "routes.a"
+    assert gone(pid)
+    for attempt in (lambda: supervisor.request(("echo", 1)), supervisor.wait_ready):
+        with pytest.raises(ChildUnready, match=message):  # no second start: it would fail too
+            attempt()
+    assert supervisor.pid in (pid, None)
+    assert changes == [Change("failure", supervisor.failure or "")]
+
+
+def test_a_call_past_its_deadline_kills_the_child_and_the_next_call_starts_another(
+    supervised: Any,
+) -> None:
+    supervisor = supervised()
+    first = supervisor.call(("pid", None), deadline=30)
+    started = time.monotonic()
+    with pytest.raises(ChildTimeout, match=r"\(pid \d+\) gave no answer within the deadline"):
+        supervisor.call(("sleep", 60), deadline=0.5)
+    assert time.monotonic() - started < 10
+    assert gone(first)
+    assert supervisor.call(("pid", None), deadline=30) not in (first, None)
+
+
+@pytest.mark.parametrize(
+    ("request_", "cause"),
+    [
+        pytest.param(("exit", 1), "died (exit status 1)", id="exit"),
+        pytest.param(("segfault", None), "died (killed by SIGSEGV, signal 11)", id="segfault"),
+    ],
+)
+def test_a_crash_fails_every_unanswered_request_with_its_cause_and_restarts_at_once(
+    supervised: Any, request_: tuple[str, Any], cause: str
+) -> None:
+    changes: list[Change] = []
+    supervisor = supervised({"concurrent": True}, restart="at_once", on_change=changes.append)
+    first = supervisor.call(("pid", None), deadline=30)
+    waiting = [supervisor.request(("sleep", 30)) for _ in range(3)]
+    time.sleep(0.2)
+    crash = supervisor.request(request_)
+    words = f"the test child (pid {first}) {cause}"
+    for answer in [*waiting, crash]:
+        with pytest.raises(ChildDied) as died:
+            answer.result(timeout=30)
+        assert died.value.cause == words
+    assert changes[0] == Change("died", words, 4)
+    assert supervisor.call(("pid", None), deadline=30) != first
+    assert supervisor.failure is None and supervisor.restarting is None
+
+
+def test_a_child_killed_from_outside_is_reported_and_replaced(supervised: Any) -> None:
+    changes: list[Change] = []
+    noted = threading.Event()
+    supervisor = supervised(restart="at_once", on_change=lambda c: (changes.append(c), noted.set()))
+    first = supervisor.call(("pid", None), deadline=30)
+    os.kill(first, signal.SIGKILL)
+    assert noted.wait(30)  # a request sent before it is noted may still reach the dead one
+    second = supervisor.call(("pid", None), deadline=30)
+    assert second != first
+    assert changes[0].cause == (
+        f"the test child (pid {first}) died (killed by SIGKILL, signal 9: the out-of-memory "
+        "killer, or a kill -9)"
+    )
+
+
+def test_a_restart_that_cannot_get_ready_says_both_causes(supervised: Any, tmp_path: Path) -> None:
+    changes: list[Change] = []
+    failed = threading.Event()
+
+    def note(change: Change) -> None:
+        changes.append(change)
+        if change.kind == "failure":
+            failed.set()
+
+    spec = {"fail_after": str(tmp_path / "started")}
+    supervisor = supervised(spec, restart="at_once", on_change=note)
+    first = supervisor.call(("pid", None), deadline=30)
+    with pytest.raises(ChildDied):
+        supervisor.call(("exit", 1), deadline=30)
+    assert failed.wait(30)
+    assert (supervisor.failure or "").startswith(
+        f"the test child (pid {first}) died (exit status 1), and a new one could not be "
+        "started: ConfigError: invalid reward router config in x.yaml (1 problem)"
+    )
+    with pytest.raises(ChildUnready, match="and a new one could not be started"):
+        supervisor.request(("echo", 1))
+    assert [c.kind for c in changes] == ["died", "failure"]
+
+
+def test_stop_lets_the_child_close_its_handler_and_fails_what_waits(
+    supervised: Any, tmp_path: Path
+) -> None:
+    marker = tmp_path / "closed"
+    supervisor = supervised({"closed_marker": str(marker)})
+    pid = supervisor.call(("pid", None), deadline=30)
+    waiting = supervisor.request(("sleep", 2))
+    supervisor.stop()
+    assert marker.read_text() == "closed"
+    with pytest.raises(ChildDied, match=rf"^the test child \(pid {pid}\) was stopped$"):
+        waiting.result(timeout=30)
+    assert gone(pid)
+    with pytest.raises(ChildDied, match="is stopped"):
+        supervisor.request(("echo", 1))
+    supervisor.stop()  # idempotent
+
+
+def test_a_child_that_does_not_stop_is_killed_after_the_grace(supervised: Any) -> None:
+    supervisor = supervised({"stubborn": True}, stop_grace=1.0)
+    pid = supervisor.call(("pid", None), deadline=30)
+    started = time.monotonic()
+    supervisor.stop()
+    assert 0.9 < time.monotonic() - started < 10
+    assert gone(pid)
+
+
+def test_a_supervisor_killed_outright_takes_its_child_and_the_childs_group_along() -> None:
+    """The lifeline: SIGKILL to the supervising process (no cleanup runs there); the child and
+    a process the child started die with it, though the thread that started the child ended
+    long before (a restart starts children on a supervisor thread)."""
+    script = textwrap.dedent(
+        """
+        import subprocess, sys, threading
+        import rr_supervised
+        from rewardrouter.supervise.supervisor import Supervisor
+
+        made = []
+        thread = threading.Thread(
+            target=lambda: made.append(Supervisor("c", rr_supervised.in_turn, {}))
+        )
+        thread.start()
+        thread.join()
+        supervisor = made[0]
+        child = supervisor.call(("pid", None), deadline=60)
+        print(child, flush=True)
+        sys.stdin.read()
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
+    )
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        assert child in children(parent.pid)
+    finally:
+        parent.kill()
+        parent.wait()
+    assert gone(child)
