@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -235,3 +236,44 @@ def test_a_supervisor_killed_outright_takes_its_child_and_the_childs_group_along
         parent.kill()
         parent.wait()
     assert gone(child)
+
+
+def test_a_child_whose_supervisor_left_while_it_set_up_ends_quietly() -> None:
+    """The supervisor sends the spec and closes the socket before the child is ready (a server
+    stopped while its router compiled): the child's ``ready`` finds a closed socket, its handler
+    is closed, and it ends with status 0 and nothing on stderr."""
+    code = textwrap.dedent(
+        """
+        import os, pickle, socket, sys
+        from rewardrouter.supervise import supervisor
+
+        ours, theirs = socket.socketpair()
+        lifeline, keep = os.pipe()
+        child = os.fork()
+        if child == 0:
+            ours.close()
+            os.close(keep)
+            os.setsid()  # a group of its own, as the supervisor starts it
+            supervisor.run_child(theirs.fileno(), lifeline, "rr_supervised:in_turn")
+            os._exit(0)
+        theirs.close()
+        spec = pickle.dumps({"closed_marker": sys.argv[1]})
+        ours.sendall(supervisor.HEADER.pack(0, len(spec)) + spec)
+        ours.close()
+        _, status = os.waitpid(child, 0)
+        sys.exit(os.waitstatus_to_exitcode(status))
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    with tempfile.TemporaryDirectory() as folder:
+        marker = Path(folder) / "closed"
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(marker)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env=env,
+        )
+        assert (done.returncode, done.stderr) == (0, "")
+        assert marker.read_text() == "closed"
