@@ -11,6 +11,7 @@ what NeMo Gym recorded.
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -95,6 +96,7 @@ def test_a_server_the_router_starts_scores_and_stops_with_the_router() -> None:
     while time.monotonic() < deadline and _alive(started.process.pid):
         time.sleep(0.1)
     assert not _alive(started.process.pid), "the server outlived the router"
+    assert not Path(started.log).exists(), "its log outlived it"
 
 
 def router_resources(router: rewardrouter.Router) -> list[Any]:
@@ -161,6 +163,10 @@ def test_a_server_that_cannot_start_is_a_compile_error(server: dict[str, Any], f
         _router({"server": server})
     message = str(caught.value)
     assert "routes.gym.rewards.v" in message and found in message, message
+    named = re.search(r"the end of its log \((.+?)\):", message)
+    if named:  # the log an error names stays for the user to read
+        assert Path(named[1]).is_file()
+        Path(named[1]).unlink()
 
 
 def test_deadline_must_fit_the_terms_timeout() -> None:

@@ -85,7 +85,8 @@ def server_config(settings: ServerSettings) -> tuple[dict[str, Any], str]:
 
 
 class ResourcesServer:
-    """A started resources server: its ``url``; :meth:`close` stops it (idempotent)."""
+    """A started resources server: its ``url``; :meth:`close` stops it (idempotent) and
+    removes its log (``log``), unless an error named it."""
 
     def __init__(self, settings: ServerSettings) -> None:
         config, self.instance = server_config(settings)
@@ -101,6 +102,7 @@ class ResourcesServer:
             prefix=f"rewardrouter-nemo-gym-{self.instance}-", suffix=".log", delete=False
         )
         self.log = log.name
+        self._keep_log = False  # an error names it: it stays; else close() removes it
         read, write = os.pipe()
         spec = json.dumps({"config": config, "instance": self.instance, "ready": write})
         try:
@@ -141,6 +143,7 @@ class ResourcesServer:
         tail = ""
         with contextlib.suppress(OSError):
             tail = Path(self.log).read_text(errors="replace")[-LOG_TAIL:].strip()
+        self._keep_log = bool(tail)  # the error names the log only when it holds something
         return ResolveError(
             f"kwargs.server: NeMo Gym's resources server {self.instance!r} {what}"
             + (f"; the end of its log ({self.log}):\n{tail}" if tail else ""),
@@ -162,6 +165,9 @@ class ResourcesServer:
         self.process.wait()
         os.close(self._lifeline)
         self._lifeline = -1
+        if not self._keep_log:
+            with contextlib.suppress(OSError):
+                os.unlink(self.log)
 
     def __repr__(self) -> str:
         return f"ResourcesServer({self.instance!r}, pid {self.process.pid})"
