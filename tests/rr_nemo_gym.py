@@ -133,3 +133,22 @@ def example_rollouts(python: str, server: str) -> list[dict[str, Any]]:
     if not path.is_file():
         pytest.skip(f"nemo-gym=={VERSION} ships no {path.name} for {server}")
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def rollout_sample(row: dict[str, Any], leave_out: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A NeMo Gym rollout as a sample: its prompt, its reply's text, its label, and the rest of
+    its row as metadata (but ``leave_out``: fields a verify reply added)."""
+    text = "".join(
+        part["text"]
+        for item in row["response"]["output"]
+        if item["type"] == "message"
+        for part in item["content"]
+        if part["type"] == "output_text"
+    )
+    dropped = ("response", "expected_answer", *leave_out)
+    return {
+        "prompt": row["responses_create_params"]["input"],
+        "response": text,
+        "label": row["expected_answer"],
+        "metadata": {k: v for k, v in row.items() if k not in dropped},
+    }

@@ -212,6 +212,23 @@ async def _score(router: Router, samples: list[Sample]) -> Sequence[RewardResult
     return results
 
 
+async def _one_number(router: Router, samples: list[Sample], reader: str) -> tuple[int, Any]:
+    """One sample scored for a protocol whose ``reader`` needs a number: ``(200, reward)``,
+    or the status and JSON of why there is none."""
+    [result] = await _score_each(router, samples)
+    if isinstance(result, dict):
+        return (400 if result["status"] == "unroutable" else 422), result
+    if result.reward is None:
+        why = result.error_message or "no term applied"
+        return 422, {
+            "error": f"no reward for this sample (route {result.route!r}, status "
+            f"{result.status}: {why}); {reader} needs a number: give the term "
+            f"`on_error: {{value: x}}`, or a term that applies to such samples",
+            "status": result.status,
+        }
+    return 200, result.reward
+
+
 async def _score_each(router: Router, samples: list[Sample]) -> list[RewardResult | dict[str, str]]:
     """Each sample's result, or ``{"error", "status"}`` for one that could not be scored (no
     route, no response, or a failed call of an ``on_error: raise`` term): one sample's problem
@@ -268,18 +285,7 @@ async def _reward(router: Router, body: bytes) -> tuple[int, Any]:
     data = decode(body)
     if isinstance(data, dict) and "query" in data:
         return await _openrlhf(router, data)
-    [result] = await _score_each(router, _samples([data], batched=False))
-    if isinstance(result, dict):
-        return (400 if result["status"] == "unroutable" else 422), result
-    if result.reward is None:
-        why = result.error_message or "no term applied"
-        return 422, {
-            "error": f"no reward for this sample (route {result.route!r}, status "
-            f"{result.status}: {why}); slime's remote_rm needs a number: give the term "
-            f"`on_error: {{value: x}}`, or a term that applies to such samples",
-            "status": result.status,
-        }
-    return 200, result.reward
+    return await _one_number(router, _samples([data], batched=False), "slime's remote_rm")
 
 
 async def _openrlhf(router: Router, data: dict[str, Any]) -> tuple[int, Any]:
@@ -333,15 +339,5 @@ async def _verify(router: Router, body: bytes, label_field: str | None) -> tuple
         sample = sample_of(data, label_field)
     except ValueError as exc:
         raise BadRequest(400, str(exc)) from None
-    [result] = await _score_each(router, [sample])
-    if isinstance(result, dict):
-        return (400 if result["status"] == "unroutable" else 422), result
-    if result.reward is None:
-        why = result.error_message or "no term applied"
-        return 422, {
-            "error": f"no reward for this sample (route {result.route!r}, status "
-            f"{result.status}: {why}); NeMo Gym needs a number: give the term "
-            f"`on_error: {{value: x}}`, or a term that applies to such samples",
-            "status": result.status,
-        }
-    return 200, {**data, "reward": result.reward}
+    status, reply = await _one_number(router, [sample], "NeMo Gym")
+    return (status, {**data, "reward": reply}) if status == 200 else (status, reply)

@@ -173,19 +173,23 @@ def test_response_is_the_query_after_the_prompt(query: str, prompt: str, respons
     assert (sample.response, sample.label) == (response, "42")
 
 
-def test_serve_answers_openrlhfs_http_client() -> None:
-    """OpenRLHF's own HTTP client against the router's server, on loopback."""
+def through_openrlhfs_http_client(labels: list[str]) -> Any:
+    """OpenRLHF's own HTTP client against the router's server, on loopback: its reply for
+    ROWS with these labels (as OpenRLHF sends them: strings)."""
 
     async def run() -> Any:
         async with TestServer(make_app(load_config(ROUTER)), host="127.0.0.1") as server:
             executor = SingleTurnAgentExecutor(str(server.make_url("/reward")))
             return await executor._fetch_rewards_via_http(
-                [p + r + "</s>" for p, r, _ in ROWS],
-                [p for p, _, _ in ROWS],
-                [json.dumps(label) for _, _, label in ROWS],
+                [p + r + "</s>" for p, r, _ in ROWS], [p for p, _, _ in ROWS], labels
             )
 
     [reply] = asyncio.run(run())
+    return reply
+
+
+def test_serve_answers_openrlhfs_http_client() -> None:
+    reply = through_openrlhfs_http_client([json.dumps(label) for _, _, label in ROWS])
     assert reply["rewards"] == pytest.approx(expected(ROWS))
     assert reply["extra_logs"]["rewardrouter/route/squad"] == [0.0, 0.0, 1.0, 1.0]
     # the same checks as the reward file's: every row's label names its answer
@@ -196,17 +200,7 @@ def test_serve_counts_a_label_that_is_not_json_never_grading_it_as_text() -> Non
     """Through OpenRLHF's HTTP client as through the reward file: a label that opens a JSON
     object but does not parse gets missing_reward.value (0), counted, beside honest rows."""
     broken = json.dumps(ROWS[0][2])[:-1]  # cut short: the closing brace is lost
-
-    async def run() -> Any:
-        async with TestServer(make_app(load_config(ROUTER)), host="127.0.0.1") as server:
-            executor = SingleTurnAgentExecutor(str(server.make_url("/reward")))
-            return await executor._fetch_rewards_via_http(
-                [p + r + "</s>" for p, r, _ in ROWS],
-                [p for p, _, _ in ROWS],
-                [broken, *(json.dumps(label) for _, _, label in ROWS[1:])],
-            )
-
-    [reply] = asyncio.run(run())
+    reply = through_openrlhfs_http_client([broken, *(json.dumps(lb) for _, _, lb in ROWS[1:])])
     assert reply["rewards"] == pytest.approx([0.0, *expected(ROWS)[1:]])
     assert reply["extra_logs"]["rewardrouter/label_unreadable"] == [1.0, 0.0, 0.0, 0.0]
 

@@ -17,7 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rr_nemo_gym import example_rollouts, nemo_gym_client, nemo_gym_python, site_packages
+from rr_nemo_gym import (
+    example_rollouts,
+    nemo_gym_client,
+    nemo_gym_python,
+    rollout_sample,
+    site_packages,
+)
 
 import rewardrouter
 from rewardrouter.errors import ConfigError
@@ -25,26 +31,8 @@ from rewardrouter.errors import ConfigError
 pytestmark = pytest.mark.slow  # a NeMo Gym venv (made once), servers started in it
 
 SERVER = "equivalence_rule"
-#: A verify reply's fields that are the server's, not the row's.
-GRADED = ("response", "reward", "equivalence_score")
-
-
-def _sample(row: dict[str, Any]) -> dict[str, Any]:
-    """A NeMo Gym rollout as a sample: its prompt, its reply's text, its label, its row."""
-    text = "".join(
-        part["text"]
-        for item in row["response"]["output"]
-        if item["type"] == "message"
-        for part in item["content"]
-        if part["type"] == "output_text"
-    )
-    metadata = {k: v for k, v in row.items() if k not in (*GRADED, "expected_answer")}
-    return {
-        "prompt": row["responses_create_params"]["input"],
-        "response": text,
-        "label": row["expected_answer"],
-        "metadata": metadata,
-    }
+#: The fields a verify reply adds to the row (its `response` is the row's rollout).
+GRADED = ("reward", "equivalence_score")
 
 
 def _config_path(python: str) -> str:
@@ -71,10 +59,10 @@ def test_rewards_equal_nemo_gyms_own_client_and_record() -> None:
             python,
             "127.0.0.1",
             port,
-            [{k: v for k, v in r.items() if k not in GRADED[1:]} for r in rows],
+            [{k: v for k, v in r.items() if k not in GRADED} for r in rows],
         )
         with _router({"url": server.url}) as router:
-            ours = router.score_sync([_sample(row) for row in rows])
+            ours = router.score_sync([rollout_sample(row, GRADED) for row in rows])
     finally:
         server.close()
     assert [r.status for r in ours] == ["ok"] * len(rows)
@@ -88,7 +76,7 @@ def test_a_server_the_router_starts_scores_and_stops_with_the_router() -> None:
     router = _router({"server": {"python": python, "config_path": _config_path(python)}})
     [started] = router_resources(router)
     try:
-        results = router.score_sync([_sample(row) for row in rows])
+        results = router.score_sync([rollout_sample(row, GRADED) for row in rows])
     finally:
         router.close()
     assert [r.reward for r in results] == [r["reward"] for r in rows]

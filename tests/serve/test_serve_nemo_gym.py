@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from rr_nemo_gym import example_rollouts, nemo_gym_client, nemo_gym_python
+from rr_nemo_gym import example_rollouts, nemo_gym_client, nemo_gym_python, rollout_sample
 from serve.test_serve import EXE, _listening, command_env, stopped
 
 from rewardrouter import compile_router
@@ -36,23 +36,6 @@ CONFIG: dict[str, Any] = {
     },
 }
 GRADED = ("reward", "equivalence_score")
-
-
-def _sample(row: dict[str, Any]) -> dict[str, Any]:
-    text = "".join(
-        part["text"]
-        for item in row["response"]["output"]
-        if item["type"] == "message"
-        for part in item["content"]
-        if part["type"] == "output_text"
-    )
-    metadata = {k: v for k, v in row.items() if k not in ("response", "expected_answer")}
-    return {
-        "prompt": row["responses_create_params"]["input"],
-        "response": text,
-        "label": row["expected_answer"],
-        "metadata": metadata,
-    }
 
 
 def test_nemo_gym_client_reads_the_routers_rewards(tmp_path: Path) -> None:
@@ -93,7 +76,7 @@ def test_nemo_gym_client_reads_the_routers_rewards(tmp_path: Path) -> None:
     finally:
         stderr = stopped(process)
     with compile_router(CONFIG) as router:
-        ours = [r.reward for r in router.score_sync([_sample(row) for row in rows])]
+        ours = [r.reward for r in router.score_sync([rollout_sample(row) for row in rows])]
     assert [t.get("reward", t) for t in theirs] == ours, stderr
     assert ours[-2:] == [1.5, 1.5] and min(ours) < 1.5
     # A sample the router gives no reward (here: a blank label, which no term applies to) is a 4xx
