@@ -2,12 +2,30 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import rr_testfns
 
 from rewardrouter import Router, compile_router
+
+#: How a file marks every test of its own slow (a line of its own, at the top level).
+SLOW_FILE = "pytestmark = pytest.mark.slow"
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under ``-m "not slow"`` (``make test-quick``), a file whose every test is slow is not
+    imported at all: it would be collected only to be deselected, and importing the trainers'
+    packages (verl, OpenRLHF, Ray, transformers) is most of the quick tier's collection time."""
+    if config.getoption("markexpr", "") != "not slow" or collection_path.suffix != ".py":
+        return None
+    if not collection_path.name.startswith("test_"):
+        return None
+    with collection_path.open(encoding="utf-8") as source:
+        if any(line.startswith(SLOW_FILE) for line in source):
+            return True
+    return None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -30,6 +30,8 @@ from rewardrouter.supervise.supervisor import (
     Supervisor,
 )
 
+pytestmark = pytest.mark.slow  # real child processes, started, killed and waited for
+
 
 @pytest.fixture
 def supervised() -> Any:

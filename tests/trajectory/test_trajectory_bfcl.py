@@ -18,6 +18,8 @@ from rewardrouter.rewards.tool_use.calls import ToolSuccess, ToolSuccessSettings
 from rewardrouter.sample import Sample
 from rewardrouter.trajectory import Conversation, Message, ToolCall
 
+pytestmark = pytest.mark.slow  # BFCL's whole test data through its own checker
+
 pytest.importorskip(
     "bfcl_eval", reason="BFCL's checker: pip install --no-deps bfcl-eval (make test installs it)"
 )
