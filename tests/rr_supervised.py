@@ -4,8 +4,12 @@ dict) in the child process."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
+import importlib
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -33,6 +37,29 @@ class InTurn:
             raise ValueError(value)
         elif what == "pid":
             return os.getpid()
+        elif what == "unpicklable":  # an answer the child cannot send
+            return lambda: value
+        elif what == "foreign":  # an answer of a module only the child imports (from `value`)
+            sys.path.insert(0, value)
+            return importlib.import_module("rr_only_here").Thing()
+        elif what == "hold_socket":  # a process out of the group that holds the socket open
+            sockets = []
+            for fd in os.listdir("/proc/self/fd"):
+                with contextlib.suppress(OSError):  # the listing's own descriptor is gone
+                    if os.readlink(f"/proc/self/fd/{fd}").startswith("socket:"):
+                        sockets.append(int(fd))
+            holder = subprocess.Popen(
+                ["sleep", "60"], pass_fds=sockets, start_new_session=True, close_fds=True
+            )
+            return holder.pid
+        elif (
+            what == "fork_sleeper"
+        ):  # a forked process in the child's group (multiprocessing's way)
+            pid = os.fork()
+            if pid == 0:
+                time.sleep(60)
+                os._exit(0)
+            return pid
         return value
 
     def close(self) -> None:
@@ -54,11 +81,20 @@ class Concurrent(InTurn):
 def in_turn(spec: dict[str, Any]) -> InTurn:
     """The setup: ``spec["setup"]`` says how it goes: ``ok``, ``raise`` (a ConfigError),
     ``exit`` (the process ends), ``hang`` (never ready); ``fail_after`` (a path): ``ok`` the
-    first time, ``raise`` once the file exists (a restart that cannot start)."""
+    first time, ``raise`` once the file exists (a restart that cannot start); ``hang_after``
+    and ``hang_first`` likewise with ``hang``."""
     how = spec.get("setup", "ok")
     marker = spec.get("fail_after")
     if marker is not None:
         how = "raise" if Path(marker).exists() else "ok"
+        Path(marker).touch()
+    marker = spec.get("hang_after")  # ok the first time, then never ready
+    if marker is not None:
+        how = "hang" if Path(marker).exists() else "ok"
+        Path(marker).touch()
+    marker = spec.get("hang_first")  # never ready the first time, then ok
+    if marker is not None:
+        how = "ok" if Path(marker).exists() else "hang"
         Path(marker).touch()
     if how == "raise":
         raise ConfigError([Problem("routes.a", "found nothing", "write something")], "x.yaml")

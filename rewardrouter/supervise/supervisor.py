@@ -8,9 +8,10 @@ same crash words (:func:`~.boot.exit_cause`).
 
 - **Start.** A fresh interpreter (:func:`~.boot.start_python`: never the caller's script), leader
   of a process group of its own, given one end of a socket pair and a *lifeline*: a pipe whose
-  other end only this process holds. When this process exits, however it dies, the lifeline
-  closes and the child kills its process group: a child never outlives its supervisor, whichever
-  thread started it (``PR_SET_PDEATHSIG`` follows the starting thread).
+  write end this process holds (a process forked from it drops its copy). When this process
+  exits, however it dies, the lifeline closes and the child kills its process group: a child
+  never outlives its supervisor, whichever thread started it (``PR_SET_PDEATHSIG`` follows the
+  starting thread).
 - **Ready.** The child calls ``setup(spec)`` (a top-level function, imported by name; ``spec``
   is pickled) and says ``ready`` with what the handler tells of itself, or ``failed`` with the
   exception. A child that cannot get ready (its setup raised, it died, it overran
@@ -18,17 +19,21 @@ same crash words (:func:`~.boot.exit_cause`).
   it, for a child set up the same way would fail the same way.
 - **Requests.** Frames both ways are a header (:data:`HEADER`: request id, payload length) and a
   pickled payload, answered in any order: a handler whose ``__call__`` is a coroutine function
-  answers many at once, another one at a time. A request sent before the child is ready waits
-  in order for it.
+  answers many at once, another one at a time. Requests sent before the child is ready wait for
+  it and reach it in the order they were made. An answer that cannot be pickled, or unpickled,
+  fails its request alone.
 - **Deadline.** :meth:`Supervisor.call` waits at most ``deadline`` seconds for its answer; past
   it, the child's process group is killed (``SIGKILL``: a loop in C cannot ignore it), the call
   raises :class:`ChildTimeout`, and the child is started again.
-- **Crash.** When the child dies, every request it had not answered fails with
-  :class:`ChildDied`, whose :attr:`~ChildError.cause` says which process and how it ended
-  (``died (killed by SIGKILL, signal 9: ...)``). ``restart="at_once"`` starts the next child
-  then (requests wait for it); ``restart="on_request"`` starts it with the next request.
-- **Stop.** :meth:`Supervisor.stop` closes the child's socket; the child finishes (its handler's
-  ``close()``) and exits, or is killed after ``stop_grace`` seconds.
+- **Crash.** The child's exit is watched, not only its socket (a process the child forked may
+  hold the socket open): when it dies, what is left of its process group is killed, and every
+  request it had not answered fails with :class:`ChildDied`, whose :attr:`~ChildError.cause`
+  says which process and how it ended (``died (killed by SIGKILL, signal 9: ...)``).
+  ``restart="at_once"`` starts the next child then (requests wait for it);
+  ``restart="on_request"`` starts it with the next request.
+- **Stop.** :meth:`Supervisor.stop` closes the child's socket; the child cancels what it was
+  answering, closes its handler (``close()``) and exits, or is killed after ``stop_grace``
+  seconds (at once while it is still setting up: it holds nothing to finish).
 
 >>> supervisor = Supervisor("the echo process", echo, "hello, ")
 >>> supervisor.wait_ready()["pid"] == supervisor.pid
@@ -66,8 +71,11 @@ log = logging.getLogger("rewardrouter.supervise")
 HEADER = struct.Struct("!QQ")
 #: The most bytes read from the socket at once (a payload of any size arrives in such pieces).
 BUFFER = 4 * 2**20
-#: What a handler's error message is cut to.
+#: What an error message from the child is cut to.
 MESSAGE_CHARS = 500
+#: Seconds the socket of a child that exited may stay open (held by a process it started that
+#: left its group) before the supervisor stops reading it.
+SOCKET_GRACE = 2.0
 
 
 class ChildError(Exception):
@@ -88,8 +96,9 @@ class ChildTimeout(ChildError):
 
 class ChildUnready(ChildError):
     """No child could get ready: its setup raised (:attr:`error`, when it could be sent), it died
-    while starting, or it overran ``ready_timeout``. :attr:`why` is the reason alone (the
-    setup's ``"ValueError: ..."``), :attr:`cause` a sentence that names the child."""
+    while starting, or it overran ``ready_timeout``; or no process could be started at all.
+    :attr:`why` is the reason alone (the setup's ``"ValueError: ..."``), :attr:`cause` a
+    sentence that names the child."""
 
     def __init__(self, cause: str, error: BaseException | None = None, why: str = "") -> None:
         super().__init__(cause)
@@ -98,7 +107,8 @@ class ChildUnready(ChildError):
 
 
 class ChildRaised(ChildError):
-    """The handler raised on this request (the child lives on and answers the next)."""
+    """The handler raised on this request, or its answer could not cross (the child lives on
+    and answers the next)."""
 
 
 @dataclass(frozen=True)
@@ -123,11 +133,37 @@ class _Child:
     pending: dict[int, Future[Any]] = field(default_factory=dict)
     queued: list[tuple[int, bytes]] = field(default_factory=list)  # sent once ready
     send_lock: threading.Lock = field(default_factory=threading.Lock)
-    reader: threading.Thread | None = None
+    read: threading.Event = field(default_factory=threading.Event)  # the reader is done
+    # it exited and what was left of its group is killed; not reaped before this is set, so
+    # its process id is never another process's when it is signalled
+    exited: threading.Event = field(default_factory=threading.Event)
+    retired: bool = False  # killed by the supervisor: its end is no failure to get ready
+    ended: str | None = None  # how it ended, once its reader is done
+    threads: list[threading.Thread] = field(default_factory=list)
 
     @property
     def label(self) -> str:
         return f"(pid {self.process.pid})"
+
+
+#: The lifelines this process holds: a process forked from it drops its copies (else a forked
+#: data-loader worker would keep children alive after this process died).
+_LIFELINES: set[int] = set()
+
+
+def _drop_lifelines() -> None:
+    if not _LIFELINES:
+        return
+    null = os.open(os.devnull, os.O_RDONLY)
+    for fd in _LIFELINES:  # the number stays taken (by /dev/null): nothing else reuses it
+        with contextlib.suppress(OSError):
+            os.dup2(null, fd)
+    os.close(null)
+    _LIFELINES.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_drop_lifelines)
 
 
 class Supervisor:
@@ -138,9 +174,10 @@ class Supervisor:
     ``name``: how messages call the child ("the scoring process"). ``setup``: a top-level
     function that, in the child, turns ``spec`` into the handler (a callable with an optional
     ``info`` and ``close()``). ``late``: the message when the child is not ready within
-    ``ready_timeout``. ``on_change``: called on a supervisor thread with a :class:`Change` when
-    a ready child died, and when no child can get ready any more (the supervisor's
-    :attr:`failure`). The child is started at once (what it loads, it loads meanwhile).
+    ``ready_timeout``. ``on_change``: called with a :class:`Change` when a ready child died, and
+    when no child can get ready any more (the supervisor's :attr:`failure`); on a supervisor
+    thread, or on the thread that waited past ``ready_timeout``. The child is started at once
+    (what it loads, it loads meanwhile).
     """
 
     def __init__(
@@ -162,16 +199,19 @@ class Supervisor:
         self._late = late
         self.stop_grace = stop_grace
         self._restart = restart
-        self._on_change = on_change or (lambda message: None)
+        self._on_change = on_change
         self._lock = threading.Lock()
         self._ids = count(1)
         self._closing = False
+        self._children: set[_Child] = set()  # started and not yet ended
         #: Why no child can answer any more (set once: a child could not get ready).
         self.failure: str | None = None
         self._unready: ChildUnready | None = None
         #: Why a new child is being started, while one is (``restart="at_once"``).
         self.restarting: str | None = None
-        self._child: _Child | None = self._start()
+        self._child: _Child | None = None
+        with self._lock, contextlib.suppress(ChildUnready):  # raised again on first use
+            self._child = self._start_locked()
 
     # -- the caller's side ---------------------------------------------------------------------
 
@@ -180,6 +220,11 @@ class Supervisor:
         """The current child's process id (None while none is started)."""
         child = self._child
         return None if child is None else child.process.pid
+
+    @property
+    def stopped(self) -> bool:
+        """Whether :meth:`stop` was called."""
+        return self._closing
 
     def wait_ready(self) -> Any:
         """Block until the current child is ready; its handler's ``info``. Raises
@@ -191,24 +236,14 @@ class Supervisor:
         answer, or a :class:`ChildError`. Does not wait for the answer (it may wait to send a
         large payload). Raises :class:`ChildError` when no child can answer: stopped, or
         :attr:`failure`."""
-        data = pickle.dumps(payload)
-        ident = next(self._ids)
-        answer: Future[Any] = Future()
-        with self._lock:
-            child = self._current_locked()
-            child.pending[ident] = answer
-            if not child.ready.done():
-                child.queued.append((ident, data))
-                return answer
-        self._send(child, ident, data)
-        return answer
+        return self._request(None, payload)
 
     def call(self, payload: Any, deadline: float | None = None) -> Any:
         """The child's answer to ``payload``, within ``deadline`` seconds of being sent (the
         child's start and setup do not count). Raises :class:`ChildError`."""
         child = self._current()
         self._ready(child)
-        answer = self.request(payload)
+        answer = self._request(child, payload)
         try:
             return answer.result(timeout=deadline)
         except FutureTimeout:
@@ -219,17 +254,22 @@ class Supervisor:
             ) from None
 
     def stop(self) -> None:
-        """Stop the child (see the module's description); idempotent. Requests still waiting
-        fail with :class:`ChildDied`."""
+        """Stop the child (see the module's description), and every child killed before it
+        whose end is not yet handled; idempotent. Requests still waiting fail with
+        :class:`ChildDied`."""
         with self._lock:
             self._closing = True
-            child, self._child = self._child, None
-        if child is None:
-            return
-        with contextlib.suppress(OSError):
-            child.sock.shutdown(socket.SHUT_RDWR)
-        if child.reader is not None and child.reader is not threading.current_thread():
-            child.reader.join()
+            self._child = None
+            children = list(self._children)
+        for child in children:
+            with contextlib.suppress(OSError):
+                child.sock.shutdown(socket.SHUT_RDWR)
+            if not child.ready.done():  # still setting up: it holds nothing to finish
+                self._kill(child)
+        for child in children:
+            for thread in child.threads:
+                if thread is not threading.current_thread():
+                    thread.join()
 
     def kill(self) -> None:
         """Kill the current child now (``SIGKILL`` to its process group); the next request
@@ -251,11 +291,28 @@ class Supervisor:
             raise ChildUnready(self._unready.cause, self._unready.error, self._unready.why)
         if self.failure is not None:
             raise ChildUnready(self.failure)
-        if self._child is not None and self._child.process.poll() is not None:
-            self._child = None  # it ended; its reader thread has yet to say so
-        if self._child is None:  # the last one died or was killed
-            self._child = self._start()
+        if self._child is None:  # the last one died or was killed: restart="on_request"
+            self._child = self._start_locked()
         return self._child
+
+    def _request(self, child: _Child | None, payload: Any) -> Future[Any]:
+        """Send ``payload`` to ``child`` (None: the current child)."""
+        data = pickle.dumps(payload)
+        ident = next(self._ids)
+        answer: Future[Any] = Future()
+        with self._lock:
+            if child is None:
+                child = self._current_locked()
+            if child.ended is not None:  # ended between its readiness and this request
+                raise ChildDied(child.ended)
+            if child.ready.done() and (failed := child.ready.exception()) is not None:
+                raise failed
+            child.pending[ident] = answer
+            if not child.ready.done():
+                child.queued.append((ident, data))
+                return answer
+        self._send(child, ident, data)
+        return answer
 
     def _ready(self, child: _Child) -> Any:
         try:
@@ -265,9 +322,19 @@ class Supervisor:
             self._fail_ready(child, late, late)
             return child.ready.result()  # raises: whichever failure came first
 
-    def _start(self) -> _Child:
-        ours, theirs = socket.socketpair()
-        lifeline, keep = os.pipe()
+    def _start_locked(self) -> _Child:
+        """A new child (``self._lock`` held). Raises :class:`ChildUnready` when no process can
+        be started (no memory, no file descriptors): not the supervisor's failure for good."""
+        try:
+            ours, theirs = socket.socketpair()
+        except OSError as exc:
+            raise ChildUnready(f"{self.name} could not be started: {exc}") from None
+        try:
+            lifeline, keep = os.pipe()
+        except OSError as exc:
+            ours.close()
+            theirs.close()
+            raise ChildUnready(f"{self.name} could not be started: {exc}") from None
         try:
             process = start_python(
                 run_child,
@@ -275,18 +342,25 @@ class Supervisor:
                 [theirs.fileno(), lifeline],
                 new_session=True,
             )
-        except BaseException:
+        except OSError as exc:
             ours.close()
             os.close(keep)
-            raise
+            raise ChildUnready(f"{self.name} could not be started: {exc}") from None
         finally:
             theirs.close()
             os.close(lifeline)
+        _LIFELINES.add(keep)
         child = _Child(process, ours, keep)
-        child.reader = threading.Thread(
-            target=self._read, args=(child,), name="rewardrouter-supervisor", daemon=True
-        )
-        child.reader.start()
+        child.threads = [
+            threading.Thread(target=target, args=(child,), name=name, daemon=True)
+            for target, name in (
+                (self._read, "rewardrouter-supervisor-read"),
+                (self._watch, "rewardrouter-supervisor-watch"),
+            )
+        ]
+        self._children.add(child)
+        for thread in child.threads:
+            thread.start()
         return child
 
     def _send(self, child: _Child, ident: int, data: bytes) -> None:
@@ -294,32 +368,60 @@ class Supervisor:
             child.sock.sendall(HEADER.pack(ident, len(data)) + data)
 
     def _read(self, child: _Child) -> None:
-        """The child's reader thread: send the setup, pass the answers on; when the child
-        ends, reap it and fail what it did not answer."""
-        self._send(child, 0, self._spec)
+        """The child's reader thread: send the setup, pass the answers on; when the socket
+        ends, reap the child and fail what it did not answer."""
         try:
+            self._send(child, 0, self._spec)
             while True:
                 ident, payload = _receive(child.sock)
                 if ident == 0:
                     self._on_ready(child, payload)
-                    continue
-                with self._lock:
-                    answer = child.pending.pop(ident, None)
-                if answer is not None and not answer.done():
-                    ok, value = pickle.loads(payload)
-                    if ok:
-                        answer.set_result(value)
-                    else:
-                        answer.set_exception(ChildRaised(value))
-        except (ConnectionError, OSError, EOFError):
+                else:
+                    self._on_answer(child, ident, payload)
+        except (OSError, EOFError):
             pass
-        self._ended(child)
+        except BaseException:  # a defect here must not leave requests waiting forever
+            log.exception("%s %s: its reader failed", self.name, child.label)
+        finally:
+            child.read.set()
+            self._ended(child)
+
+    def _watch(self, child: _Child) -> None:
+        """Wait for the child's exit (its socket may outlive it, held by a process it started):
+        kill what is left of its process group, and stop reading its socket if that stays
+        open. Only the reader reaps the child, after this."""
+        try:
+            os.waitid(os.P_PID, child.process.pid, os.WEXITED | os.WNOWAIT)
+            kill_group(child.process.pid)  # exited, not reaped: the number is still its own
+        finally:
+            child.exited.set()
+        if not child.read.wait(SOCKET_GRACE):
+            with contextlib.suppress(OSError):
+                child.sock.shutdown(socket.SHUT_RDWR)
+
+    def _on_answer(self, child: _Child, ident: int, payload: bytes) -> None:
+        with self._lock:
+            answer = child.pending.pop(ident, None)
+        if answer is None or answer.done():
+            return
+        try:
+            ok, value = pickle.loads(payload)
+        except Exception as exc:
+            answer.set_exception(ChildRaised(f"its answer could not be read: {_message(exc)}"))
+            return
+        if ok:
+            answer.set_result(value)
+        else:
+            answer.set_exception(ChildRaised(value))
 
     def _on_ready(self, child: _Child, payload: bytes) -> None:
-        kind, value = pickle.loads(payload)
+        try:
+            kind, value = pickle.loads(payload)
+        except Exception as exc:
+            kind, value = "failed", f"its setup's message could not be read: {_message(exc)}"
         if kind != "ready":
             error = value if isinstance(value, BaseException) else None
-            why = f"{type(value).__name__}: {value}" if error is not None else str(value)
+            why = _message(value) if error is not None else str(value)
             self._fail_ready(child, why, f"{self.name} could not start: {why}", error)
             return
         with self._lock:
@@ -327,95 +429,131 @@ class Supervisor:
                 return
             child.ready.set_result(value)
             queued, child.queued = child.queued, []
-        for ident, data in queued:
-            self._send(child, ident, data)
-        if self.restarting is not None:
-            log.info("%s %s is ready", self.name, child.label)
-            self.restarting = None
+            if child is self._child:
+                self.restarting = None
+            if queued:  # sent in order, by another thread: this one must go on reading
+                child.send_lock.acquire()
+        if queued:
+            threading.Thread(
+                target=self._flush,
+                args=(child, queued),
+                name="rewardrouter-supervisor-send",
+                daemon=True,
+            ).start()
+
+    def _flush(self, child: _Child, queued: list[tuple[int, bytes]]) -> None:
+        """Send the requests that waited for ``child`` to be ready (its send lock held)."""
+        try:
+            for ident, data in queued:
+                child.sock.sendall(HEADER.pack(ident, len(data)) + data)
+        except OSError:
+            pass  # a dead child: the reader reports
+        finally:
+            child.send_lock.release()
 
     def _fail_ready(
         self, child: _Child, why: str, fresh: str, error: BaseException | None = None
     ) -> None:
         """``child`` cannot get ready (``why``): the supervisor's :attr:`failure` is ``fresh``,
-        or, for a child started after another died, says both."""
-        self._kill(child)
+        or, for a child started after another died, says both; a child the supervisor killed,
+        or one stopped, fails only what waits for it."""
         with self._lock:
             if child.ready.done():
                 return
-            if self.restarting is not None:
-                fresh = f"{self.restarting}, and a new one could not be started: {why}"
-            failed = ChildUnready(fresh, error, why)
+            sticky = not self._closing and not child.retired
+            failed: ChildError
+            if not sticky:
+                failed = ChildDied(f"{self.name} {child.label} was stopped before it was ready")
+            else:
+                if self.restarting is not None:
+                    fresh = f"{self.restarting}, and a new one could not be started: {why}"
+                failed = ChildUnready(fresh, error, why)
             child.ready.set_exception(failed)
             child.ready.exception()  # retrieved: no "never retrieved" warning
             waiting = list(child.pending.values())
             child.pending.clear()
-            self.restarting = None
-            report = not self._closing and self.failure is None
-            if report:
+            child.queued.clear()
+            report = sticky and self.failure is None
+            if report and isinstance(failed, ChildUnready):
                 self.failure, self._unready = fresh, failed
+            if child is self._child:
+                self.restarting = None
+                if not sticky:
+                    self._child = None
+        self._kill(child)
         for answer in waiting:
             if not answer.done():
                 answer.set_exception(failed)
         if report:
-            self._on_change(Change("failure", fresh))
+            self._notify(Change("failure", fresh))
 
     def _ended(self, child: _Child) -> None:
         """The child's socket closed: reap it, fail what it did not answer, start the next
         one (``restart="at_once"``)."""
         child.sock.close()
-        code = _reaped(child.process, self.stop_grace, self.name)
-        os.close(child.lifeline)
+        if not child.exited.wait(self.stop_grace):
+            log.warning("%s %s did not exit: killed", self.name, child.label)
+            kill_group(child.process.pid)
+            child.exited.wait()
+        code = child.process.wait()
         if self._closing:
-            cause = f"{self.name} {child.label} was stopped"
+            ended = f"{self.name} {child.label} was stopped"
+        elif child.retired:
+            ended = f"{self.name} {child.label} was killed by its supervisor"
         else:
-            cause = f"{self.name} {child.label} died ({exit_cause(code)})"
+            ended = f"{self.name} {child.label} died ({exit_cause(code)})"
+        if not child.ready.done():  # the failure is set before the child is let go
+            why = f"it died ({exit_cause(code)}) while starting"
+            self._fail_ready(child, why, f"{ended} while starting")
+        died = child.ready.exception() is None
+        restart_failed: str | None = None
         with self._lock:
+            child.ended = ended
             if self._child is child:
                 self._child = None
-        if not child.ready.done():
-            why = f"it died ({exit_cause(code)}) while starting"
-            self._fail_ready(child, why, f"{cause} while starting")
-            return
-        if child.ready.exception() is not None:  # it never got ready: already reported
-            return
-        with self._lock:
             waiting = list(child.pending.values())
             child.pending.clear()
+            self._children.discard(child)
+            _LIFELINES.discard(child.lifeline)
+            os.close(child.lifeline)
+            at_once = self._restart == "at_once" and self._child is None
+            if died and at_once and not self._closing and self.failure is None:
+                self.restarting = ended
+                try:
+                    self._child = self._start_locked()
+                except ChildUnready as exc:
+                    self.failure = f"{ended}, and a new one could not be started: {exc.why}"
+                    self.restarting = None
+                    restart_failed = self.failure
         for answer in waiting:
             if not answer.done():
-                answer.set_exception(ChildDied(cause))
-        if self._closing:
-            return
-        self._on_change(Change("died", cause, len(waiting)))
-        if self._restart == "at_once":
-            self._restart_now(cause)
-
-    def _restart_now(self, cause: str) -> None:
-        with self._lock:
-            if self._closing or self._child is not None or self.failure is not None:
-                return
-            self.restarting = cause
-            try:
-                self._child = self._start()
-            except Exception as exc:  # no process can be started at all (fork, exec)
-                self.failure = f"{cause}, and a new one could not be started: {exc}"
-                self.restarting = None
-            failure = self.failure
-        if failure is not None:
-            self._on_change(Change("failure", failure))
+                answer.set_exception(ChildDied(ended))
+        if died and not self._closing and not child.retired:
+            self._notify(Change("died", ended, len(waiting)))
+        if restart_failed is not None:
+            self._notify(Change("failure", restart_failed))
 
     def _retire(self, child: _Child) -> None:
         """Kill ``child``; requests from now on go to the next one (its reader thread reports
         the end and fails what ``child`` did not answer)."""
         with self._lock:
+            child.retired = True
             if self._child is child:
                 self._child = None
         self._kill(child)
 
     @staticmethod
     def _kill(child: _Child) -> None:
-        if child.process.poll() is None:
+        if not child.exited.is_set():  # not reaped before it is: the number is its own
             kill_group(child.process.pid)
+
+    def _notify(self, change: Change) -> None:
+        if self._on_change is None:
+            return
+        try:
+            self._on_change(change)
+        except Exception:  # the owner's callback: logged, never the end of a supervisor thread
+            log.exception("%s: on_change failed on %s", self.name, change)
 
 
 def _receive(sock: socket.socket) -> tuple[int, bytes]:
@@ -435,15 +573,8 @@ def _exactly(sock: socket.socket, size: int) -> bytes:
     return b"".join(parts)
 
 
-def _reaped(process: subprocess.Popen[bytes], grace: float, name: str) -> int:
-    """The exit status of ``process``, reaped; killed with its process group if it has not
-    exited within ``grace`` seconds of closing its socket."""
-    try:
-        return process.wait(grace)
-    except subprocess.TimeoutExpired:
-        log.warning("%s (pid %d) did not exit: killed", name, process.pid)
-        kill_group(process.pid)
-        return process.wait()
+def _message(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc)[:MESSAGE_CHARS]}"
 
 
 # -- the child's side ----------------------------------------------------------------------------
@@ -453,7 +584,9 @@ def run_child(fd: int, lifeline: int, entry: str) -> None:
     """The child: watch the lifeline, build the handler from the spec the supervisor sends, say
     ``ready`` (or ``failed``), then answer requests until the socket closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the supervisor decides when to stop
-    threading.Thread(target=_watch, args=(lifeline,), daemon=True).start()
+    threading.Thread(target=_watch_lifeline, args=(lifeline,), daemon=True).start()
+    if hasattr(os, "register_at_fork"):  # a process a handler forks holds no end of the socket
+        os.register_at_fork(after_in_child=lambda: _cover(fd))
     sock = socket.socket(fileno=fd)
     try:
         _, spec = _receive(sock)
@@ -478,11 +611,19 @@ def run_child(fd: int, lifeline: int, entry: str) -> None:
         sock.close()
 
 
-def _watch(lifeline: int) -> None:
+def _watch_lifeline(lifeline: int) -> None:
     """Kill this process's group when the supervisor's process is gone (the lifeline closed)."""
     while os.read(lifeline, 512):
         pass
     os.killpg(0, signal.SIGKILL)
+
+
+def _cover(fd: int) -> None:
+    """In a process forked from the child: the socket's number taken by /dev/null instead."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    with contextlib.suppress(OSError):
+        os.dup2(null, fd)
+    os.close(null)
 
 
 def _answer_in_turn(handler: Any, sock: socket.socket) -> None:
@@ -501,10 +642,15 @@ async def _answer_async(handler: Any, sock: socket.socket) -> None:
     loop = asyncio.get_running_loop()
     lock = threading.Lock()
     tasks: set[asyncio.Task[None]] = set()
+    stopping = False
 
     async def answer(ident: int, payload: bytes) -> None:
         try:
             reply: tuple[bool, Any] = (True, await handler(pickle.loads(payload)))
+        except asyncio.CancelledError:
+            if stopping:
+                raise
+            reply = (False, "CancelledError: the handler was cancelled")
         except Exception as exc:
             reply = (False, _message(exc))
         await loop.run_in_executor(None, _reply, sock, lock, ident, reply)
@@ -517,6 +663,7 @@ async def _answer_async(handler: Any, sock: socket.socket) -> None:
         task = asyncio.create_task(answer(ident, payload))
         tasks.add(task)
         task.add_done_callback(tasks.discard)
+    stopping = True
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
@@ -530,13 +677,13 @@ def _answered(handler: Any, payload: bytes) -> tuple[bool, Any]:
 
 
 def _reply(sock: socket.socket, lock: threading.Lock, ident: int, value: Any) -> None:
-    data = pickle.dumps(value)
+    try:
+        data = pickle.dumps(value)
+    except Exception as exc:  # an answer that cannot be pickled fails its request alone
+        kind = "failed" if ident == 0 else False
+        data = pickle.dumps((kind, f"its answer could not be sent: {_message(exc)}"))
     with lock, contextlib.suppress(OSError):  # the supervisor stopped listening
         sock.sendall(HEADER.pack(ident, len(data)) + data)
-
-
-def _message(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {str(exc)[:MESSAGE_CHARS]}"
 
 
 def _sendable(exc: BaseException) -> BaseException | str:

@@ -205,12 +205,13 @@ def test_a_child_that_does_not_stop_is_killed_after_the_grace(supervised: Any) -
 
 
 def test_a_supervisor_killed_outright_takes_its_child_and_the_childs_group_along() -> None:
-    """The lifeline: SIGKILL to the supervising process (no cleanup runs there); the child and
-    a process the child started die with it, though the thread that started the child ended
-    long before (a restart starts children on a supervisor thread)."""
+    """The lifeline: SIGKILL to the supervising process (no cleanup runs there); the child dies
+    with it, though the thread that started the child ended long before (a restart starts
+    children on a supervisor thread), and though a forked copy of the supervising process
+    lives on."""
     script = textwrap.dedent(
         """
-        import subprocess, sys, threading
+        import os, sys, threading
         import rr_supervised
         from rewardrouter.supervise.supervisor import Supervisor
 
@@ -222,7 +223,11 @@ def test_a_supervisor_killed_outright_takes_its_child_and_the_childs_group_along
         thread.join()
         supervisor = made[0]
         child = supervisor.call(("pid", None), deadline=60)
-        print(child, flush=True)
+        sibling = os.fork()  # a forked copy of this process (a data loader's worker)
+        if sibling == 0:
+            sys.stdin.read()
+            os._exit(0)
+        print(child, sibling, flush=True)
         sys.stdin.read()
         """
     )
@@ -232,12 +237,18 @@ def test_a_supervisor_killed_outright_takes_its_child_and_the_childs_group_along
     )
     try:
         assert parent.stdout is not None
-        child = int(parent.stdout.readline())
+        child, sibling = map(int, parent.stdout.readline().split())
         assert child in children(parent.pid)
     finally:
         parent.kill()
         parent.wait()
-    assert gone(child)
+    try:
+        assert gone(child)  # though the forked copy lives on, holding what the parent held
+        assert not gone(sibling, within=0.1)
+    finally:
+        assert parent.stdin is not None
+        parent.stdin.close()  # the sibling's stdin too: it ends
+    assert gone(sibling)
 
 
 def test_a_child_whose_supervisor_left_while_it_set_up_ends_quietly() -> None:
@@ -279,3 +290,89 @@ def test_a_child_whose_supervisor_left_while_it_set_up_ends_quietly() -> None:
         )
         assert (done.returncode, done.stderr) == (0, "")
         assert marker.read_text() == "closed"
+
+
+# -- what a careless handler or a busy host does -------------------------------------------------
+
+
+@pytest.mark.parametrize("concurrent", [False, True], ids=["in_turn", "concurrent"])
+def test_large_requests_queued_before_ready_are_all_answered(
+    supervised: Any, concurrent: bool
+) -> None:
+    """Requests that wait for the child are sent while the supervisor goes on reading its
+    answers: echoing 8 x 1 MiB, neither side's socket buffer can hold it all."""
+    supervisor = supervised({"concurrent": concurrent})
+    big = "x" * 2**20
+    answers = [supervisor.request(("echo", f"{k}{big}")) for k in range(8)]
+    assert [a.result(timeout=60)[:1] for a in answers] == [str(k) for k in range(8)]
+
+
+@pytest.mark.parametrize("concurrent", [False, True], ids=["in_turn", "concurrent"])
+def test_an_answer_that_cannot_cross_fails_its_request_alone(
+    supervised: Any, concurrent: bool, tmp_path: Path
+) -> None:
+    (tmp_path / "rr_only_here.py").write_text("class Thing:\n    pass\n")
+    supervisor = supervised({"concurrent": concurrent})
+    pid = supervisor.call(("pid", None), deadline=30)
+    with pytest.raises(ChildRaised, match="its answer could not be sent: "):
+        supervisor.call(("unpicklable", 1), deadline=30)
+    with pytest.raises(ChildRaised, match="its answer could not be read: ModuleNotFoundError"):
+        supervisor.call(("foreign", str(tmp_path)), deadline=30)
+    assert supervisor.call(("pid", None), deadline=30) == pid  # the same child answers on
+
+
+def test_a_crash_is_seen_though_a_process_the_child_started_holds_its_socket(
+    supervised: Any,
+) -> None:
+    """A process started out of the child's group, holding the socket open: the child's exit
+    still fails its requests (within the socket's grace), and what it forked in its own group
+    is killed with it."""
+    supervisor = supervised()
+    holder = supervisor.call(("hold_socket", None), deadline=30)
+    forked = supervisor.call(("fork_sleeper", None), deadline=30)
+    try:
+        started = time.monotonic()
+        with pytest.raises(ChildDied, match=r"died \(exit status 1\)"):
+            supervisor.call(("exit", 1), deadline=30)
+        assert time.monotonic() - started < 20
+        assert gone(forked)
+    finally:
+        os.kill(holder, signal.SIGKILL)
+
+
+def test_a_child_killed_while_it_sets_up_is_replaced_not_a_failure(
+    supervised: Any, tmp_path: Path
+) -> None:
+    marker = tmp_path / "started"
+    supervisor = supervised({"hang_first": str(marker)})
+    first = supervisor.pid
+    end = time.monotonic() + 30
+    while not marker.exists() and time.monotonic() < end:  # in its setup, never to be ready
+        time.sleep(0.02)
+    supervisor.kill()
+    assert gone(first)
+    assert supervisor.call(("pid", None), deadline=30) not in (first, None)
+    assert supervisor.failure is None
+
+
+def test_stop_while_a_restart_sets_up_fails_what_waits_as_stopped_at_once(
+    supervised: Any, tmp_path: Path
+) -> None:
+    restarted = threading.Event()
+    supervisor = supervised(
+        {"hang_after": str(tmp_path / "started")},
+        restart="at_once",
+        on_change=lambda change: restarted.set(),
+    )
+    first = supervisor.call(("pid", None), deadline=30)
+    os.kill(first, signal.SIGKILL)
+    assert restarted.wait(30)
+    assert (supervisor.restarting or "").startswith(f"the test child (pid {first}) died")
+    second = supervisor.pid
+    waiting = supervisor.request(("echo", 1))
+    started = time.monotonic()
+    supervisor.stop()
+    assert time.monotonic() - started < 5  # no grace for a child that holds nothing yet
+    with pytest.raises(ChildDied, match=rf"\(pid {second}\) was stopped before it was ready"):
+        waiting.result(timeout=30)
+    assert supervisor.failure is None

@@ -104,6 +104,8 @@ class LocalRewardModel:
                 f"the reward model worker could not load {self.settings.model!r}: {exc.why}"
             ) from None
         except ChildDied as exc:
+            if self._supervisor.stopped:
+                raise RemoteError(f"{self.name} is closed") from None
             raise RemoteError(f"{exc.cause}; it is restarted on the next call") from None
         except ChildRaised as exc:  # out of memory, a kernel error: this batch fails
             raise RemoteError(f"the reward model failed on this batch: {exc.cause}") from None
