@@ -151,6 +151,7 @@ def mixed_prompt_groups(
     groups: Sequence[Hashable | None],
     name: Callable[[int], str] = _sample,
     route_by: Sequence[str] = (),
+    group_name: Callable[[Hashable], str] = repr,
 ) -> list[tuple[int, str]]:
     """Samples whose prompt, label or dataset differs from their prompt group's.
 
@@ -162,8 +163,8 @@ def mixed_prompt_groups(
     sample per rollout is compared (siblings sharing a ``rollout_id`` may carry longer prompts:
     fan-out turns); a sample without a group is left out, and so is a field a sample lacks (a
     prompt or label ``None`` or ``""``). ``groups`` holds each sample's group key,
-    ``name`` says where a sample is (``"line 12"`` for a file). One problem per group and
-    distinct values found.
+    ``group_name`` how a message names one, ``name`` says where a sample is (``"line 12"``
+    for a file). One problem per group and distinct values found.
 
     >>> from rewardrouter import Sample
     >>> rows = [Sample(prompt="<image> Which animal?", label="cat", group_index=0),
@@ -205,7 +206,7 @@ def mixed_prompt_groups(
         problems.append(
             (
                 i,
-                f"prompt group {group!r} holds answers to another {' and '.join(differ)}: "
+                f"prompt group {group_name(group)} holds answers to another {' and '.join(differ)}: "
                 f"{details}; GRPO would compare answers to different questions. Give each "
                 f"prompt its own group_index (files joined after each numbered its groups from "
                 f"0: offset each file's group_index past the previous file's)",

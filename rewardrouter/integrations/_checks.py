@@ -8,7 +8,7 @@ warning (:func:`rewardrouter.integrations._metrics.warn`), not an error: ``label
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from rewardrouter.checks import mixed_prompt_groups, unlabeled
@@ -47,10 +47,11 @@ def warn_mixed_prompt_groups(
     groups: Sequence[Hashable | None],
     batch: Hashable | None = None,
     route_by: Sequence[str] = (),
+    group_name: Callable[[Hashable], str] = repr,
 ) -> None:
     """:func:`mixed_prompt_groups`, counted as ``mixed_prompt_group`` (one per problem; once
     per ``batch``, see :func:`~rewardrouter.integrations._metrics.batch_key`)."""
-    problems = mixed_prompt_groups(samples, groups, route_by=route_by)
+    problems = mixed_prompt_groups(samples, groups, route_by=route_by, group_name=group_name)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         i, why = problems[0]

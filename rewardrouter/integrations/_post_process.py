@@ -141,6 +141,12 @@ def prompt_groups(
     return cast("list[Hashable]", batch_positions(args, n, batch)), False
 
 
+def _adapter_group(group: Hashable) -> str:
+    """A miles prompt group ``(adapter, group_index)`` as a message names it."""
+    adapter, index = cast("tuple[str | None, Hashable]", group)
+    return repr(index) if adapter is None else f"{index!r} of LoRA adapter {adapter!r}"
+
+
 def rollout_key(sample: Any, row: int) -> tuple[str, Hashable]:
     """What makes rows one answer in miles: ``rollout_id``, else ``index``, else the row; the
     field's name with its value."""
@@ -195,7 +201,8 @@ def post_process(
     groups, given = prompt_groups(args, samples, framework, prompt_group_sizes, batch)
     all_groups = groups
     if given:  # position groups hold answers to different prompts by design (one_prompt_group)
-        warn_mixed_prompt_groups(samples, groups, batch, router.config.route_by)
+        named = _adapter_group if framework == "miles" and prompt_group_sizes is None else repr
+        warn_mixed_prompt_groups(samples, groups, batch, router.config.route_by, named)
     # samples the reward hook never saw: an agent session's, rewarded 0.0 before it could be
     warn_preset_agent_rewards(samples, [record_of(s) is None for s in samples], batch)
     spread: list[int] | None = None

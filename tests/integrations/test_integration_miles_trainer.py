@@ -12,6 +12,7 @@ registered the way miles' ``tracking_utils`` says backends are added.
 from __future__ import annotations
 
 import asyncio
+import re
 import socket
 import types
 import warnings
@@ -275,3 +276,58 @@ def test_a_failure_of_a_function_the_config_names_still_stops_under_raise(
         sample.reward_spec = None  # routed by dataset to the config's squad route
     with pytest.raises(RewardError, match=r"sample 0, route 'squad'.*ValueError: cannot score"):
         asyncio.run(miles_scores(miles, args, samples))
+
+
+#: (the second file's answers to the same prompt, the warning): two files joined, each
+#: numbering its prompt groups from 0, so one group_index holds answers to two questions.
+JOINED = [
+    pytest.param(
+        [("\\boxed{41}", "41"), ("\\boxed{40}", "41")],
+        GSM8K,
+        r"sample 2: prompt group 0 holds answers to another label: '41' here, '42' at sample 0",
+        id="labels_differ",
+    ),
+    pytest.param(
+        [("\\boxed{42}", "42"), ("\\boxed{40}", "42")],
+        "openai/gsm8k_copy",
+        r"sample 2: prompt group 0 holds answers to another dataset: "
+        r"dataset='openai/gsm8k_copy' here, dataset='openai/gsm8k' at sample 0",
+        id="datasets_differ",
+    ),
+]
+
+
+@pytest.mark.parametrize(("second", "dataset", "warned"), JOINED)
+def test_a_group_index_shared_by_answers_to_other_labels_or_datasets_is_counted(
+    miles: Any, second: list[tuple[str, str]], dataset: str, warned: str
+) -> None:
+    """Through miles' own reward entry point, rollout logging and hook loader: the joined group
+    is named, counted in what miles logs, and normalized as the one group it claims to be."""
+    args = miles_args(
+        True, rewardrouter_overrides=[f"routes.gsm8k.match=[{GSM8K}, openai/gsm8k_copy]"]
+    )
+    first = [("6 * 7 = \\boxed{42}", "42"), ("\\boxed{41}", "42")]
+    samples = [
+        miles.Sample(
+            group_index=0,
+            index=i,
+            prompt="What is 6 * 7?",
+            response=response,
+            response_length=len(response.split()),
+            label=label,
+            status=miles.Sample.Status.COMPLETED,
+            metadata={"dataset": data},
+        )
+        for i, (response, label, data) in enumerate(
+            [(r, lb, GSM8K) for r, lb in first] + [(r, lb, dataset) for r, lb in second]
+        )
+    ]
+    asyncio.run(miles.batched_async_rm(args, samples, inplace_set_reward_field=True))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        miles.log_rollout_data(1, args, samples, {}, 1.0)
+        miles.load_function(args.custom_reward_post_process_path)(args, samples)  # same batch
+    said = [str(w.message) for w in caught if issubclass(w.category, RewardRouterWarning)]
+    assert [m for m in said if re.search(warned, m)], said
+    [logged] = LOGGED
+    assert logged["rewardrouter/warnings/mixed_prompt_group"] == 1.0
