@@ -140,11 +140,13 @@ class ScoringProcess:
             reply = await asyncio.to_thread(supervisor.request, (endpoint, body))
             status, payload = await asyncio.wrap_future(reply)
         except ChildDied as exc:
-            after = "with the server" if self._closing else ""
-            restart = "" if self._closing else " (the server starts a new scoring process)"
+            if self._closing:
+                raise ScoringFailed(
+                    f"the server is stopping ({exc.cause}); this request was not scored"
+                ) from None
             raise ScoringFailed(
-                f"{exc.cause}{after and ' ' + after} while scoring this request; it was not "
-                f"scored{restart}"
+                f"{exc.cause} while scoring this request; it was not scored (the server starts "
+                "a new scoring process)"
             ) from None
         except ChildError as exc:
             raise ScoringFailed(exc.cause) from None

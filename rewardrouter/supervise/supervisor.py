@@ -260,16 +260,19 @@ class Supervisor:
         with self._lock:
             self._closing = True
             self._child = None
+            self.restarting = None
             children = list(self._children)
         for child in children:
             with contextlib.suppress(OSError):
                 child.sock.shutdown(socket.SHUT_RDWR)
             if not child.ready.done():  # still setting up: it holds nothing to finish
                 self._kill(child)
+        current = threading.current_thread()
         for child in children:
+            if current in child.threads:  # its reader: it reaps the child when this returns
+                continue
             for thread in child.threads:
-                if thread is not threading.current_thread():
-                    thread.join()
+                thread.join()
 
     def kill(self) -> None:
         """Kill the current child now (``SIGKILL`` to its process group); the next request
@@ -331,6 +334,7 @@ class Supervisor:
             raise ChildUnready(f"{self.name} could not be started: {exc}") from None
         try:
             lifeline, keep = os.pipe()
+            _LIFELINES.add(keep)  # before any fork can copy it
         except OSError as exc:
             ours.close()
             theirs.close()
@@ -344,23 +348,36 @@ class Supervisor:
             )
         except OSError as exc:
             ours.close()
+            _LIFELINES.discard(keep)
             os.close(keep)
             raise ChildUnready(f"{self.name} could not be started: {exc}") from None
         finally:
             theirs.close()
             os.close(lifeline)
-        _LIFELINES.add(keep)
         child = _Child(process, ours, keep)
         child.threads = [
             threading.Thread(target=target, args=(child,), name=name, daemon=True)
             for target, name in (
-                (self._read, "rewardrouter-supervisor-read"),
                 (self._watch, "rewardrouter-supervisor-watch"),
+                (self._read, "rewardrouter-supervisor-read"),
             )
         ]
+        started = []
+        try:
+            for thread in child.threads:
+                thread.start()
+                started.append(thread)
+        except RuntimeError as exc:  # can't start new thread
+            child.read.set()  # the watcher need not wait for a reader
+            kill_group(process.pid)
+            if started:
+                child.exited.wait()
+            process.wait()
+            ours.close()
+            _LIFELINES.discard(keep)
+            os.close(keep)
+            raise ChildUnready(f"{self.name} could not be started: {exc}") from None
         self._children.add(child)
-        for thread in child.threads:
-            thread.start()
         return child
 
     def _send(self, child: _Child, ident: int, data: bytes) -> None:
@@ -393,6 +410,8 @@ class Supervisor:
         try:
             os.waitid(os.P_PID, child.process.pid, os.WEXITED | os.WNOWAIT)
             kill_group(child.process.pid)  # exited, not reaped: the number is still its own
+        except ChildProcessError:  # reaped by another (SIGCHLD ignored, a waitpid(-1))
+            pass
         finally:
             child.exited.set()
         if not child.read.wait(SOCKET_GRACE):
@@ -434,12 +453,16 @@ class Supervisor:
             if queued:  # sent in order, by another thread: this one must go on reading
                 child.send_lock.acquire()
         if queued:
-            threading.Thread(
-                target=self._flush,
-                args=(child, queued),
-                name="rewardrouter-supervisor-send",
-                daemon=True,
-            ).start()
+            try:
+                threading.Thread(
+                    target=self._flush,
+                    args=(child, queued),
+                    name="rewardrouter-supervisor-send",
+                    daemon=True,
+                ).start()
+            except BaseException:
+                child.send_lock.release()
+                raise
 
     def _flush(self, child: _Child, queued: list[tuple[int, bytes]]) -> None:
         """Send the requests that waited for ``child`` to be ready (its send lock held)."""
@@ -463,7 +486,8 @@ class Supervisor:
             sticky = not self._closing and not child.retired
             failed: ChildError
             if not sticky:
-                failed = ChildDied(f"{self.name} {child.label} was stopped before it was ready")
+                how = "stopped" if self._closing else "killed by its supervisor"
+                failed = ChildDied(f"{self.name} {child.label} was {how} before it was ready")
             else:
                 if self.restarting is not None:
                     fresh = f"{self.restarting}, and a new one could not be started: {why}"
@@ -540,6 +564,7 @@ class Supervisor:
             child.retired = True
             if self._child is child:
                 self._child = None
+                self.restarting = None
         self._kill(child)
 
     @staticmethod

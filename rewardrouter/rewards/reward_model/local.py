@@ -100,6 +100,8 @@ class LocalRewardModel:
                 f"({deadline:g} s); the worker is restarted"
             ) from None
         except ChildUnready as exc:
+            if self._supervisor.failure is None:  # no process could start (no memory, no fds)
+                raise RemoteError(f"{exc.cause}; the next call tries again") from None
             raise RemoteError(
                 f"the reward model worker could not load {self.settings.model!r}: {exc.why}"
             ) from None
