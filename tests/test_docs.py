@@ -217,3 +217,29 @@ def test_the_readme_links_every_kind_page() -> None:
     assert len(pages) > 5
     unlinked = [p.name for p in pages if f"(docs/kinds/{p.name})" not in readme]
     assert unlinked == [], f"README's manual links no page for {unlinked}"
+
+
+@pytest.mark.parametrize(
+    ("target", "extras"),
+    [("run", {"ifeval-lean"}), ("docs", {"ifeval-lean", "docs"})],
+)
+def test_make_run_and_docs_install_what_the_readme_says_and_no_test_tools(
+    target: str, extras: set[str]
+) -> None:
+    """What `make run` and `make docs` would install from scratch (`make -n -B`): the runtime
+    (and the docs extra), never the test tools and trainers' packages of `make test` (GBs); and
+    `make run` installs bubblewrap where it can, as the README's quick start says."""
+    if shutil.which("make") is None:
+        pytest.skip("needs make")
+    done = subprocess.run(
+        ["make", "-n", "-B", target], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    installs = [line for line in done.stdout.splitlines() if "pip install" in line]
+    named = {e for line in installs for group in re.findall(r'-e "\.\[([^]]*)\]"', line)
+             for e in group.split(",")}  # fmt: skip
+    assert named == extras, installs
+    assert not [line for line in installs if re.search(r"verl|openrlhf|bfcl|pytest", line)]
+    if target == "run":
+        assert "apt-get install -y -qq bubblewrap" in done.stdout
+        readme = (ROOT / "README.md").read_text()
+        assert re.search(r"bubblewrap for the code sandbox: as root on Debian or Ubuntu", readme)
