@@ -5,9 +5,9 @@
 - :data:`FILLER`: what may stand between a lead and its letter;
 - :data:`NATIVE_LETTERS`: the letters Arabic and Bengali write options A to D with (``أ ب ج د``,
   ``অ ব ড ঢ``, as simple-evals' multilingual MMLU maps them);
-- :data:`LIST_WORDS`, :data:`NEGATIONS`, :data:`NEGATIONS_JOINED` and :data:`NEGATIONS_AFTER`:
-  the words that make a letter one of several ("or", "and"), or take it back ("not"), per
-  language.
+- :data:`LIST_WORDS_LATIN`, :data:`LIST_WORDS_OTHER`, :data:`NEGATIONS`,
+  :data:`NEGATIONS_JOINED` and :data:`NEGATIONS_AFTER`: the words that make a letter one of
+  several ("or", "and"), or take it back ("not"), per language.
 
 Languages: English, Chinese, Japanese, Korean, Spanish, French, German, Italian, Portuguese,
 Indonesian, Russian, Vietnamese, and the other languages of MMLU-ProX (Afrikaans, Arabic,

@@ -140,8 +140,8 @@ LETTER = (
 
 
 def letter_of(match: re.Match[str]) -> str:
-    """The letter a match of :data:`LETTER` names, as written (a native letter as the Latin
-    capital it stands for). The letter's group is the match's last: a regex that ends with
+    """The letter a match of :data:`LETTER` (or of ``_OPTION_LINE``, whose groups are its Latin
+    ones) names, as written (a native letter as the Latin capital it stands for). The letter's group is the match's last: a regex that ends with
     :data:`LETTER` has no named group after it."""
     group = match.lastgroup
     if group is None:
@@ -318,7 +318,6 @@ _DENIED_AFTER = re.compile(
 )
 # What after a letter makes it one of several: "A, B or C", "(A) (B)", "A and C", "A、B", and
 # ranges: "A-D", "A to D", "A through D", "A|C"
-_NATIVE_NEXT = "[" + "".join(NATIVE_LETTERS) + "]"
 _LIST_NEXT = re.compile(
     _CLOSE
     + "[^\\S\\n]*(?:(?:[,/&+;|~?\u3001\uff0c\u060c\u061b\u061f\u2013\u2014-]|"
@@ -327,7 +326,7 @@ _LIST_NEXT = re.compile(
     + _trie(LIST_WORDS_LATIN)
     + r")\b)[^\S\n]*)?"
     r"(?:(?i:option|choice)\s+|选项|選項|项|項)?(?:(?:\*|\$|\\text\{|\()[^\S\n]*)?"
-    rf"(?:(?P<next>[A-Z])(?![A-Za-z0-9'])|(?P<native>{_NATIVE_NEXT}){NATIVE_ALONE})"
+    rf"(?:(?P<next>[A-Z])(?![A-Za-z0-9'])|(?P<native>{NATIVE_LETTER}))"
     r"(?P<word>[^\S\n]+[a-z])?"
 )
 # The end of a clause after a hedged letter: a stop, a comma, a line break, "because ..."
@@ -367,17 +366,18 @@ def _sentence_starts(text: str, at: int, *, comma: bool) -> bool:
     return text[i - 1] in _SENTENCE_STOPS or (comma and text[i - 1] in _COMMAS)
 
 
-def _letter(match: re.Match[str]) -> str:
-    """The letter of a match of :data:`_OPTION_LINE` (Latin letters only)."""
-    return match.group("paren") or match.group("bracket") or match.group("bare") or ""
+def _option_characters(letters: str) -> tuple[str, str]:
+    """The capitals A to Z among ``letters`` (sorted, once each), and the native letters that
+    stand for any of them."""
+    capitals = "".join(sorted({x for x in letters if "A" <= x <= "Z"}))
+    return capitals, "".join(k for k, v in NATIVE_LETTERS.items() if v in letters)
 
 
 @lru_cache(maxsize=256)  # one per set of options, and few sets in a run
 def _other_letter(letters: str) -> re.Pattern[str]:
     """Any capital or native letter of ``letters``: without one after a letter, it is neither
     one of a list nor offered an alternative (a cheap test before those regexes)."""
-    capitals = "".join(x for x in letters if "A" <= x <= "Z")
-    native = "".join(k for k, v in NATIVE_LETTERS.items() if v in letters)
+    capitals, native = _option_characters(letters)
     return re.compile(f"[{capitals}{native}]" if capitals or native else "(?!)")
 
 
@@ -513,8 +513,8 @@ def _option_lines(
         end = text.find("\n", at)
         end = len(text) if end == -1 else end
         match = _OPTION_LINE.match(text, at, end)
-        if match is not None and _letter(match).upper() in letters:
-            yield match, _letter(match), text[match.end() : end]
+        if match is not None and (letter := letter_of(match)).upper() in letters:
+            yield match, letter, text[match.end() : end]
 
 
 def _is_lone(match: re.Match[str], rest: str) -> bool:
@@ -587,8 +587,7 @@ def listed_on_lines(text: str, letter: str, letters: str, *, lone: bool) -> bool
 def _letters_pattern(letters: str) -> re.Pattern[str] | None:
     """Where a statement's letter may be, for the options ``letters`` (a superset of where
     :data:`LETTER` finds one that a statement reads); None when no letter can be read."""
-    upper = "".join(sorted({x for x in letters if "A" <= x <= "Z"}))
-    native = "".join(k for k, v in NATIVE_LETTERS.items() if v in letters)
+    upper, native = _option_characters(letters)
     if not upper and not native:
         return None
     lower = upper.lower()

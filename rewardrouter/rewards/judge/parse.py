@@ -308,6 +308,12 @@ def _scalar(text: str, scale: Scale) -> float | None:
     return value if not text[end:].strip() else None
 
 
+def _bounded_scalar(content: str, scale: Scale) -> float | None:
+    """:func:`_scalar` of a content no longer than :data:`MAX_SCORE_CHARS`; None for a longer
+    one, which is no score."""
+    return _scalar(content, scale) if len(content) <= MAX_SCORE_CHARS else None
+
+
 def _enclosed(text: str, opening: str, closing: str) -> Iterator[str]:
     """The content of every ``opening...closing`` in ``text``, left to right, stripped; for
     ``<score><score>3</score>`` the innermost opening before the closing counts."""
@@ -358,7 +364,7 @@ def _enclosed_scores(
     nor one of the rubric's ``placeholders`` is refused."""
     scores: list[float] = []
     for content in _enclosed(text, opening, closing):
-        score = _scalar(content, scale) if len(content) <= MAX_SCORE_CHARS else None
+        score = _bounded_scalar(content, scale)
         if score is not None:
             scores.append(score)
         elif content not in placeholders:
@@ -373,8 +379,7 @@ def _mt_bench_scores(text: str, scale: Scale, placeholders: Collection[str]) -> 
     if scores:
         return scores
     for found in _SINGLE_BRACKET.finditer(text):
-        content = found.group(1)
-        score = _scalar(content, scale) if len(content) <= MAX_SCORE_CHARS else None
+        score = _bounded_scalar(found.group(1), scale)
         if score is not None:
             scores.append(score)
     return scores
@@ -463,8 +468,8 @@ def _json_scores(text: str, field: str, scale: Scale) -> list[float]:
         if isinstance(value, int | float) and not isinstance(value, bool):
             # json.loads reads 1e999 as inf and refuses NaN (``_refuse_constant``).
             score = float(value) if abs(value) < 10**MAX_DIGITS else None
-        elif isinstance(value, str) and len(value) <= MAX_SCORE_CHARS:
-            score = _scalar(value, scale)
+        elif isinstance(value, str):
+            score = _bounded_scalar(value, scale)
         if score is None:
             raise UnreadableScore(f"{field!r} is {json.dumps(value)[:40]}, not a number")
         scores.append(score)

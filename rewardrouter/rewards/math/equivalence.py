@@ -289,10 +289,8 @@ def math_verify_match(answer: str, gold: str) -> bool:
 
 # Scripts written without spaces between words, next to a digit: math-verify reads a number only
 # where a word does not touch it, so 共有99颗 and 比例为13/28 are spaced first
-_GLUED = re.compile(
-    "(?<=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u0e00-\u0e7f])(?=\\d)"
-    "|(?<=\\d)(?=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u0e00-\u0e7f])"
-)
+_UNSPACED = "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u0e00-\u0e7f]"
+_GLUED = re.compile(f"(?<={_UNSPACED})(?=\\d)|(?<=\\d)(?={_UNSPACED})")
 # A list's marker at a line's start, followed by its item: "2. **Conclusion**" is no answer
 _LIST_MARKER = re.compile(r"(?m)^([ \t]*(?:[-*>][ \t]*)?)\d{1,3}[.)](?=[ \t]+\S)")
 
