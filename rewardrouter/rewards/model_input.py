@@ -115,6 +115,12 @@ class ResponseGuard:
     max_chars: int = MAX_RESPONSE_CHARS
     markers: tuple[str, ...] | None = None
 
+    @classmethod
+    def of(cls, max_chars: int, refuse_markers: bool) -> ResponseGuard:
+        """The guard a term's settings ask for (``max_response_chars``,
+        ``refuse_special_tokens``): every marker family's shapes refused, or none."""
+        return cls(max_chars, None if refuse_markers else ())
+
     def check(self, texts: Iterable[tuple[str, str]]) -> None:
         """Raise :class:`RefusedResponse` when ``texts`` (``(where, text)`` pairs: what the
         policy wrote) are longer than ``max_chars`` together, or one writes a marker. Linear in

@@ -75,9 +75,7 @@ class JudgeReward:
         # Secret, and fixed per judge so that identical samples still make identical requests.
         self.fence = f"response-{secrets.token_hex(8)}"
         self._placeholders = rubric_placeholders(settings.template, settings.parser, settings.tag)
-        self._guard = ResponseGuard(
-            settings.max_response_chars, None if settings.refuse_special_tokens else ()
-        )
+        self._guard = ResponseGuard.of(settings.max_response_chars, settings.refuse_special_tokens)
         self._done: OrderedDict[str, float] = OrderedDict()
         self._pending: dict[tuple[asyncio.AbstractEventLoop, str], asyncio.Future[float]] = {}
         if settings.template_format == "jinja":

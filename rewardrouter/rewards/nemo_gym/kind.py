@@ -43,9 +43,7 @@ class NemoGymReward:
         self.settings = settings
         self.endpoint = endpoint
         self.name = endpoint.name
-        self._guard = ResponseGuard(
-            settings.max_response_chars, None if settings.refuse_special_tokens else ()
-        )
+        self._guard = ResponseGuard.of(settings.max_response_chars, settings.refuse_special_tokens)
 
     def __repr__(self) -> str:
         return f"NemoGymReward({self.name!r})"

@@ -93,9 +93,7 @@ class ServedRewardModel:
         self._cache = ScoreCache(settings.cache_size)
         #: What a response may be when the server renders it (a renderer holds its own guard,
         #: with its tokenizer's special tokens as the markers).
-        self.guard = ResponseGuard(
-            settings.max_response_chars, None if settings.refuse_special_tokens else ()
-        )
+        self.guard = ResponseGuard.of(settings.max_response_chars, settings.refuse_special_tokens)
 
     def __repr__(self) -> str:
         return f"ServedRewardModel({self.name!r})"

@@ -139,7 +139,7 @@ class VerifiersReward:
         refuse = settings.refuse_special_tokens
         if refuse is None:  # judges show the response to a model: its markers would end a turn
             refuse = bool(judges)
-        self._guard = ResponseGuard(settings.max_response_chars, None if refuse else ())
+        self._guard = ResponseGuard.of(settings.max_response_chars, refuse)
         self._check_label()
 
     def _weights(self, rewards: list[Any], judges: list[Any]) -> dict[str, float]:
