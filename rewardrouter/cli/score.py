@@ -306,8 +306,8 @@ def report(
     stats = route_stats(rows.rows, scored.results, shaped)
     failed = set(scored.failures)
     warnings = count_warnings((i, r) for i, r in enumerate(scored.results) if i not in failed)
-    summary = _summary(job, inputs, outcome, stats, warnings, maps)
-    (output_dir / "summary.json").parent.mkdir(parents=True, exist_ok=True)
+    summary = _summary(job, inputs, outcome, shaped, stats, warnings, maps)
+    output_dir.mkdir(parents=True, exist_ok=True)
     (output_dir / "summary.json").write_text(summary.json_text())
     write_figure(
         output_dir / "report.png",
@@ -344,12 +344,12 @@ def _summary(
     job: JobConfig,
     inputs: Inputs,
     outcome: Scoring,
+    shaped: Sequence[float | None],
     stats: Sequence[RouteStats],
     warnings: Sequence[ScoreWarning],
     maps: Sequence[DatasetMap],
 ) -> JobSummary:
     rows, scored, processed = inputs.rows, outcome.scored, outcome.processed
-    shaped = processed.shaped if processed else [r.reward for r in scored.results]
     check = processed.constant_groups if processed else None
     hint = label_hint(rows, scored.results)
     value = objective(job.objective, rows.rows, scored.results, shaped)
@@ -420,7 +420,7 @@ def label_hint(rows: Rows, results: Sequence[RewardResult]) -> str | None:
     scored = [as_sample(row, i) for i, row in enumerate(rows.rows[: len(results)])]
     if not unlabeled(scored, results):
         return None
-    keys = sorted({str(k) for row in rows.rows for k in row})
+    keys = _columns(rows)
     return (
         f"no row of {rows.path} has a `label` (columns: {', '.join(keys)}), and graders that "
         f"compare with one return None (not applicable) without it; if the answers are in "
@@ -433,12 +433,17 @@ def column_missing(config: ObjectiveConfig, rows: Rows) -> None:
     typo'd ``objective.column`` would otherwise make the objective silently unmeasurable)."""
     if not config.needs_column or any(config.column in row for row in rows.rows):
         return
-    keys = sorted({str(k) for row in rows.rows for k in row})
+    keys = _columns(rows)
     close = did_you_mean(config.column, keys)
     raise DataError(
         f"objective.column: objective {config.name} reads column {config.column!r}, which no "
         f"row of {rows.path} has; {close + ' ' if close else ''}columns: {', '.join(keys)}"
     )
+
+
+def _columns(rows: Rows) -> list[str]:
+    """Every column some row has, sorted."""
+    return sorted({str(k) for row in rows.rows for k in row})
 
 
 def _advantages(processed: PostProcessResult | None) -> list[float]:

@@ -109,15 +109,9 @@ def route_stats(
     return [stats[name] for name in sorted(stats)]
 
 
-def json_safe(value: Any) -> Any:
-    """``value`` with every non-finite float replaced by None: strict JSON has no NaN."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    return value
+def json_safe(value: float | None) -> float | None:
+    """``value``, or None where it is not finite: strict JSON has no NaN."""
+    return value if value is None or math.isfinite(value) else None
 
 
 def _fmt(value: float | None) -> str:

@@ -338,7 +338,7 @@ class RewardFunc:
                 f"rewardrouter could not score OpenRLHF's samples and stops the run (OpenRLHF "
                 f"would go on with no reward): {exc}"
             )
-            self._error(message)
+            _log_once(message)
             raise FatalRewardError(message) from exc
         import torch
 
@@ -347,10 +347,6 @@ class RewardFunc:
             "scores": torch.tensor(reply["scores"], dtype=torch.float32),
             "extra_logs": {k: torch.tensor(v) for k, v in reply["extra_logs"].items()},
         }
-
-    def _error(self, message: str) -> None:
-        """Log ``message`` at ERROR, once: OpenRLHF logs what reaches it at INFO only."""
-        _log_once(message)
 
     def _reply(
         self, queries: Sequence[Any], prompts: Sequence[Any], labels: Sequence[Any]

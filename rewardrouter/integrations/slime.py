@@ -295,7 +295,10 @@ def _batcher(args: Any) -> Coalescer[Any, Any] | None:
     """The batcher that concurrent one-sample calls with ``args`` share in this event loop
     (:mod:`._coalesce`), or None when a route's term takes a group: its function must see the
     one sample (warned), never other prompts' answers."""
-    per_loop = _coalescers.setdefault(asyncio.get_running_loop(), {})
+    loop = asyncio.get_running_loop()
+    per_loop = _coalescers.get(loop)  # not setdefault: that makes a weak reference per call
+    if per_loop is None:
+        per_loop = _coalescers[loop] = {}
     entry = per_loop.get(id(args))
     if entry is None:
         gather = None
