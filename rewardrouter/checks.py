@@ -19,7 +19,7 @@ check                       finds                                            com
                             each number ``group_index`` from 0)
 :func:`position_problem`    ``group_by: position`` over a batch that is not  error; error
                             whole groups of ``n_samples_per_prompt``
-:func:`batch_positions`     slime's rule without ``group_index``: a batch    (needs group_index);
+``batch_positions``         slime's rule without ``group_index``: a batch    (needs group_index);
                             that is not ``n_samples_per_prompt *             counted
                             rollout_batch_size`` is one group                ``one_prompt_group``
 :func:`no_advantage_stage`  a hook that hands over advantages from a chain   (writes rewards);

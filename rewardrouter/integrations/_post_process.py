@@ -29,7 +29,7 @@ one-group fallback are counted warnings.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -120,10 +120,10 @@ def prompt_groups(
     framework: Framework,
     prompt_group_sizes: Sequence[int] | None = None,
     batch: Hashable | None = None,
-) -> tuple[list[Hashable], bool]:
-    """One prompt-group key per sample (``batch``: see :func:`._metrics.batch_key`), and whether
-    the groups were given (``prompt_group_sizes``, or the samples' ``group_index``) rather than
-    slime's position rule (:func:`._checks.batch_positions`)."""
+) -> tuple[list[Hashable], Callable[[Hashable], str] | None]:
+    """One prompt-group key per sample (``batch``: see :func:`._metrics.batch_key`), and how a
+    message names a key where the groups were given (``prompt_group_sizes``, or the samples'
+    ``group_index``); None for slime's position rule (:func:`._checks.batch_positions`)."""
     n = len(samples)
     if prompt_group_sizes is not None:
         if sum(prompt_group_sizes) != n:
@@ -131,14 +131,14 @@ def prompt_groups(
                 f"prompt_group_sizes {list(prompt_group_sizes)} add up to "
                 f"{sum(prompt_group_sizes)}, but the batch holds {n} samples"
             )
-        return [g for g, size in enumerate(prompt_group_sizes) for _ in range(size)], True
+        return [g for g, size in enumerate(prompt_group_sizes) for _ in range(size)], repr
     indices = [getattr(s, "group_index", None) for s in samples]
     if None not in indices:
         if framework == "slime":
-            return cast("list[Hashable]", indices), True
+            return cast("list[Hashable]", indices), repr
         adapters = [getattr(getattr(s, "adapter", None), "name", None) for s in samples]
-        return list(zip(adapters, indices, strict=True)), True
-    return cast("list[Hashable]", batch_positions(args, n, batch)), False
+        return list(zip(adapters, indices, strict=True)), _adapter_group
+    return cast("list[Hashable]", batch_positions(args, n, batch)), None
 
 
 def _adapter_group(group: Hashable) -> str:
@@ -198,10 +198,9 @@ def post_process(
         raise SampleError(f"sample {uneven[0]}: {uneven[1]}")
     rewards, truncated = _rewards_and_truncation(samples, key)
     batch = batch_key(samples)
-    groups, given = prompt_groups(args, samples, framework, prompt_group_sizes, batch)
+    groups, named = prompt_groups(args, samples, framework, prompt_group_sizes, batch)
     all_groups = groups
-    if given:  # position groups hold answers to different prompts by design (one_prompt_group)
-        named = _adapter_group if framework == "miles" and prompt_group_sizes is None else repr
+    if named is not None:  # position groups hold answers to different prompts by design
         warn_mixed_prompt_groups(samples, groups, batch, router.config.route_by, named)
     # samples the reward hook never saw: an agent session's, rewarded 0.0 before it could be
     warn_preset_agent_rewards(samples, [record_of(s) is None for s in samples], batch)
