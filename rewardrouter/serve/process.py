@@ -64,9 +64,8 @@ class ScoringProcess:
         scoring process (an object that cannot be pickled in a term's kwargs). ``failed``: the
         event to set when a restart fails (several scoring processes may share one).
         ``served``: how the protocols' requests are read."""
-        self._spec = (config, served or Served())
-        try:
-            pickle.dumps(self._spec)
+        try:  # pickled once, here: what the supervisor sends is these bytes
+            self._spec = pickle.dumps((config, served or Served()))
         except (pickle.PicklingError, TypeError, AttributeError) as exc:
             raise ConfigError(
                 [
@@ -176,13 +175,13 @@ class ScoringProcess:
 # -- the scoring process's side ---------------------------------------------------------------------
 
 
-def compiled(spec: tuple[RouterConfig, Served]) -> _Scoring:
-    """The scoring process's setup: the router compiled (a ``ConfigError`` reaches the server
-    whole)."""
+def compiled(spec: bytes) -> _Scoring:
+    """The scoring process's setup: the router of the pickled ``(config, served)`` compiled (a
+    ``ConfigError`` reaches the server whole)."""
     logging.basicConfig(
         level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s: %(message)s"
     )
-    config, served = spec
+    config, served = pickle.loads(spec)
     return _Scoring(compile_router(config), served)
 
 

@@ -382,7 +382,7 @@ class Supervisor:
 
     def _send(self, child: _Child, ident: int, data: bytes) -> None:
         with child.send_lock, contextlib.suppress(OSError):  # a dead child: the reader reports
-            child.sock.sendall(HEADER.pack(ident, len(data)) + data)
+            _send_frame(child.sock, ident, data)
 
     def _read(self, child: _Child) -> None:
         """The child's reader thread: send the setup, pass the answers on; when the socket
@@ -468,7 +468,7 @@ class Supervisor:
         """Send the requests that waited for ``child`` to be ready (its send lock held)."""
         try:
             for ident, data in queued:
-                child.sock.sendall(HEADER.pack(ident, len(data)) + data)
+                _send_frame(child.sock, ident, data)
         except OSError:
             pass  # a dead child: the reader reports
         finally:
@@ -579,6 +579,13 @@ class Supervisor:
             self._on_change(change)
         except Exception:  # the owner's callback: logged, never the end of a supervisor thread
             log.exception("%s: on_change failed on %s", self.name, change)
+
+
+def _send_frame(sock: socket.socket, ident: int, data: bytes) -> None:
+    """One frame to ``sock`` (its sender's lock held): the header, then the payload as it is,
+    never copied behind the header (a request's body may be many megabytes)."""
+    sock.sendall(HEADER.pack(ident, len(data)))
+    sock.sendall(data)
 
 
 def _receive(sock: socket.socket) -> tuple[int, bytes]:
@@ -708,7 +715,7 @@ def _reply(sock: socket.socket, lock: threading.Lock, ident: int, value: Any) ->
         kind = "failed" if ident == 0 else False
         data = pickle.dumps((kind, f"its answer could not be sent: {_message(exc)}"))
     with lock, contextlib.suppress(OSError):  # the supervisor stopped listening
-        sock.sendall(HEADER.pack(ident, len(data)) + data)
+        _send_frame(sock, ident, data)
 
 
 def _sendable(exc: BaseException) -> BaseException | str:

@@ -5,7 +5,7 @@ NeMo Gym's releases need Python 3.12 or newer and bring their own dependencies (
 FastAPI), so the server runs in NeMo Gym's own interpreter, as its own process, reached over HTTP
 on 127.0.0.1. It is started when the router compiles (so a missing interpreter, a config NeMo
 Gym refuses or a server that fails to start is a compile error, with the end of its log), by
-:func:`~rewardrouter.execute.process.boot.start_script` running :mod:`.launch` there; it is
+:func:`~rewardrouter.supervise.boot.start_script` running :mod:`.launch` there; it is
 ready when it answers. :meth:`ResourcesServer.close` (the router's ``close()``) stops it and
 what it started; if the router's process dies first, the server's lifeline ends it.
 """
@@ -27,7 +27,7 @@ from typing import Any
 
 from rewardrouter.introspect import ResolveError
 from rewardrouter.rewards.nemo_gym.settings import ServerSettings
-from rewardrouter.supervise.boot import kill_group, start_script
+from rewardrouter.supervise.boot import exit_cause, kill_group, start_script
 
 #: The script the server's interpreter runs.
 LAUNCH = Path(__file__).with_name("launch.py")
@@ -132,7 +132,7 @@ class ResourcesServer:
             chunk = os.read(fd, 4096)
             if not chunk:
                 code = self.process.wait()
-                raise self._failed(f"exited with status {code} before it answered")
+                raise self._failed(f"ended ({exit_cause(code)}) before it answered")
             received += chunk
         told = json.loads(received.split(b"\n", 1)[0])
         if "error" in told:

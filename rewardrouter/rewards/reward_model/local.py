@@ -187,9 +187,7 @@ class _LoadedModel:
         self.info = {"device": str(self.device), "max_tokens": self.max_tokens}
 
     def __call__(self, texts: list[str]) -> list[tuple[str, Any]]:
-        return self.score(texts)
-
-    def score(self, texts: list[str]) -> list[tuple[str, Any]]:
+        """One ``("ok", score)`` or ``(status, why)`` per text: the worker's answer to a call."""
         ids = self.tokenizer(texts, add_special_tokens=self.add_special)["input_ids"]
         out: list[tuple[str, Any]] = [("ok", 0.0)] * len(texts)
         todo: list[int] = []
