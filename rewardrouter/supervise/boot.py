@@ -142,7 +142,7 @@ def start_script(
     :func:`kill_group` ends; ``popen`` goes to :class:`subprocess.Popen` (``stdout``,
     ``stderr``, ``env``).
     """
-    lifeline, keep = os.pipe()
+    lifeline, keep = new_lifeline()
     spec = {"script": script, "args": list(args), "lifeline": lifeline}
     try:
         process = subprocess.Popen(
@@ -154,8 +154,45 @@ def start_script(
             **popen,
         )
     except BaseException:
-        os.close(keep)
+        cut_lifeline(keep)
         raise
     finally:
         os.close(lifeline)
     return process, keep
+
+
+# -- lifelines ----------------------------------------------------------------------------------
+
+#: The held ends of this process's lifelines: a process forked from it drops its copies (else a
+#: forked data-loader worker would keep children alive after this process died).
+_LIFELINES: set[int] = set()
+
+
+def new_lifeline() -> tuple[int, int]:
+    """A lifeline: ``(the child's end, the end this process holds)``. The child watches its end;
+    when every copy of the held end is closed (:func:`cut_lifeline`, or this process dies,
+    however), the child ends its process group. Forks of this process drop their copies."""
+    child, held = os.pipe()
+    _LIFELINES.add(held)
+    return child, held
+
+
+def cut_lifeline(held: int) -> None:
+    """Close the held end of a lifeline (its child, if still up, then ends its group)."""
+    _LIFELINES.discard(held)
+    os.close(held)
+
+
+def _drop_lifelines() -> None:
+    if not _LIFELINES:
+        return
+    null = os.open(os.devnull, os.O_RDONLY)
+    for fd in _LIFELINES:  # the number stays taken (by /dev/null): nothing else reuses it
+        with contextlib.suppress(OSError):
+            os.dup2(null, fd)
+    os.close(null)
+    _LIFELINES.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_drop_lifelines)

@@ -63,7 +63,13 @@ from dataclasses import dataclass, field
 from itertools import count
 from typing import Any, Literal
 
-from rewardrouter.supervise.boot import exit_cause, kill_group, start_python
+from rewardrouter.supervise.boot import (
+    cut_lifeline,
+    exit_cause,
+    kill_group,
+    new_lifeline,
+    start_python,
+)
 
 log = logging.getLogger("rewardrouter.supervise")
 
@@ -144,26 +150,6 @@ class _Child:
     @property
     def label(self) -> str:
         return f"(pid {self.process.pid})"
-
-
-#: The lifelines this process holds: a process forked from it drops its copies (else a forked
-#: data-loader worker would keep children alive after this process died).
-_LIFELINES: set[int] = set()
-
-
-def _drop_lifelines() -> None:
-    if not _LIFELINES:
-        return
-    null = os.open(os.devnull, os.O_RDONLY)
-    for fd in _LIFELINES:  # the number stays taken (by /dev/null): nothing else reuses it
-        with contextlib.suppress(OSError):
-            os.dup2(null, fd)
-    os.close(null)
-    _LIFELINES.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_drop_lifelines)
 
 
 class Supervisor:
@@ -333,8 +319,7 @@ class Supervisor:
         except OSError as exc:
             raise ChildUnready(f"{self.name} could not be started: {exc}") from None
         try:
-            lifeline, keep = os.pipe()
-            _LIFELINES.add(keep)  # before any fork can copy it
+            lifeline, keep = new_lifeline()
         except OSError as exc:
             ours.close()
             theirs.close()
@@ -348,8 +333,7 @@ class Supervisor:
             )
         except OSError as exc:
             ours.close()
-            _LIFELINES.discard(keep)
-            os.close(keep)
+            cut_lifeline(keep)
             raise ChildUnready(f"{self.name} could not be started: {exc}") from None
         finally:
             theirs.close()
@@ -374,8 +358,7 @@ class Supervisor:
                 child.exited.wait()
             process.wait()
             ours.close()
-            _LIFELINES.discard(keep)
-            os.close(keep)
+            cut_lifeline(keep)
             raise ChildUnready(f"{self.name} could not be started: {exc}") from None
         self._children.add(child)
         return child
@@ -538,8 +521,7 @@ class Supervisor:
             waiting = list(child.pending.values())
             child.pending.clear()
             self._children.discard(child)
-            _LIFELINES.discard(child.lifeline)
-            os.close(child.lifeline)
+            cut_lifeline(child.lifeline)
             at_once = self._restart == "at_once" and self._child is None
             if died and at_once and not self._closing and self.failure is None:
                 self.restarting = ended

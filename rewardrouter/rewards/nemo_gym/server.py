@@ -27,7 +27,7 @@ from typing import Any
 
 from rewardrouter.introspect import ResolveError
 from rewardrouter.rewards.nemo_gym.settings import ServerSettings
-from rewardrouter.supervise.boot import exit_cause, kill_group, start_script
+from rewardrouter.supervise.boot import cut_lifeline, exit_cause, kill_group, start_script
 
 #: The script the server's interpreter runs.
 LAUNCH = Path(__file__).with_name("launch.py")
@@ -163,7 +163,7 @@ class ResourcesServer:
                 self.process.wait(STOP_SECONDS)
         kill_group(self.process.pid)
         self.process.wait()
-        os.close(self._lifeline)
+        cut_lifeline(self._lifeline)
         self._lifeline = -1
         if not self._keep_log:
             with contextlib.suppress(OSError):
