@@ -111,6 +111,22 @@ def short_repr(value: Any, width: int = 80) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+def message_of(exc: BaseException, limit: int) -> str:
+    """``str(exc)``, cut at ``limit`` characters (saying how long it was), or a note that it
+    cannot be shown when the exception's own ``__str__`` raises.
+
+    >>> message_of(ValueError("x" * 30), 10)
+    'xxxxxxxxxx... (30 characters in all)'
+    """
+    try:
+        message = str(exc)
+    except Exception as inner:  # a reward function's own exception class may be broken
+        return f"<its message cannot be shown: {type(inner).__name__} in __str__>"
+    if len(message) > limit:
+        return f"{message[:limit]}... ({len(message):,} characters in all)"
+    return message
+
+
 def listed(problems: Sequence[tuple[int, str]], what: str, shown: int = 10) -> str:
     """``"2 sample(s) cannot be scored:\n  - sample 0: ..."``: the first ``shown`` problems."""
     lines = "\n".join(f"  - sample {i}: {why}" for i, why in problems[:shown])

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from numbers import Real
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, overload, runtime_checkable
 
-from rewardrouter.errors import did_you_mean, short_repr
+from rewardrouter.errors import did_you_mean, message_of, short_repr
 
 if TYPE_CHECKING:
     from rewardrouter.sample import SampleLike
@@ -173,12 +173,7 @@ def describe_exception(exc: BaseException) -> str:
     rewardrouter raised it would only change with its code). A message over
     :data:`MESSAGE_CHARS` is cut there and says how long it was; one that cannot be shown
     (its ``__str__`` raises) is named so."""
-    try:
-        message = str(exc)
-    except Exception as inner:  # a reward function's own exception class may be broken
-        message = f"<its message cannot be shown: {type(inner).__name__} in __str__>"
-    if len(message) > MESSAGE_CHARS:
-        message = f"{message[:MESSAGE_CHARS]}... ({len(message):,} characters in all)"
+    message = message_of(exc, MESSAGE_CHARS)
     if isinstance(exc, InfrastructureFault | DataFault | SampleFault):
         return f"{type(exc).__name__}: {message}"
     frames = traceback.extract_tb(exc.__traceback__)

@@ -17,6 +17,11 @@ from typing import Any
 from rewardrouter.errors import ConfigError, Problem
 
 
+class Unshowable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no message")
+
+
 class InTurn:
     """Answers one request at a time: ``("echo", x)``, ``("sleep", s)``, ``("exit", code)``,
     ``("segfault", None)``, ``("raise", text)``, ``("pid", None)``."""
@@ -35,6 +40,8 @@ class InTurn:
             ctypes.string_at(0)
         elif what == "raise":
             raise ValueError(value)
+        elif what == "raise_unshowable":  # an exception whose own message raises
+            raise Unshowable()
         elif what == "pid":
             return os.getpid()
         elif what == "unpicklable":  # an answer the child cannot send

@@ -63,6 +63,7 @@ from dataclasses import dataclass, field
 from itertools import count
 from typing import Any, Literal
 
+from rewardrouter.errors import message_of
 from rewardrouter.supervise.boot import (
     cut_lifeline,
     exit_cause,
@@ -588,7 +589,7 @@ def _exactly(sock: socket.socket, size: int) -> bytes:
 
 
 def _message(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {str(exc)[:MESSAGE_CHARS]}"
+    return f"{type(exc).__name__}: {message_of(exc, MESSAGE_CHARS)}"
 
 
 # -- the child's side ----------------------------------------------------------------------------

@@ -56,6 +56,8 @@ def test_a_child_answers_in_turn_and_a_handler_error_fails_that_request_alone(
     assert supervisor.call(("echo", [1, "two"]), deadline=30) == [1, "two"]
     with pytest.raises(ChildRaised, match=r"^ValueError: not this one$"):
         supervisor.call(("raise", "not this one"), deadline=30)
+    with pytest.raises(ChildRaised, match=r"^Unshowable: <its message cannot be shown"):
+        supervisor.call(("raise_unshowable", None), deadline=30)
     assert supervisor.call(("pid", None), deadline=30) == supervisor.pid  # the same child
 
 
