@@ -148,6 +148,13 @@ class ToolCall(NamedTuple):
         named = f" {short_repr(self.name, _SHOWN)}" if self.name else ""
         return f"call {self.position}{named} (message {self.message})"
 
+    @property
+    def ref(self) -> str:
+        """The call's id, or, for a call that carries none, one made from where it stands
+        (``call-<message>-<position>``): how a protocol that needs an id on every call and its
+        result (the Responses API, verifiers' messages) names it."""
+        return self.id or f"call-{self.message}-{self.position}"
+
 
 class Message(NamedTuple):
     """One chat message: its role, its text (text parts joined; other parts skipped), its tool
@@ -164,6 +171,9 @@ class Message(NamedTuple):
     tool_call_id: str | None = None
     name: str | None = None
     unreadable_calls: tuple[ToolCall, ...] = ()
+    #: A tool message's answered call, ``(message, position)``, as the conversation's
+    #: validation paired them (its ``tool_call_id``, else the oldest unanswered call).
+    answers: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +232,14 @@ class Conversation:
         """Every ``tool`` message, in order."""
         return tuple(m for m in self.messages if m.role == "tool")
 
+    def answered(self, result: Message) -> ToolCall | None:
+        """The call the ``tool`` message ``result`` answers (None where validation paired it
+        with none: a conversation built by hand)."""
+        if result.answers is None:
+            return None
+        at, position = result.answers
+        return self.messages[at].tool_calls[position]
+
     def __len__(self) -> int:
         return len(self.messages)
 
@@ -267,7 +285,8 @@ def parse_conversation(value: Any, limits: TrajectoryConfig) -> Conversation:
     for index, raw in enumerate(value):
         message = _message(index, raw, budget)
         if message.role == "tool":
-            unanswered.answer(index, message.tool_call_id)
+            call = unanswered.answer(index, message.tool_call_id)
+            message = message._replace(answers=(call.message, call.position))
         unanswered.made(message.tool_calls)
         messages.append(message)
     return Conversation(tuple(messages))
@@ -298,15 +317,16 @@ class _Unanswered:
                 self.by_id.setdefault(call.id, deque()).append(call)
                 self.last_with_id[call.id] = call
 
-    def answer(self, index: int, call_id: str | None) -> None:
-        """Mark the call that message ``index`` (a tool result) answers; raise when none."""
+    def answer(self, index: int, call_id: str | None) -> ToolCall:
+        """Mark the call that message ``index`` (a tool result) answers, and return it; raise
+        when none."""
         queue = self.in_order if call_id is None else self.by_id.get(call_id, deque())
         while queue and (queue[0].message, queue[0].position) in self.answered:
             queue.popleft()  # answered through the other queue
         if queue:
             call = queue.popleft()
             self.answered.add((call.message, call.position))
-            return
+            return call
         what = f"message {index} is a tool result"
         if call_id is not None:
             made = self.last_with_id.get(call_id)

@@ -20,7 +20,6 @@ its ``reward`` (and whatever else it measured).
 from __future__ import annotations
 
 import json
-from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
@@ -51,7 +50,6 @@ def _text(content: Any) -> str:
 def response_object(conversation: Conversation, start: int = 0) -> dict[str, Any]:
     """The Responses API object of the conversation's messages from ``start`` on."""
     output: list[dict[str, Any]] = []
-    unanswered: deque[str] = deque()
     for index, message in enumerate(conversation.messages[start:], start):
         if message.role == "assistant":
             if message.text or not message.tool_calls:
@@ -67,24 +65,19 @@ def response_object(conversation: Conversation, start: int = 0) -> dict[str, Any
                     }
                 )
             for call in message.tool_calls:
-                call_id = call.id or f"call-{index}-{call.position}"
-                unanswered.append(call_id)
                 output.append(
                     {
                         "type": "function_call",
                         "id": f"fc-{index}-{call.position}",
-                        "call_id": call_id,
+                        "call_id": call.ref,
                         "name": call.name,
                         "arguments": call.arguments,
                         "status": "completed",
                     }
                 )
         elif message.role == "tool":
-            answered = message.tool_call_id
-            if answered is None:
-                answered = unanswered.popleft() if unanswered else ""
-            elif answered in unanswered:
-                unanswered.remove(answered)
+            paired = conversation.answered(message)
+            answered = paired.ref if paired is not None else message.tool_call_id or ""
             output.append(
                 {"type": "function_call_output", "call_id": answered, "output": message.text}
             )

@@ -23,7 +23,6 @@ verifiers is imported by the functions here only; this module's import does not 
 
 from __future__ import annotations
 
-from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -85,8 +84,8 @@ def _prompt_messages(data: Any) -> list[Any]:
 
 def _messages(conversation: Conversation) -> list[Any]:
     """The conversation's messages as verifiers' message types (text only: other content
-    parts carry no text a reward reads). A tool result without a ``tool_call_id`` answers the
-    oldest unanswered call, as the router's own validation read it."""
+    parts carry no text a reward reads). A tool result names the call the router's own
+    validation paired it with (its ``tool_call_id``, else the oldest unanswered call)."""
     from verifiers.v1.types import (
         AssistantMessage,
         SystemMessage,
@@ -96,29 +95,20 @@ def _messages(conversation: Conversation) -> list[Any]:
     )
 
     out: list[Any] = []
-    unanswered: deque[str] = deque()
-    for index, message in enumerate(conversation.messages):
+    for message in conversation.messages:
         if message.role in ("system", "developer"):
             out.append(SystemMessage(content=message.text))
         elif message.role == "user":
             out.append(UserMessage(content=message.text))
         elif message.role == "assistant":
             calls = [
-                ToolCall(
-                    id=call.id or f"call-{index}-{call.position}",
-                    name=call.name,
-                    arguments=call.arguments,
-                )
+                ToolCall(id=call.ref, name=call.name, arguments=call.arguments)
                 for call in message.tool_calls
             ]
-            unanswered.extend(call.id for call in calls)
             out.append(AssistantMessage(content=message.text or None, tool_calls=calls or None))
         else:
-            call_id = message.tool_call_id
-            if call_id is None:
-                call_id = unanswered.popleft() if unanswered else ""
-            elif call_id in unanswered:
-                unanswered.remove(call_id)
+            answered = conversation.answered(message)
+            call_id = answered.ref if answered is not None else message.tool_call_id or ""
             out.append(ToolMessage(tool_call_id=call_id, content=message.text, name=message.name))
     return out
 
