@@ -30,8 +30,11 @@ class InTurn:
         self.closed_marker = spec.get("closed_marker")
         self.info = {"pid": os.getpid()}
 
-    def __call__(self, request: tuple[str, Any]) -> Any:
+    def __call__(self, request: tuple[str, Any], fds: list[int] | None = None) -> Any:
         what, value = request
+        if fds is not None:  # ("read", None) with a pipe's read end: what was written to it
+            with os.fdopen(fds[0], "rb") as passed:
+                return [what, passed.read().decode(), len(fds)]
         if what == "sleep":
             time.sleep(value)
         elif what == "exit":

@@ -2,12 +2,13 @@
 requests, supervised: started, awaited until ready, killed at a deadline, reported when it dies,
 started again, stopped.
 
-The ``serve`` command's scoring process and a local reward model's worker are each a
-:class:`Supervisor`; the process executor's workers use the same start (:mod:`.boot`) and the
-same crash words (:func:`~.boot.exit_cause`).
+The ``serve`` command's scoring process, a local reward model's worker and the fork servers
+(:mod:`.forkserver`) are each a :class:`Supervisor`'s child; the process executor's templates
+are forked by a fork server, and its workers use the same crash words (:func:`~.boot.exit_cause`).
 
-- **Start.** A fresh interpreter (:func:`~.boot.start_python`: never the caller's script), leader
-  of a process group of its own, given one end of a socket pair and a *lifeline*: a pipe whose
+- **Start.** A fresh interpreter (:func:`~.boot.start_python`: never the caller's script), or,
+  with ``preload``, a fork of the fork server that imported those modules; either way the leader
+  of a session of its own, given one end of a socket pair and a *lifeline*: a pipe whose
   write end this process holds (a process forked from it drops its copy). When this process
   exits, however it dies, the lifeline closes and the child kills its process group: a child
   never outlives its supervisor, whichever thread started it (``PR_SET_PDEATHSIG`` follows the
@@ -16,12 +17,13 @@ same crash words (:func:`~.boot.exit_cause`).
   is pickled) and says ``ready`` with what the handler tells of itself, or ``failed`` with the
   exception. A child that cannot get ready (its setup raised, it died, it overran
   ``ready_timeout``) is the supervisor's :attr:`~Supervisor.failure`: every request fails with
-  it, for a child set up the same way would fail the same way.
-- **Requests.** Frames both ways are a header (:data:`HEADER`: request id, payload length) and a
-  pickled payload, answered in any order: a handler whose ``__call__`` is a coroutine function
-  answers many at once, another one at a time. Requests sent before the child is ready wait for
-  it and reach it in the order they were made. An answer that cannot be pickled, or unpickled,
-  fails its request alone.
+  it, for a child set up the same way would fail the same way. (A child that its fork server
+  could not fork fails only the requests that waited for it: the next one tries again.)
+- **Requests.** Frames both ways are a header (:data:`HEADER`: request id, payload length,
+  how many file descriptors are passed beside it) and a pickled payload, answered in any order:
+  a handler whose ``__call__`` is a coroutine function answers many at once, another one at a
+  time. Requests sent before the child is ready wait for it and reach it in the order they were
+  made. An answer that cannot be pickled, or unpickled, fails its request alone.
 - **Deadline.** :meth:`Supervisor.call` waits at most ``deadline`` seconds for its answer; past
   it, the child's process group is killed (``SIGKILL``: a loop in C cannot ignore it), the call
   raises :class:`ChildTimeout`, and the child is started again.
@@ -55,15 +57,17 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from itertools import count
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from rewardrouter.errors import message_of
+from rewardrouter.supervise import forkserver
 from rewardrouter.supervise.boot import (
     cut_lifeline,
     exit_cause,
@@ -74,8 +78,11 @@ from rewardrouter.supervise.boot import (
 
 log = logging.getLogger("rewardrouter.supervise")
 
-#: A frame's header: request id (0: the child's setup, both ways), payload length.
-HEADER = struct.Struct("!QQ")
+#: A frame's header: request id (0: the child's setup, both ways), payload length, and how many
+#: file descriptors came with it (passed with ``SCM_RIGHTS`` beside the header).
+HEADER = struct.Struct("!QQI")
+#: The most file descriptors one request may carry.
+MAX_FDS = 16
 #: The most bytes read from the socket at once (a payload of any size arrives in such pieces).
 BUFFER = 4 * 2**20
 #: What an error message from the child is cut to.
@@ -129,16 +136,58 @@ class Change:
     failed: int = 0
 
 
+class _Process(Protocol):
+    """A child's process: :class:`_Started` here, or :class:`~.forkserver.Forked` by a fork
+    server."""
+
+    @property
+    def pid(self) -> int | None: ...
+
+    def kill(self) -> None:
+        """``SIGKILL`` its process group (not called once :meth:`exited` returned)."""
+
+    def exited(self) -> None:
+        """Block until it has exited and what was left of its group is killed."""
+
+    def cause(self) -> str:
+        """How it ended, in :func:`~.boot.exit_cause`'s words (after :meth:`exited`)."""
+
+
+class _Started:
+    """A child started here as a fresh interpreter."""
+
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        self.popen = popen
+        self.pid: int | None = popen.pid
+
+    def kill(self) -> None:
+        kill_group(self.popen.pid)
+
+    def exited(self) -> None:
+        try:
+            os.waitid(os.P_PID, self.popen.pid, os.WEXITED | os.WNOWAIT)
+            kill_group(self.popen.pid)  # exited, not reaped: the number is still its own
+        except ChildProcessError:  # reaped by another (SIGCHLD ignored, a waitpid(-1))
+            pass
+
+    def cause(self) -> str:
+        return exit_cause(self.popen.wait())
+
+
+#: A request waiting for its child to be ready: id, payload, the copies of its descriptors.
+_Queued = tuple[int, bytes, list[int]]
+
+
 @dataclass(eq=False)
 class _Child:
     """One process of a supervisor, as the supervisor sees it."""
 
-    process: subprocess.Popen[bytes]
+    process: _Process
     sock: socket.socket
     lifeline: int  # the write end: closing it kills the child's process group
     ready: Future[Any] = field(default_factory=Future)
     pending: dict[int, Future[Any]] = field(default_factory=dict)
-    queued: list[tuple[int, bytes]] = field(default_factory=list)  # sent once ready
+    queued: list[_Queued] = field(default_factory=list)  # sent once ready
     send_lock: threading.Lock = field(default_factory=threading.Lock)
     read: threading.Event = field(default_factory=threading.Event)  # the reader is done
     # it exited and what was left of its group is killed; not reaped before this is set, so
@@ -150,7 +199,8 @@ class _Child:
 
     @property
     def label(self) -> str:
-        return f"(pid {self.process.pid})"
+        pid = self.process.pid
+        return "(not yet forked)" if pid is None else f"(pid {pid})"
 
 
 class Supervisor:
@@ -164,7 +214,10 @@ class Supervisor:
     ``ready_timeout``. ``on_change``: called with a :class:`Change` when a ready child died, and
     when no child can get ready any more (the supervisor's :attr:`failure`); on a supervisor
     thread, or on the thread that waited past ``ready_timeout``. The child is started at once
-    (what it loads, it loads meanwhile).
+    (what it loads, it loads meanwhile). ``preload``: modules the child needs (torch); where
+    children can be forked (Linux), each is then forked by this process's fork server for those
+    modules (:mod:`.forkserver`), which imported them once, instead of started as a fresh
+    interpreter that imports them again.
     """
 
     def __init__(
@@ -178,9 +231,11 @@ class Supervisor:
         stop_grace: float = 10.0,
         restart: Literal["at_once", "on_request"] = "on_request",
         on_change: Callable[[Change], None] | None = None,
+        preload: Sequence[str] | None = None,
     ) -> None:
         self.name = name
         self._entry = f"{setup.__module__}:{setup.__qualname__}"
+        self._preload = None if preload is None else [*preload, setup.__module__]
         self._spec = pickle.dumps(spec)
         self.ready_timeout = ready_timeout
         self._late = late
@@ -218,19 +273,21 @@ class Supervisor:
         :class:`ChildUnready` when it cannot get ready (then :attr:`failure` is set)."""
         return self._ready(self._current())
 
-    def request(self, payload: Any) -> Future[Any]:
+    def request(self, payload: Any, fds: Sequence[int] = ()) -> Future[Any]:
         """Send ``payload`` to the child (once it is ready); the future holds the handler's
         answer, or a :class:`ChildError`. Does not wait for the answer (it may wait to send a
         large payload). Raises :class:`ChildError` when no child can answer: stopped, or
-        :attr:`failure`."""
-        return self._request(None, payload)
+        :attr:`failure`. With ``fds`` (file descriptors, at most :data:`MAX_FDS`), copies
+        are sent along, and the handler is called as ``handler(payload, fds)`` with the
+        child's numbers of them, which it then owns; the caller may close its own at once."""
+        return self._request(None, payload, fds)
 
-    def call(self, payload: Any, deadline: float | None = None) -> Any:
+    def call(self, payload: Any, deadline: float | None = None, fds: Sequence[int] = ()) -> Any:
         """The child's answer to ``payload``, within ``deadline`` seconds of being sent (the
         child's start and setup do not count). Raises :class:`ChildError`."""
         child = self._current()
         self._ready(child)
-        answer = self._request(child, payload)
+        answer = self._request(child, payload, fds)
         try:
             return answer.result(timeout=deadline)
         except FutureTimeout:
@@ -285,23 +342,31 @@ class Supervisor:
             self._child = self._start_locked()
         return self._child
 
-    def _request(self, child: _Child | None, payload: Any) -> Future[Any]:
-        """Send ``payload`` to ``child`` (None: the current child)."""
+    def _request(self, child: _Child | None, payload: Any, fds: Sequence[int]) -> Future[Any]:
+        """Send ``payload`` (and copies of ``fds``) to ``child`` (None: the current child)."""
+        if len(fds) > MAX_FDS:
+            raise ValueError(f"a request carries at most {MAX_FDS} file descriptors")
         data = pickle.dumps(payload)
         ident = next(self._ids)
         answer: Future[Any] = Future()
-        with self._lock:
-            if child is None:
-                child = self._current_locked()
-            if child.ended is not None:  # ended between its readiness and this request
-                raise ChildDied(child.ended)
-            if child.ready.done() and (failed := child.ready.exception()) is not None:
-                raise failed
-            child.pending[ident] = answer
-            if not child.ready.done():
-                child.queued.append((ident, data))
-                return answer
-        self._send(child, ident, data)
+        copies: list[int] = []
+        try:
+            copies.extend(os.dup(fd) for fd in fds)
+            with self._lock:
+                if child is None:
+                    child = self._current_locked()
+                if child.ended is not None:  # ended between its readiness and this request
+                    raise ChildDied(child.ended)
+                if child.ready.done() and (failed := child.ready.exception()) is not None:
+                    raise failed
+                child.pending[ident] = answer
+                if not child.ready.done():
+                    child.queued.append((ident, data, copies))
+                    return answer
+        except BaseException:
+            _close(copies)
+            raise
+        self._send(child, ident, data, copies)
         return answer
 
     def _ready(self, child: _Child) -> Any:
@@ -326,12 +391,7 @@ class Supervisor:
             theirs.close()
             raise ChildUnready(f"{self.name} could not be started: {exc}") from None
         try:
-            process = start_python(
-                run_child,
-                [theirs.fileno(), lifeline, self._entry],
-                [theirs.fileno(), lifeline],
-                new_session=True,
-            )
+            process = self._process(theirs.fileno(), lifeline)
         except OSError as exc:
             ours.close()
             cut_lifeline(keep)
@@ -354,27 +414,59 @@ class Supervisor:
                 started.append(thread)
         except RuntimeError as exc:  # can't start new thread
             child.read.set()  # the watcher need not wait for a reader
-            kill_group(process.pid)
+            process.kill()
             if started:
                 child.exited.wait()
-            process.wait()
+            else:
+                process.exited()
+            process.cause()  # reaped
             ours.close()
             cut_lifeline(keep)
             raise ChildUnready(f"{self.name} could not be started: {exc}") from None
         self._children.add(child)
         return child
 
-    def _send(self, child: _Child, ident: int, data: bytes) -> None:
-        with child.send_lock, contextlib.suppress(OSError):  # a dead child: the reader reports
-            _send_frame(child.sock, ident, data)
+    def _process(self, fd: int, lifeline: int) -> _Process:
+        """Start the child's process, serving on ``fd`` and watching ``lifeline``: forked by
+        the fork server of ``preload`` where there is one, else a fresh interpreter."""
+        args = [fd, lifeline, self._entry]
+        if self._preload is not None and forkserver.can_fork():
+            status, write = os.pipe()
+            try:
+                forked = request_fork(
+                    ",".join(self._preload),
+                    self._preload,
+                    run_child,
+                    [self._entry],
+                    [fd, lifeline],
+                    session=True,
+                    status=write,
+                )
+            except ChildError as exc:  # no fork server: this child starts fresh
+                os.close(status)
+                log.warning("%s: %s; it starts as a fresh interpreter", self.name, exc.cause)
+            else:
+                return forkserver.Forked(forked, status)
+            finally:
+                os.close(write)
+        return _Started(start_python(run_child, args, [fd, lifeline], new_session=True))
+
+    def _send(self, child: _Child, ident: int, data: bytes, fds: list[int]) -> None:
+        """Send one frame to ``child`` and close ``fds`` (the request's copies)."""
+        try:
+            with child.send_lock, contextlib.suppress(OSError):  # a dead child: the reader tells
+                _send_frame(child.sock, ident, data, fds)
+        finally:
+            _close(fds)
 
     def _read(self, child: _Child) -> None:
         """The child's reader thread: send the setup, pass the answers on; when the socket
         ends, reap the child and fail what it did not answer."""
         try:
-            self._send(child, 0, self._spec)
+            self._send(child, 0, self._spec, [])
             while True:
-                ident, payload = _receive(child.sock)
+                ident, payload, fds = _receive(child.sock)
+                _close(fds)  # a child sends none
                 if ident == 0:
                     self._on_ready(child, payload)
                 else:
@@ -392,10 +484,7 @@ class Supervisor:
         kill what is left of its process group, and stop reading its socket if that stays
         open. Only the reader reaps the child, after this."""
         try:
-            os.waitid(os.P_PID, child.process.pid, os.WEXITED | os.WNOWAIT)
-            kill_group(child.process.pid)  # exited, not reaped: the number is still its own
-        except ChildProcessError:  # reaped by another (SIGCHLD ignored, a waitpid(-1))
-            pass
+            child.process.exited()
         finally:
             child.exited.set()
         if not child.read.wait(SOCKET_GRACE):
@@ -448,28 +537,33 @@ class Supervisor:
                 child.send_lock.release()
                 raise
 
-    def _flush(self, child: _Child, queued: list[tuple[int, bytes]]) -> None:
+    def _flush(self, child: _Child, queued: list[_Queued]) -> None:
         """Send the requests that waited for ``child`` to be ready (its send lock held)."""
         try:
-            for ident, data in queued:
-                _send_frame(child.sock, ident, data)
+            for ident, data, fds in queued:
+                _send_frame(child.sock, ident, data, fds)
         except OSError:
             pass  # a dead child: the reader reports
         finally:
             child.send_lock.release()
+            for _, _, fds in queued:
+                _close(fds)
 
     def _fail_ready(
         self, child: _Child, why: str, fresh: str, error: BaseException | None = None
     ) -> None:
         """``child`` cannot get ready (``why``): the supervisor's :attr:`failure` is ``fresh``,
         or, for a child started after another died, says both; a child the supervisor killed,
-        or one stopped, fails only what waits for it."""
+        one stopped, or one its fork server could not fork, fails only what waits for it."""
         with self._lock:
             if child.ready.done():
                 return
-            sticky = not self._closing and not child.retired
+            unborn = child.exited.is_set() and child.process.pid is None
+            sticky = not self._closing and not child.retired and not unborn
             failed: ChildError
-            if not sticky:
+            if unborn and not self._closing and not child.retired:
+                failed = ChildDied(f"{self.name} could not be started: {why}")
+            elif not sticky:
                 how = "stopped" if self._closing else "killed by its supervisor"
                 failed = ChildDied(f"{self.name} {child.label} was {how} before it was ready")
             else:
@@ -480,6 +574,8 @@ class Supervisor:
             child.ready.exception()  # retrieved: no "never retrieved" warning
             waiting = list(child.pending.values())
             child.pending.clear()
+            for _, _, fds in child.queued:
+                _close(fds)
             child.queued.clear()
             report = sticky and self.failure is None
             if report and isinstance(failed, ChildUnready):
@@ -501,17 +597,19 @@ class Supervisor:
         child.sock.close()
         if not child.exited.wait(self.stop_grace):
             log.warning("%s %s did not exit: killed", self.name, child.label)
-            kill_group(child.process.pid)
+            child.process.kill()
             child.exited.wait()
-        code = child.process.wait()
+        cause = child.process.cause()
         if self._closing:
             ended = f"{self.name} {child.label} was stopped"
         elif child.retired:
             ended = f"{self.name} {child.label} was killed by its supervisor"
+        elif child.process.pid is None:  # its fork server could not fork it
+            ended = f"{self.name} could not be started: {cause}"
         else:
-            ended = f"{self.name} {child.label} died ({exit_cause(code)})"
+            ended = f"{self.name} {child.label} died ({cause})"
         if not child.ready.done():  # the failure is set before the child is let go
-            why = f"it died ({exit_cause(code)}) while starting"
+            why = cause if child.process.pid is None else f"it died ({cause}) while starting"
             self._fail_ready(child, why, f"{ended} while starting")
         died = child.ready.exception() is None
         restart_failed: str | None = None
@@ -553,7 +651,7 @@ class Supervisor:
     @staticmethod
     def _kill(child: _Child) -> None:
         if not child.exited.is_set():  # not reaped before it is: the number is its own
-            kill_group(child.process.pid)
+            child.process.kill()
 
     def _notify(self, change: Change) -> None:
         if self._on_change is None:
@@ -564,16 +662,102 @@ class Supervisor:
             log.exception("%s: on_change failed on %s", self.name, change)
 
 
-def _send_frame(sock: socket.socket, ident: int, data: bytes) -> None:
-    """One frame to ``sock`` (its sender's lock held): the header, then the payload as it is,
-    never copied behind the header (a request's body may be many megabytes)."""
-    sock.sendall(HEADER.pack(ident, len(data)))
+# -- the fork servers of this process ------------------------------------------------------------
+
+#: Seconds a fork server may take to get ready (start an interpreter, import rewardrouter).
+FORK_SERVER_READY_SECONDS = 120.0
+
+_FORK_SERVERS: dict[str, Supervisor] = {}
+_FORK_SERVERS_LOCK = threading.Lock()
+_FORK_SERVERS_OWNER = [os.getpid()]  # a process forked from this one starts servers of its own
+
+
+def fork_server(key: str) -> Supervisor:
+    """This process's fork server (:mod:`.forkserver`) for ``key``: started on first use,
+    started again by the next request after it died."""
+    with _FORK_SERVERS_LOCK:
+        if _FORK_SERVERS_OWNER[0] != os.getpid():  # inherited through a fork: the parent's
+            _FORK_SERVERS.clear()
+            _FORK_SERVERS_OWNER[0] = os.getpid()
+        found = _FORK_SERVERS.get(key)
+        if found is None or found.stopped:
+            found = _FORK_SERVERS[key] = Supervisor(
+                f"the fork server {key!r}",
+                forkserver.serve_forks,
+                None,
+                ready_timeout=FORK_SERVER_READY_SECONDS,
+            )
+        return found
+
+
+def request_fork(
+    key: str,
+    modules: Sequence[str],
+    entry: Callable[..., Any],
+    args: Sequence[Any],
+    fds: Sequence[int],
+    *,
+    session: bool,
+    status: int | None = None,
+) -> Future[int]:
+    """Ask the fork server ``key`` to import ``modules`` and fork a child that calls
+    ``entry(*fds, *args)`` (the child's numbers of ``fds``, in that order); the future holds
+    the child's pid, or the :class:`ChildError` of a server that could not answer. Raises
+    :class:`ChildError` when no server can answer. The child leads a session of its own
+    (``session``), else a process group. With ``status`` (the write end of a pipe), the server
+    writes the child's exit code there when it reaps the child. The caller may close its
+    descriptors at once: copies are sent."""
+    request = (
+        sys.path,
+        list(modules),
+        f"{entry.__module__}:{entry.__qualname__}",
+        list(args),
+        session,
+        status is not None,
+    )
+    passed = [*fds, status] if status is not None else list(fds)
+    return fork_server(key).request(request, fds=passed)
+
+
+def _send_frame(sock: socket.socket, ident: int, data: bytes, fds: Sequence[int] = ()) -> None:
+    """One frame to ``sock`` (its sender's lock held): the header, with ``fds`` passed beside
+    it, then the payload as it is, never copied behind the header (a request's body may be many
+    megabytes)."""
+    header = HEADER.pack(ident, len(data), len(fds))
+    if fds:
+        sent = socket.send_fds(sock, [header], list(fds))
+        sock.sendall(header[sent:])
+    else:
+        sock.sendall(header)
     sock.sendall(data)
 
 
-def _receive(sock: socket.socket) -> tuple[int, bytes]:
-    ident, length = HEADER.unpack(_exactly(sock, HEADER.size))
-    return ident, _exactly(sock, length)
+def _receive(sock: socket.socket) -> tuple[int, bytes, list[int]]:
+    """One frame from ``sock``: id, payload, and the file descriptors that came with it (the
+    receiver's to close). ``EOFError`` at the socket's end."""
+    if hasattr(socket, "recv_fds"):
+        head, fds, flags, _ = socket.recv_fds(sock, HEADER.size, MAX_FDS)
+        if flags & socket.MSG_CTRUNC:
+            _close(fds)
+            raise OSError("a frame carried more file descriptors than this process could take")
+    else:
+        head, fds = sock.recv(HEADER.size), []
+    if not head:
+        raise EOFError
+    try:
+        ident, length, count = HEADER.unpack(head + _exactly(sock, HEADER.size - len(head)))
+        if count != len(fds):
+            raise OSError(f"a frame announced {count} file descriptor(s) and carried {len(fds)}")
+        return ident, _exactly(sock, length), fds
+    except BaseException:
+        _close(fds)
+        raise
+
+
+def _close(fds: Sequence[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def _exactly(sock: socket.socket, size: int) -> bytes:
@@ -599,12 +783,19 @@ def run_child(fd: int, lifeline: int, entry: str) -> None:
     """The child: watch the lifeline, build the handler from the spec the supervisor sends, say
     ``ready`` (or ``failed``), then answer requests until the socket closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the supervisor decides when to stop
-    threading.Thread(target=_watch_lifeline, args=(lifeline,), daemon=True).start()
-    if hasattr(os, "register_at_fork"):  # a process a handler forks holds no end of the socket
-        os.register_at_fork(after_in_child=lambda: _cover(fd))
+    # The watcher blocks SIGCHLD, so that a handler's own SIGCHLD handler (a fork server's)
+    # interrupts the main thread's wait for requests.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+    try:
+        threading.Thread(target=_watch_lifeline, args=(lifeline,), daemon=True).start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    if hasattr(os, "register_at_fork"):  # a process a handler forks holds neither descriptor
+        os.register_at_fork(after_in_child=lambda: _cover(fd, lifeline))
     sock = socket.socket(fileno=fd)
     try:
-        _, spec = _receive(sock)
+        _, spec, fds = _receive(sock)
+        _close(fds)
     except (EOFError, OSError):  # stopped before it was sent
         return
     module, _, name = entry.partition(":")
@@ -633,11 +824,13 @@ def _watch_lifeline(lifeline: int) -> None:
     os.killpg(0, signal.SIGKILL)
 
 
-def _cover(fd: int) -> None:
-    """In a process forked from the child: the socket's number taken by /dev/null instead."""
+def _cover(*fds: int) -> None:
+    """In a process forked from the child: the socket's and the lifeline's numbers taken by
+    /dev/null instead."""
     null = os.open(os.devnull, os.O_RDONLY)
-    with contextlib.suppress(OSError):
-        os.dup2(null, fd)
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.dup2(null, fd)
     os.close(null)
 
 
@@ -645,10 +838,10 @@ def _answer_in_turn(handler: Any, sock: socket.socket) -> None:
     lock = threading.Lock()
     while True:
         try:
-            ident, payload = _receive(sock)
+            ident, payload, fds = _receive(sock)
         except (EOFError, OSError):
             return
-        _reply(sock, lock, ident, _answered(handler, payload))
+        _reply(sock, lock, ident, _answered(handler, payload, fds))
 
 
 async def _answer_async(handler: Any, sock: socket.socket) -> None:
@@ -659,9 +852,9 @@ async def _answer_async(handler: Any, sock: socket.socket) -> None:
     tasks: set[asyncio.Task[None]] = set()
     stopping = False
 
-    async def answer(ident: int, payload: bytes) -> None:
+    async def answer(ident: int, payload: bytes, fds: list[int]) -> None:
         try:
-            reply: tuple[bool, Any] = (True, await handler(pickle.loads(payload)))
+            reply: tuple[bool, Any] = (True, await handler(*_arguments(payload, fds)))
         except asyncio.CancelledError:
             if stopping:
                 raise
@@ -672,10 +865,10 @@ async def _answer_async(handler: Any, sock: socket.socket) -> None:
 
     while True:
         try:
-            ident, payload = await loop.run_in_executor(None, _receive, sock)
+            ident, payload, fds = await loop.run_in_executor(None, _receive, sock)
         except (EOFError, OSError):
             break
-        task = asyncio.create_task(answer(ident, payload))
+        task = asyncio.create_task(answer(ident, payload, fds))
         tasks.add(task)
         task.add_done_callback(tasks.discard)
     stopping = True
@@ -684,9 +877,20 @@ async def _answer_async(handler: Any, sock: socket.socket) -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def _answered(handler: Any, payload: bytes) -> tuple[bool, Any]:
+def _arguments(payload: bytes, fds: list[int]) -> tuple[Any, ...]:
+    """What the handler is called with: the request, and its file descriptors if it has any
+    (the handler's from then on)."""
     try:
-        return True, handler(pickle.loads(payload))
+        request = pickle.loads(payload)
+    except BaseException:
+        _close(fds)
+        raise
+    return (request, fds) if fds else (request,)
+
+
+def _answered(handler: Any, payload: bytes, fds: list[int]) -> tuple[bool, Any]:
+    try:
+        return True, handler(*_arguments(payload, fds))
     except Exception as exc:  # this request fails, not the child
         return False, _message(exc)
 

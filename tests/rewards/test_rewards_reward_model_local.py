@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rr_processes import children, gone
+from rr_processes import children, descendants, gone
 from rr_reward_model import tiny_reward_model
 
 from rewardrouter import ConfigError, Router, compile_router
@@ -113,11 +113,12 @@ def test_a_response_writing_a_template_marker_is_invalid(router: Router) -> None
 def test_a_worker_past_its_deadline_is_killed_and_its_inputs_time_out(folder: Path) -> None:
     """A worker that stops answering (here stopped outright: no race with a fast forward pass)
     is killed at ``deadline``, its inputs time out, and the next call starts a new one."""
-    before = set(children(os.getpid()))
+    before = set(descendants(os.getpid()))
     hasty = local_router(folder, deadline=1.0)
     try:
         assert [r.status for r in hasty.score_sync(rows("Paris"))] == ["ok"]
-        [worker] = set(children(os.getpid())) - before
+        # forked by the fork server (started now, or by an earlier test): not a child of ours
+        [worker] = set(descendants(os.getpid())) - before - set(children(os.getpid()))
         os.kill(worker, signal.SIGSTOP)
         results = hasty.score_sync(rows("Lyon", "Rome"), failures="record")  # not cached
         assert [r.status for r in results] == ["timeout", "timeout"]

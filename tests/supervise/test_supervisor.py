@@ -1,10 +1,13 @@
 """The one supervisor of rewardrouter's long-lived children (the scoring process of ``serve``, a
-local reward model's worker), tested once: start, readiness, a deadline kill, a crash and its
-words, restart (at once or on the next request), a restart that fails, stop, and a supervisor
-killed outright. Real child processes (tests/rr_supervised.py sets them up)."""
+local reward model's worker, the fork servers), tested once: start, readiness, a deadline kill,
+a crash and its words, restart (at once or on the next request), a restart that fails, stop,
+and a supervisor killed outright. Real child processes (tests/rr_supervised.py sets them up),
+each test run with children started as fresh interpreters and forked by a fork server
+(``preload``): the two must behave alike."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -28,24 +31,39 @@ from rewardrouter.supervise.supervisor import (
     ChildTimeout,
     ChildUnready,
     Supervisor,
+    fork_server,
 )
 
 pytestmark = pytest.mark.slow  # real child processes, started, killed and waited for
 
 
-@pytest.fixture
-def supervised() -> Any:
-    """``supervised(**spec, ...)``: a started supervisor, stopped after the test."""
+@pytest.fixture(params=["fresh", "forked"])
+def supervised(request: pytest.FixtureRequest) -> Any:
+    """``supervised(**spec, ...)``: a started supervisor, stopped after the test; its children
+    are fresh interpreters, or forked by a fork server."""
     made: list[Supervisor] = []
+    preload = ["json"] if request.param == "forked" else None
 
     def make(spec: dict[str, Any] | None = None, **kwargs: Any) -> Supervisor:
-        supervisor = Supervisor("the test child", rr_supervised.in_turn, spec or {}, **kwargs)
+        supervisor = Supervisor(
+            "the test child", rr_supervised.in_turn, spec or {}, preload=preload, **kwargs
+        )
         made.append(supervisor)
         return supervisor
 
     yield make
     for supervisor in made:
         supervisor.stop()
+
+
+def forked_pid(supervisor: Supervisor) -> int:
+    """The child's pid, as soon as it is known (a fork server's child has none until the
+    server answered)."""
+    end = time.monotonic() + 30
+    while (pid := supervisor.pid) is None and time.monotonic() < end:
+        time.sleep(0.001)
+    assert pid is not None
+    return pid
 
 
 def test_a_child_answers_in_turn_and_a_handler_error_fails_that_request_alone(
@@ -88,7 +106,7 @@ def test_a_child_that_cannot_get_ready_is_the_supervisors_failure_for_good(
     supervisor = supervised(
         {"setup": setup}, ready_timeout=2.0, late="not ready in time", on_change=changes.append
     )
-    pid = supervisor.pid
+    pid = forked_pid(supervisor)
     with pytest.raises(ChildUnready, match=message) as caught:
         supervisor.wait_ready()
     if setup == "raise":  # the setup's own exception, whole
@@ -206,20 +224,26 @@ def test_a_child_that_does_not_stop_is_killed_after_the_grace(supervised: Any) -
     assert gone(pid)
 
 
-def test_a_supervisor_killed_outright_takes_its_child_and_the_childs_group_along() -> None:
+@pytest.mark.parametrize("preload", [None, ["json"]], ids=["fresh", "forked"])
+def test_a_supervisor_killed_outright_takes_its_child_and_the_childs_group_along(
+    preload: list[str] | None,
+) -> None:
     """The lifeline: SIGKILL to the supervising process (no cleanup runs there); the child dies
     with it, though the thread that started the child ended long before (a restart starts
     children on a supervisor thread), and though a forked copy of the supervising process
-    lives on."""
+    lives on. A child forked by a fork server dies with its supervisor, not with the server."""
     script = textwrap.dedent(
         """
-        import os, sys, threading
+        import json, os, sys, threading
         import rr_supervised
         from rewardrouter.supervise.supervisor import Supervisor
 
         made = []
+        preload = json.loads(sys.argv[1])
         thread = threading.Thread(
-            target=lambda: made.append(Supervisor("c", rr_supervised.in_turn, {}))
+            target=lambda: made.append(
+                Supervisor("c", rr_supervised.in_turn, {}, preload=preload)
+            )
         )
         thread.start()
         thread.join()
@@ -235,12 +259,15 @@ def test_a_supervisor_killed_outright_takes_its_child_and_the_childs_group_along
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     parent = subprocess.Popen(
-        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
+        [sys.executable, "-c", script, json.dumps(preload)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
     )
     try:
         assert parent.stdout is not None
         child, sibling = map(int, parent.stdout.readline().split())
-        assert child in children(parent.pid)
+        assert (child in children(parent.pid)) == (preload is None)
     finally:
         parent.kill()
         parent.wait()
@@ -273,7 +300,7 @@ def test_a_child_whose_supervisor_left_while_it_set_up_ends_quietly() -> None:
             os._exit(0)
         theirs.close()
         spec = pickle.dumps({"closed_marker": sys.argv[1]})
-        ours.sendall(supervisor.HEADER.pack(0, len(spec)) + spec)
+        ours.sendall(supervisor.HEADER.pack(0, len(spec), 0) + spec)
         ours.close()
         _, status = os.waitpid(child, 0)
         sys.exit(os.waitstatus_to_exitcode(status))
@@ -347,10 +374,11 @@ def test_a_child_killed_while_it_sets_up_is_replaced_not_a_failure(
 ) -> None:
     marker = tmp_path / "started"
     supervisor = supervised({"hang_first": str(marker)})
-    first = supervisor.pid
     end = time.monotonic() + 30
     while not marker.exists() and time.monotonic() < end:  # in its setup, never to be ready
         time.sleep(0.02)
+    first = supervisor.pid
+    assert first is not None
     supervisor.kill()
     assert gone(first)
     assert supervisor.call(("pid", None), deadline=30) not in (first, None)
@@ -370,6 +398,9 @@ def test_stop_while_a_restart_sets_up_fails_what_waits_as_stopped_at_once(
     os.kill(first, signal.SIGKILL)
     assert restarted.wait(30)
     assert (supervisor.restarting or "").startswith(f"the test child (pid {first}) died")
+    end = time.monotonic() + 30
+    while supervisor.pid in (first, None) and time.monotonic() < end:  # a fork server's: soon
+        time.sleep(0.02)
     second = supervisor.pid
     waiting = supervisor.request(("echo", 1))
     started = time.monotonic()
@@ -378,3 +409,69 @@ def test_stop_while_a_restart_sets_up_fails_what_waits_as_stopped_at_once(
     with pytest.raises(ChildDied, match=rf"\(pid {second}\) was stopped before it was ready"):
         waiting.result(timeout=30)
     assert supervisor.failure is None
+
+
+# -- the fork servers ----------------------------------------------------------------------------
+
+
+def test_file_descriptors_cross_with_a_request_and_the_caller_keeps_its_own(
+    supervised: Any,
+) -> None:
+    supervisor = supervised()
+    read, write = os.pipe()
+    answer = supervisor.request(("read", None), fds=[read])
+    os.close(read)  # a copy was sent: the caller's own may close at once
+    os.write(write, b"through the socket")
+    os.close(write)
+    assert answer.result(timeout=30) == ["read", "through the socket", 1]
+    with pytest.raises(ValueError, match="at most 16 file descriptors"):
+        supervisor.request(("read", None), fds=[0] * 17)
+    assert supervisor.call(("echo", 1), deadline=30) == 1
+
+
+def test_a_forked_child_outlives_a_killed_fork_server_and_the_next_start_gets_a_new_server() -> (
+    None
+):
+    """The fork server dies (here SIGKILL) under a child it forked: the child answers on, its
+    crash is still seen (how it ended is unknown then: no process tells), and the next child
+    comes from a new server."""
+    supervisor = Supervisor("the test child", rr_supervised.in_turn, {}, preload=["json"])
+    try:
+        first = supervisor.call(("pid", None), deadline=30)
+        server = fork_server("json,rr_supervised")  # the modules, then the setup's
+        server_pid = server.pid
+        assert server_pid is not None and server_pid != first
+        os.kill(server_pid, signal.SIGKILL)
+        assert gone(server_pid)
+        assert supervisor.call(("pid", None), deadline=30) == first  # answers on
+        with pytest.raises(ChildDied, match=r"exit status unknown: its fork server ended before"):
+            supervisor.call(("exit", 1), deadline=30)
+        second = supervisor.call(("pid", None), deadline=30)
+        assert second != first and server.pid not in (server_pid, None)
+    finally:
+        supervisor.stop()
+
+
+def test_a_child_its_fork_server_cannot_fork_fails_what_waits_and_the_next_request_tries_again(
+    tmp_path: Path,
+) -> None:
+    """A module to preload that ends the fork server while it imports: the requests that waited
+    fail saying why, the supervisor has no failure for good, and the next request asks a new
+    server (which fails the same way here)."""
+    (tmp_path / "rr_ends_its_importer.py").write_text("import os\nos._exit(7)\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        supervisor = Supervisor(
+            "the test child", rr_supervised.in_turn, {}, preload=["rr_ends_its_importer"]
+        )
+        words = (
+            r"^the test child could not be started: it could not be forked: the fork server "
+            r"'rr_ends_its_importer,rr_supervised' \(pid \d+\) died \(exit status 7\)$"
+        )
+        for _ in range(2):
+            with pytest.raises(ChildDied, match=words):
+                supervisor.call(("echo", 1), deadline=30)
+            assert supervisor.failure is None
+        supervisor.stop()
+    finally:
+        sys.path.remove(str(tmp_path))

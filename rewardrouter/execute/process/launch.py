@@ -2,9 +2,9 @@
 
 - :class:`TemplateLauncher` (Linux): workers are forked from a warm template process
   (:mod:`~rewardrouter.execute.process.template`); a replacement costs a fork, not a cold start.
-  The template is forked by the process's fork server
-  (:mod:`~rewardrouter.execute.process.forkserver`, ``start_method: forkserver``, the default)
-  or started as a fresh interpreter (``spawn``);
+  The template is forked by the process's ``pools`` fork server
+  (:mod:`~rewardrouter.supervise.forkserver`, ``start_method: forkserver``, the default), which
+  imports each module of every pool once, or started as a fresh interpreter (``spawn``);
 - :class:`FreshLauncher` (elsewhere): each worker is a fresh interpreter.
 
 Every process is started by :mod:`~rewardrouter.supervise.boot`, never by
@@ -34,16 +34,18 @@ from multiprocessing import reduction
 from multiprocessing.connection import Connection
 from typing import Any, Literal, Protocol
 
-from rewardrouter.execute.process.forkserver import SERVER
 from rewardrouter.execute.process.shared import SharedDoubles
 from rewardrouter.execute.process.template import run_fresh_template
 from rewardrouter.execute.process.worker import TASK, serve_fresh
 from rewardrouter.supervise.boot import kill_group, start_python
+from rewardrouter.supervise.supervisor import ChildDied, ChildError, request_fork
 
 StartMethod = Literal["auto", "forkserver", "spawn"]
 
 #: Seconds a template may take to fork a worker (it may be finishing a warm-up call).
 FORK_SECONDS = 60.0
+#: Seconds the fork server may take to fork a template (importing the pool's modules first).
+TEMPLATE_SECONDS = 120.0
 
 
 @dataclass(eq=False)
@@ -254,10 +256,36 @@ class TemplateLauncher:
     def _start_template(self, fd: int) -> _Process:
         modules, flush, progress = self._modules, self._flush_seconds, self._progress
         if self._fork_server:
-            return _Process(SERVER.fork_template(modules, flush, fd, progress))
+            return _Process(self._fork_template(fd))
         args = [fd, progress.fd, progress.count, modules, flush]
         popen = start_python(run_fresh_template, args, [fd, progress.fd])
         return _Process(popen.pid, popen)
+
+    def _fork_template(self, fd: int) -> int:
+        """The pid of a template forked by the ``pools`` fork server, serving on ``fd``; a
+        server that died meanwhile is asked again once (its supervisor starts another)."""
+        progress = self._progress
+        for attempt in range(2):
+            try:
+                forked = request_fork(
+                    "pools",
+                    self._modules,
+                    run_fresh_template,
+                    [progress.count, self._modules, self._flush_seconds],
+                    [fd, progress.fd],
+                    session=False,
+                )
+                return forked.result(timeout=TEMPLATE_SECONDS)
+            except ChildDied:
+                if attempt:
+                    raise
+            except ChildError as exc:
+                raise OSError(f"the fork server could not fork a worker template: {exc}") from None
+            except TimeoutError:
+                raise TimeoutError(
+                    f"the fork server did not fork a worker template in {TEMPLATE_SECONDS:g} s"
+                ) from None
+        raise AssertionError("unreachable")
 
     def _forked(self, template: _Template, slot: int) -> int | None:
         """The pid of the worker forked into ``slot``; None if the template refused (tainted)."""

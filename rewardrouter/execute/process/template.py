@@ -186,5 +186,6 @@ def run_template(
 def run_fresh_template(
     conn_fd: int, progress_fd: int, count: int, modules: list[str], flush_seconds: float
 ) -> None:
-    """The entry point of a template started as a fresh interpreter (``start_method: spawn``)."""
+    """The entry point of a template: forked by the ``pools`` fork server, or started as a
+    fresh interpreter (``start_method: spawn``)."""
     run_template(Connection(conn_fd), SharedDoubles(count, progress_fd), modules, flush_seconds)

@@ -14,7 +14,8 @@ last token, so its batches are padded with an id that ends none of their rows. A
 then scores as it does alone.
 
 The worker starts when the router is built, so the model loads while the trainer generates; a
-:class:`~rewardrouter.supervise.supervisor.Supervisor` watches it. One call at a time reaches it;
+:class:`~rewardrouter.supervise.supervisor.Supervisor` watches it. It is forked by a fork server
+that imported torch and transformers once for the process (:data:`PRELOAD`). One call at a time reaches it;
 a call that outlasts ``deadline`` seconds kills the worker (its inputs are ``timeout``), and the
 next call starts a new one, as it does after a crash. A worker that fails to load
 reports why, and every call then fails with that message until the router is rebuilt; one
@@ -45,6 +46,10 @@ from rewardrouter.supervise.supervisor import (
 
 #: Seconds a stopping worker has before it is killed.
 STOP_GRACE = 5.0
+#: What the worker imports before it loads a model: the fork server of these modules imports
+#: them once per process, and each worker (a restart after a crash or a deadline, another
+#: router's) is forked from it, a model load away from ready instead of seconds of imports.
+PRELOAD = ("torch", "transformers")
 
 
 class LocalRewardModel:
@@ -71,6 +76,7 @@ class LocalRewardModel:
                 "raise it, or check the worker's device"
             ),
             stop_grace=STOP_GRACE,
+            preload=PRELOAD,
         )
         # One call at a time reaches the worker: this thread makes them.
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="rewardrouter-reward-model")
