@@ -47,6 +47,8 @@ class InTurn:
             raise Unshowable()
         elif what == "pid":
             return os.getpid()
+        elif what == "place":  # the folder and an environment variable the child runs with
+            return [os.getcwd(), os.environ.get(value)]
         elif what == "unpicklable":  # an answer the child cannot send
             return lambda: value
         elif what == "foreign":  # an answer of a module only the child imports (from `value`)

@@ -160,10 +160,10 @@ class _Forks:
         fds = list(fds)
         status: int | None = None
         try:
-            path, modules, entry, args, session, with_status = request
+            (path, cwd, environ), modules, entry, args, session, with_status = request
             if with_status:
                 status = fds.pop()
-            sys.path[:] = path
+            sys.path[:] = path  # imports resolve as the asking process's would
             import_quietly(modules)
             module, _, name = entry.partition(":")
             function = getattr(importlib.import_module(module), name)
@@ -171,7 +171,7 @@ class _Forks:
             try:
                 pid = os.fork()
                 if pid == 0:
-                    self._child(function, fds, args, session, status, mask)
+                    self._child(function, fds, args, (session, cwd, environ), status, mask)
                 if status is not None:  # recorded before its exit can be reaped
                     self._statuses[pid], status = status, None
             finally:
@@ -186,21 +186,27 @@ class _Forks:
         function: Callable[..., Any],
         fds: list[int],
         args: list[Any],
-        session: bool,
+        place: tuple[bool, str, dict[str, str]],
         status: int | None,
         mask: Any,
     ) -> None:
-        """In the forked child: leave the server's state behind, call the entry point, exit."""
+        """In the forked child: leave the server's state behind, take the asking process's
+        folder and environment (``place``, with whether to lead a session), call the entry
+        point, exit."""
         code = 1
         try:
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             for fd in [*self._statuses.values(), *([] if status is None else [status])]:
                 os.close(fd)
+            session, cwd, environ = place
             if session:
                 os.setsid()
             else:
                 os.setpgid(0, 0)
+            os.environ.clear()
+            os.environ.update(environ)
+            os.chdir(cwd)
             function(*fds, *args)
             code = 0
         except BaseException:

@@ -701,14 +701,15 @@ def request_fork(
     status: int | None = None,
 ) -> Future[int]:
     """Ask the fork server ``key`` to import ``modules`` and fork a child that calls
-    ``entry(*fds, *args)`` (the child's numbers of ``fds``, in that order); the future holds
-    the child's pid, or the :class:`ChildError` of a server that could not answer. Raises
-    :class:`ChildError` when no server can answer. The child leads a session of its own
+    ``entry(*fds, *args)`` (the child's numbers of ``fds``, in that order) in this process's
+    current folder and environment, with its ``sys.path``, as a fresh interpreter started now
+    would; the future holds the child's pid, or the :class:`ChildError` of a server that could
+    not answer. Raises :class:`ChildError` when no server can answer. The child leads a session of its own
     (``session``), else a process group. With ``status`` (the write end of a pipe), the server
     writes the child's exit code there when it reaps the child. The caller may close its
     descriptors at once: copies are sent."""
     request = (
-        sys.path,
+        (sys.path, os.getcwd(), dict(os.environ)),
         list(modules),
         f"{entry.__module__}:{entry.__qualname__}",
         list(args),

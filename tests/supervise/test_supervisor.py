@@ -429,6 +429,18 @@ def test_file_descriptors_cross_with_a_request_and_the_caller_keeps_its_own(
     assert supervisor.call(("echo", 1), deadline=30) == 1
 
 
+def test_a_child_runs_where_and_with_what_its_supervisor_has_at_its_start(
+    supervised: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder and an environment set after the fork server started (by the first child) reach
+    a later child as they reach a fresh interpreter."""
+    supervised().call(("pid", None), deadline=30)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RR_SET_LATE", "yes")
+    place = supervised().call(("place", "RR_SET_LATE"), deadline=30)
+    assert place == [str(tmp_path), "yes"]
+
+
 def test_a_forked_child_outlives_a_killed_fork_server_and_the_next_start_gets_a_new_server() -> (
     None
 ):
