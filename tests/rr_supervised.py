@@ -4,6 +4,7 @@ dict) in the child process."""
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import ctypes
 import importlib
@@ -49,6 +50,13 @@ class InTurn:
             return os.getpid()
         elif what == "place":  # the folder and an environment variable the child runs with
             return [os.getcwd(), os.environ.get(value)]
+        elif what == "module_value":  # VALUE of a module (imported by a fork server, maybe)
+            return importlib.import_module(value).VALUE
+        elif what == "print_and_exit_hook":  # unflushed output, and a file written at exit
+            text, marker = value
+            sys.stdout.write(text)
+            atexit.register(Path(marker).write_text, "written at exit")
+            return None
         elif what == "unpicklable":  # an answer the child cannot send
             return lambda: value
         elif what == "foreign":  # an answer of a module only the child imports (from `value`)
@@ -125,3 +133,10 @@ def in_turn(spec: dict[str, Any]) -> InTurn:
 class Stubborn(InTurn):
     def close(self) -> None:
         time.sleep(3600)
+
+
+def exit_when_closed(fd: int, code: int) -> None:
+    """A fork server's child for tests/supervise: exit with ``code`` once a byte can be read
+    from ``fd``."""
+    os.read(fd, 1)
+    os._exit(code)

@@ -26,6 +26,7 @@ forking from it is as safe as forking from a process that imported those modules
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib
 import os
@@ -35,9 +36,11 @@ import socket
 import struct
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from rewardrouter.introspect import import_quietly
@@ -45,6 +48,9 @@ from rewardrouter.supervise.boot import exit_cause, kill_group
 
 #: A child's exit code, as the server writes it to the child's status pipe.
 STATUS = struct.Struct("!i")
+#: Seconds a supervisor waits on a fork server's answer for a child that it killed before the
+#: server forked it, or whose status pipe ended without an exit code.
+KILL_WAIT = 5.0
 
 
 def can_fork() -> bool:
@@ -59,15 +65,19 @@ def can_fork() -> bool:
 class Forked:
     """A child forked by a fork server, as its supervisor sees it (what
     :class:`subprocess.Popen` is for a child it started): its pid once forked, its exit as the
-    server tells it."""
+    server tells it. Its leader is signalled through a pidfd (which no recycled pid can fool),
+    its process group by id (reserved while the group has a member)."""
 
     def __init__(self, forked: Future[int], status: int) -> None:
         self._forked = forked
         self._status = status  # the read end of the status pipe
+        self._lock = threading.Lock()
+        self._pidfd: int | None = None
+        self._killed_at: float | None = None
+        self._reaped = False  # it exited and was reaped: its pid may be another's now
+        self._done = False  # exited() returned
         self._code: int | None = None
         self._why: str | None = None
-        self._lock = threading.Lock()
-        self._killed = False
         forked.add_done_callback(self._arrived)
 
     @property
@@ -78,64 +88,102 @@ class Forked:
         return self._forked.result()
 
     def kill(self) -> None:
-        """``SIGKILL`` the child's process group, now or as soon as it is forked; nothing once
-        the server has reaped it."""
+        """``SIGKILL`` the child and its process group, now or as soon as it is forked."""
         with self._lock:
-            self._killed = True
-            pid = self.pid
-            if pid is not None and self._code is None and self._why is None:
-                kill_group(pid)
+            if self._killed_at is None:
+                self._killed_at = time.monotonic()
+            self._signal()
 
     def _arrived(self, forked: Future[int]) -> None:
+        if forked.cancelled() or forked.exception() is not None:
+            return
+        try:
+            pidfd: int | None = os.pidfd_open(forked.result())
+        except OSError:  # it exited and was reaped already
+            pidfd = None
         with self._lock:
-            if self._killed and forked.exception() is None:
-                kill_group(forked.result())
+            self._pidfd = pidfd
+            if self._killed_at is not None:  # killed before it was forked
+                self._signal()
+            if self._done and pidfd is not None:
+                os.close(pidfd)
+                self._pidfd = None
+
+    def _signal(self) -> None:
+        """Kill the child, if it is known and not reaped (``self._lock`` held)."""
+        pid = self.pid
+        if pid is None or self._reaped:
+            return
+        if self._pidfd is not None:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
 
     def exited(self) -> None:
         """Block until the child has exited and the server has killed what was left of its
-        group (or the fork failed, or the server ended before the child)."""
-        data = b""
-        with contextlib.suppress(OSError):
-            while len(data) < STATUS.size:
-                part = os.read(self._status, STATUS.size - len(data))
-                if not part:
-                    break
-                data += part
-        os.close(self._status)
-        failed = self._forked_exception()
-        with self._lock:
-            if len(data) == STATUS.size:
-                self._code = STATUS.unpack(data)[0]
-            elif failed is not None:
-                self._why = f"it could not be forked: {failed}"
-            else:  # the server ended first: the child is nobody's to reap but init's
-                self._why = "exit status unknown: its fork server ended before it"
-                pid = self.pid
-                if pid is not None:
-                    _await_exit(pid)
-                    kill_group(pid)
-
-    def _forked_exception(self) -> BaseException | None:
+        group (or the fork failed, or the server ended before the child, or the child was
+        killed before it was forked and no fork came within :data:`KILL_WAIT` seconds)."""
         try:
-            return self._forked.exception()  # the server answers after it closed the pipe
+            data = self._read_status()
+            failed = self._answer_failure()
+            with self._lock:
+                if len(data) == STATUS.size:
+                    self._code, self._reaped = STATUS.unpack(data)[0], True
+                elif failed is not None:
+                    self._why = f"it could not be forked: {failed}"
+                elif self.pid is None:  # killed, and the server has not forked it yet
+                    self._why = "killed before its fork server forked it"
+                else:  # the server ended first: the child is nobody's to reap but init's
+                    self._why = "exit status unknown: its fork server ended before it"
+                pidfd = self._pidfd
+            if self._why is not None and pidfd is not None:
+                select.select([pidfd], [], [])  # its exit
+                with self._lock:
+                    self._signal()  # what is left of its group
+        finally:
+            with self._lock:
+                self._done = True
+                # gone, unless it was given up on before its fork (then _arrived kills it)
+                self._reaped = self._reaped or self.pid is not None
+                if self._pidfd is not None:
+                    os.close(self._pidfd)
+                    self._pidfd = None
+            os.close(self._status)
+
+    def _read_status(self) -> bytes:
+        """The exit code's bytes from the status pipe (fewer at its end), waiting at most
+        :data:`KILL_WAIT` seconds once the child was killed before it was forked."""
+        data = b""
+        while len(data) < STATUS.size:
+            with self._lock:
+                unforked = self._killed_at is not None and self.pid is None
+                killed_at = self._killed_at
+            if unforked and killed_at is not None and time.monotonic() > killed_at + KILL_WAIT:
+                return data
+            if not select.select([self._status], [], [], 0.2)[0]:
+                continue
+            try:
+                part = os.read(self._status, STATUS.size - len(data))
+            except OSError:
+                return data
+            if not part:
+                return data
+            data += part
+        return data
+
+    def _answer_failure(self) -> BaseException | None:
+        """Why the server did not fork the child (None: it did, or has not answered)."""
+        try:  # the server answers just after it closed its end of the status pipe
+            return self._forked.exception(timeout=KILL_WAIT)
+        except FutureTimeout:
+            return None
         except BaseException as exc:  # cancelled
             return exc
 
     def cause(self) -> str:
         """How the child ended, in :func:`~.boot.exit_cause`'s words (after :meth:`exited`)."""
         return self._why or exit_cause(self._code)
-
-
-def _await_exit(pid: int) -> None:
-    """Wait for process ``pid`` (not a child of this process) to exit."""
-    try:
-        fd = os.pidfd_open(pid)
-    except OSError:  # gone already
-        return
-    try:
-        select.select([fd], [], [])
-    finally:
-        os.close(fd)
 
 
 # -- the server's side ----------------------------------------------------------------------------
@@ -148,7 +196,15 @@ def serve_forks(spec: None) -> _Forks:
 
 class _Forks:
     """The fork server's handler: one fork per request, the children reaped on ``SIGCHLD`` (the
-    supervised child's other thread blocks that signal, so it interrupts this one's wait)."""
+    supervised child's other thread blocks that signal, so it interrupts this one's wait).
+
+    A request: ``(place, modules, entry, args, session, status)``, with ``place`` the asking
+    process's ``(sys.path, folder, environment, umask, stdio)``; its descriptors are the
+    entry's, then the asking process's standard streams (``stdio`` names which of 1 and 2),
+    then, with ``status``, the status pipe's write end. The server takes the place before it
+    imports (a library reads its environment then), and the child takes the streams: a child
+    prints where a fresh interpreter started by the asking process now would.
+    """
 
     info = None
 
@@ -159,26 +215,39 @@ class _Forks:
     def __call__(self, request: tuple[Any, ...], fds: Sequence[int] = ()) -> int:
         fds = list(fds)
         status: int | None = None
+        streams: list[tuple[int, int]] = []
         try:
-            (path, cwd, environ), modules, entry, args, session, with_status = request
+            place, modules, entry, args, session, with_status = request
+            path, cwd, environ, umask, stdio = place
             if with_status:
                 status = fds.pop()
+            streams = list(zip(stdio, fds[len(fds) - len(stdio) :], strict=True))
+            del fds[len(fds) - len(stdio) :]
             sys.path[:] = path  # imports resolve as the asking process's would
+            os.environ.clear()
+            os.environ.update(environ)
+            os.umask(umask)
+            if cwd is not None:
+                with contextlib.suppress(OSError):
+                    os.chdir(cwd)
             import_quietly(modules)
             module, _, name = entry.partition(":")
             function = getattr(importlib.import_module(module), name)
+            for stream in (sys.stdout, sys.stderr):  # nothing of the server's is printed twice
+                with contextlib.suppress(Exception):
+                    stream.flush()
             mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
             try:
                 pid = os.fork()
                 if pid == 0:
-                    self._child(function, fds, args, (session, cwd, environ), status, mask)
+                    self._child(function, fds, args, session, streams, status, mask)
                 if status is not None:  # recorded before its exit can be reaped
                     self._statuses[pid], status = status, None
             finally:
                 signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             return pid
         finally:
-            for fd in fds if status is None else [*fds, status]:
+            for fd in [*fds, *(fd for _, fd in streams), *([] if status is None else [status])]:
                 os.close(fd)
 
     def _child(
@@ -186,36 +255,45 @@ class _Forks:
         function: Callable[..., Any],
         fds: list[int],
         args: list[Any],
-        place: tuple[bool, str, dict[str, str]],
+        session: bool,
+        streams: list[tuple[int, int]],
         status: int | None,
         mask: Any,
     ) -> None:
         """In the forked child: leave the server's state behind, take the asking process's
-        folder and environment (``place``, with whether to lead a session), call the entry
-        point, exit."""
+        standard streams, call the entry point, and exit as an interpreter does (its exit
+        functions run, its streams flushed)."""
         code = 1
         try:
+            atexit._clear()  # the server's
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             for fd in [*self._statuses.values(), *([] if status is None else [status])]:
                 os.close(fd)
-            session, cwd, environ = place
+            for number, fd in streams:
+                os.dup2(fd, number)
+                os.close(fd)
             if session:
                 os.setsid()
             else:
                 os.setpgid(0, 0)
-            os.environ.clear()
-            os.environ.update(environ)
-            os.chdir(cwd)
             function(*fds, *args)
             code = 0
         except BaseException:
             with contextlib.suppress(Exception):
                 traceback.print_exc()
         finally:
+            with contextlib.suppress(BaseException):
+                atexit._run_exitfuncs()
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(BaseException):
+                    stream.flush()
             os._exit(code)
 
     def _reap(self, signum: int, frame: Any) -> None:
+        """Reap every child that exited; write each one's exit code to its status pipe. Safe
+        when re-entered (a ``SIGCHLD`` that comes while it runs runs it again inside): a child
+        the inner call reaped is skipped by the outer."""
         while True:
             try:
                 found = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
@@ -225,7 +303,10 @@ class _Forks:
                 return
             pid = found.si_pid
             kill_group(pid)  # exited, not reaped: its group's id is still its own
-            _, code = os.waitpid(pid, 0)
+            try:
+                _, code = os.waitpid(pid, 0)
+            except ChildProcessError:  # reaped by a call of this handler that interrupted it
+                continue
             fd = self._statuses.pop(pid, None)
             if fd is not None:
                 with contextlib.suppress(OSError):

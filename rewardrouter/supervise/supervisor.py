@@ -351,7 +351,9 @@ class Supervisor:
         answer: Future[Any] = Future()
         copies: list[int] = []
         try:
-            copies.extend(os.dup(fd) for fd in fds)
+            for fd in fds:
+                copies.append(os.dup(fd))
+                _IN_FLIGHT.add(copies[-1])
             with self._lock:
                 if child is None:
                     child = self._current_locked()
@@ -442,9 +444,13 @@ class Supervisor:
                     session=True,
                     status=write,
                 )
-            except ChildError as exc:  # no fork server: this child starts fresh
+            except (ChildError, OSError) as exc:  # no fork server: this child starts fresh
                 os.close(status)
-                log.warning("%s: %s; it starts as a fresh interpreter", self.name, exc.cause)
+                why = exc.cause if isinstance(exc, ChildError) else str(exc)
+                log.warning("%s: %s; it starts as a fresh interpreter", self.name, why)
+            except BaseException:
+                os.close(status)
+                raise
             else:
                 return forkserver.Forked(forked, status)
             finally:
@@ -535,6 +541,8 @@ class Supervisor:
                 ).start()
             except BaseException:
                 child.send_lock.release()
+                for _, _, fds in queued:
+                    _close(fds)
                 raise
 
     def _flush(self, child: _Child, queued: list[_Queued]) -> None:
@@ -664,8 +672,10 @@ class Supervisor:
 
 # -- the fork servers of this process ------------------------------------------------------------
 
-#: Seconds a fork server may take to get ready (start an interpreter, import rewardrouter).
-FORK_SERVER_READY_SECONDS = 120.0
+#: Seconds a fork server may take to answer a fork request: its own start, importing the
+#: modules (torch, a pool's reward modules), forking. Past it, the server is killed, what it
+#: had not answered fails, and the next request starts another.
+FORK_SECONDS = 300.0
 
 _FORK_SERVERS: dict[str, Supervisor] = {}
 _FORK_SERVERS_LOCK = threading.Lock()
@@ -674,18 +684,18 @@ _FORK_SERVERS_OWNER = [os.getpid()]  # a process forked from this one starts ser
 
 def fork_server(key: str) -> Supervisor:
     """This process's fork server (:mod:`.forkserver`) for ``key``: started on first use,
-    started again by the next request after it died."""
+    started again by the next request after it died or could not start. It lives as long as
+    this process (a server of torch holds what importing torch took)."""
     with _FORK_SERVERS_LOCK:
         if _FORK_SERVERS_OWNER[0] != os.getpid():  # inherited through a fork: the parent's
             _FORK_SERVERS.clear()
             _FORK_SERVERS_OWNER[0] = os.getpid()
         found = _FORK_SERVERS.get(key)
+        if found is not None and found.failure is not None:
+            found.stop()
         if found is None or found.stopped:
             found = _FORK_SERVERS[key] = Supervisor(
-                f"the fork server {key!r}",
-                forkserver.serve_forks,
-                None,
-                ready_timeout=FORK_SERVER_READY_SECONDS,
+                f"the fork server {key!r}", forkserver.serve_forks, None
             )
         return found
 
@@ -701,23 +711,57 @@ def request_fork(
     status: int | None = None,
 ) -> Future[int]:
     """Ask the fork server ``key`` to import ``modules`` and fork a child that calls
-    ``entry(*fds, *args)`` (the child's numbers of ``fds``, in that order) in this process's
-    current folder and environment, with its ``sys.path``, as a fresh interpreter started now
-    would; the future holds the child's pid, or the :class:`ChildError` of a server that could
-    not answer. Raises :class:`ChildError` when no server can answer. The child leads a session of its own
-    (``session``), else a process group. With ``status`` (the write end of a pipe), the server
-    writes the child's exit code there when it reaps the child. The caller may close its
-    descriptors at once: copies are sent."""
-    request = (
-        (sys.path, os.getcwd(), dict(os.environ)),
-        list(modules),
-        f"{entry.__module__}:{entry.__qualname__}",
-        list(args),
-        session,
-        status is not None,
-    )
-    passed = [*fds, status] if status is not None else list(fds)
-    return fork_server(key).request(request, fds=passed)
+    ``entry(*fds, *args)`` (the child's numbers of ``fds``, in that order). The server takes
+    this process's ``sys.path``, current folder, environment and umask before it imports, and
+    the child this process's standard output and error: it starts where a fresh interpreter
+    started now would (not taken: resource limits and CPU affinity, the server's since it
+    started). The future holds the child's pid, or the :class:`ChildError` of a server that
+    could not answer within :data:`FORK_SECONDS`. Raises :class:`ChildError` when no server
+    can answer, ``OSError`` when a descriptor cannot be copied. The child leads a session of
+    its own (``session``), else a process group. With ``status`` (the write end of a pipe),
+    the server writes the child's exit code there when it reaps the child. The caller may
+    close its descriptors at once: copies are sent."""
+    try:
+        cwd: str | None = os.getcwd()
+    except OSError:  # the folder was removed: the child keeps the server's
+        cwd = None
+    stdio = [n for n in (1, 2) if _is_open(n)]
+    place = (sys.path, cwd, dict(os.environ), _umask(), stdio)
+    request = (place, list(modules), f"{entry.__module__}:{entry.__qualname__}", list(args),
+               session, status is not None)  # fmt: skip
+    passed = [*fds, *stdio, *([] if status is None else [status])]
+    server = fork_server(key)
+    answer = server.request(request, fds=passed)
+    timer = threading.Timer(FORK_SECONDS, _overdue, (server, answer))
+    timer.daemon = True
+    timer.start()
+    answer.add_done_callback(lambda _: timer.cancel())
+    return answer
+
+
+def _overdue(server: Supervisor, answer: Future[int]) -> None:
+    if not answer.done():
+        log.warning("%s did not fork within %g s: killed", server.name, FORK_SECONDS)
+        server.kill()
+
+
+def _umask() -> int:
+    """This process's umask, read without changing it (which another thread would see)."""
+    with contextlib.suppress(OSError, ValueError), open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)  # an older kernel: set and restored at once
+    os.umask(mask)
+    return mask
+
+
+def _is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
 
 
 def _send_frame(sock: socket.socket, ident: int, data: bytes, fds: Sequence[int] = ()) -> None:
@@ -757,8 +801,29 @@ def _receive(sock: socket.socket) -> tuple[int, bytes, list[int]]:
 
 def _close(fds: Sequence[int]) -> None:
     for fd in fds:
+        _IN_FLIGHT.discard(fd)
         with contextlib.suppress(OSError):
             os.close(fd)
+
+
+#: The copies of request descriptors not yet sent: a process forked from this one (a data
+#: loader's worker) drops them, else a status pipe's write end would stay open there.
+_IN_FLIGHT: set[int] = set()
+
+
+def _drop_in_flight() -> None:
+    if not _IN_FLIGHT:
+        return
+    null = os.open(os.devnull, os.O_RDONLY)
+    for fd in _IN_FLIGHT:  # the number stays taken (by /dev/null): nothing else reuses it
+        with contextlib.suppress(OSError):
+            os.dup2(null, fd)
+    os.close(null)
+    _IN_FLIGHT.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_drop_in_flight)
 
 
 def _exactly(sock: socket.socket, size: int) -> bytes:

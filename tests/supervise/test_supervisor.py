@@ -441,27 +441,126 @@ def test_a_child_runs_where_and_with_what_its_supervisor_has_at_its_start(
     assert place == [str(tmp_path), "yes"]
 
 
-def test_a_forked_child_outlives_a_killed_fork_server_and_the_next_start_gets_a_new_server() -> (
-    None
-):
+def test_a_forked_child_outlives_a_killed_fork_server_and_is_still_supervised() -> None:
     """The fork server dies (here SIGKILL) under a child it forked: the child answers on, its
-    crash is still seen (how it ended is unknown then: no process tells), and the next child
-    comes from a new server."""
+    crash is still seen (how it ended is unknown then: no process tells), a deadline still
+    kills it, and the next child comes from a new server."""
     supervisor = Supervisor("the test child", rr_supervised.in_turn, {}, preload=["json"])
+
+    def kill_server() -> None:
+        pid = fork_server("json,rr_supervised").pid  # the modules, then the setup's
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        assert gone(pid)
+
     try:
         first = supervisor.call(("pid", None), deadline=30)
-        server = fork_server("json,rr_supervised")  # the modules, then the setup's
-        server_pid = server.pid
-        assert server_pid is not None and server_pid != first
-        os.kill(server_pid, signal.SIGKILL)
-        assert gone(server_pid)
+        kill_server()
         assert supervisor.call(("pid", None), deadline=30) == first  # answers on
         with pytest.raises(ChildDied, match=r"exit status unknown: its fork server ended before"):
             supervisor.call(("exit", 1), deadline=30)
-        second = supervisor.call(("pid", None), deadline=30)
-        assert second != first and server.pid not in (server_pid, None)
+        second = supervisor.call(("pid", None), deadline=30)  # from a new server
+        assert second != first
+        kill_server()
+        started = time.monotonic()
+        with pytest.raises(ChildTimeout, match="was killed"):
+            supervisor.call(("sleep", 60), deadline=1.0)
+        assert time.monotonic() - started < 10
+        assert gone(second)
+        assert supervisor.call(("pid", None), deadline=30) not in (first, second, None)
     finally:
         supervisor.stop()
+
+
+def test_a_fork_server_reaps_children_that_exit_together_and_tells_each_its_code() -> None:
+    """The server's SIGCHLD handler, interrupted by itself (40 children exit at once, 5 times):
+    every child's exit code reaches its status pipe, and nothing escapes the handler. Run in a
+    process of its own (the handler is the process's)."""
+    script = textwrap.dedent(
+        """
+        import os, sys
+        from rewardrouter.supervise import forkserver
+
+        forks = forkserver._Forks()
+        place = (sys.path, os.getcwd(), dict(os.environ), 0o022, [])
+        for round_ in range(5):
+            go_read, go_write = os.pipe()
+            pipes = []
+            for code in range(40):
+                status, write = os.pipe()
+                request = (place, [], "rr_supervised:exit_when_closed", [code], False, True)
+                forks(request, [os.dup(go_read), write])
+                pipes.append(status)
+            os.write(go_write, b"x" * 40)  # every child exits now
+            codes = [int.from_bytes(os.read(fd, 4), "big", signed=True) for fd in pipes]
+            assert codes == list(range(40)), codes
+            for fd in [*pipes, go_read, go_write]:
+                os.close(fd)
+        print("ok")
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "ok\n", "")
+
+
+def test_stop_does_not_wait_for_a_fork_server_that_is_still_importing(tmp_path: Path) -> None:
+    """A module to preload whose import takes 8 s: the child is not ready within its 1 s, and
+    stop() returns within the few seconds a child killed before its fork is waited for."""
+    (tmp_path / "rr_slow_import.py").write_text("import time\ntime.sleep(8)\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        supervisor = Supervisor(
+            "the test child",
+            rr_supervised.in_turn,
+            {},
+            preload=["rr_slow_import"],
+            ready_timeout=1.0,
+        )
+        with pytest.raises(ChildUnready, match="was not ready within 1 s"):
+            supervisor.wait_ready()
+        started = time.monotonic()
+        supervisor.stop()
+        assert time.monotonic() - started < 7.5
+    finally:
+        sys.path.remove(str(tmp_path))
+
+
+def test_a_preloaded_module_reads_the_asking_processs_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a module reads from the environment when it is imported (a library's settings) is
+    what the asking process has, though the fork server imports it."""
+    (tmp_path / "rr_env_at_import.py").write_text(
+        "import os\nVALUE = os.environ.get('RR_AT_IMPORT')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("RR_AT_IMPORT", "the asker's")
+    supervisor = Supervisor(
+        "the test child", rr_supervised.in_turn, {}, preload=["rr_env_at_import"]
+    )
+    try:
+        assert supervisor.call(("module_value", "rr_env_at_import"), deadline=30) == "the asker's"
+    finally:
+        supervisor.stop()
+
+
+def test_a_childs_unflushed_output_and_exit_functions_are_not_lost(
+    supervised: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    marker = tmp_path / "at_exit"
+    supervisor = supervised()
+    supervisor.call(("print_and_exit_hook", ["printed, never flushed", str(marker)]), deadline=30)
+    supervisor.stop()
+    assert "printed, never flushed" in capfd.readouterr().out
+    assert marker.read_text() == "written at exit"
 
 
 def test_a_child_its_fork_server_cannot_fork_fails_what_waits_and_the_next_request_tries_again(

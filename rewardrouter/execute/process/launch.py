@@ -44,8 +44,6 @@ StartMethod = Literal["auto", "forkserver", "spawn"]
 
 #: Seconds a template may take to fork a worker (it may be finishing a warm-up call).
 FORK_SECONDS = 60.0
-#: Seconds the fork server may take to fork a template (importing the pool's modules first).
-TEMPLATE_SECONDS = 120.0
 
 
 @dataclass(eq=False)
@@ -263,28 +261,24 @@ class TemplateLauncher:
 
     def _fork_template(self, fd: int) -> int:
         """The pid of a template forked by the ``pools`` fork server, serving on ``fd``; a
-        server that died meanwhile is asked again once (its supervisor starts another)."""
+        server that died meanwhile is asked again once (its supervisor starts another). The
+        request's own bound (``FORK_SECONDS``) keeps a stuck server from holding it."""
         progress = self._progress
         for attempt in range(2):
             try:
-                forked = request_fork(
+                return request_fork(
                     "pools",
                     self._modules,
                     run_fresh_template,
                     [progress.count, self._modules, self._flush_seconds],
                     [fd, progress.fd],
                     session=False,
-                )
-                return forked.result(timeout=TEMPLATE_SECONDS)
+                ).result()
             except ChildDied:
                 if attempt:
                     raise
             except ChildError as exc:
                 raise OSError(f"the fork server could not fork a worker template: {exc}") from None
-            except TimeoutError:
-                raise TimeoutError(
-                    f"the fork server did not fork a worker template in {TEMPLATE_SECONDS:g} s"
-                ) from None
         raise AssertionError("unreachable")
 
     def _forked(self, template: _Template, slot: int) -> int | None:
