@@ -110,13 +110,15 @@ class Forked:
                 self._pidfd = None
 
     def _signal(self) -> None:
-        """Kill the child, if it is known and not reaped (``self._lock`` held)."""
+        """Kill the child and its group, if it is known and not reaped (``self._lock`` held):
+        the group only while the pidfd shows the leader alive, so its id is still its own."""
         pid = self.pid
-        if pid is None or self._reaped:
+        if pid is None or self._reaped or self._pidfd is None:
             return
-        if self._pidfd is not None:
-            with contextlib.suppress(OSError):
-                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+        try:
+            signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+        except OSError:  # exited: the server kills what is left of its group when it reaps it
+            return
         with contextlib.suppress(OSError):
             os.killpg(pid, signal.SIGKILL)
 
@@ -126,7 +128,9 @@ class Forked:
         killed before it was forked and no fork came within :data:`KILL_WAIT` seconds)."""
         try:
             data = self._read_status()
-            failed = self._answer_failure()
+            with self._lock:
+                given_up = self._killed_at is not None and self.pid is None
+            failed = self._answer_failure(0.0 if given_up else KILL_WAIT)
             with self._lock:
                 if len(data) == STATUS.size:
                     self._code, self._reaped = STATUS.unpack(data)[0], True
@@ -138,9 +142,7 @@ class Forked:
                     self._why = "exit status unknown: its fork server ended before it"
                 pidfd = self._pidfd
             if self._why is not None and pidfd is not None:
-                select.select([pidfd], [], [])  # its exit
-                with self._lock:
-                    self._signal()  # what is left of its group
+                _readable(pidfd, None)  # its exit (init reaps it; its group dies with it)
         finally:
             with self._lock:
                 self._done = True
@@ -161,7 +163,7 @@ class Forked:
                 killed_at = self._killed_at
             if unforked and killed_at is not None and time.monotonic() > killed_at + KILL_WAIT:
                 return data
-            if not select.select([self._status], [], [], 0.2)[0]:
+            if not _readable(self._status, 0.2):
                 continue
             try:
                 part = os.read(self._status, STATUS.size - len(data))
@@ -172,10 +174,11 @@ class Forked:
             data += part
         return data
 
-    def _answer_failure(self) -> BaseException | None:
-        """Why the server did not fork the child (None: it did, or has not answered)."""
+    def _answer_failure(self, wait: float) -> BaseException | None:
+        """Why the server did not fork the child (None: it did, or has not answered within
+        ``wait`` seconds)."""
         try:  # the server answers just after it closed its end of the status pipe
-            return self._forked.exception(timeout=KILL_WAIT)
+            return self._forked.exception(timeout=wait)
         except FutureTimeout:
             return None
         except BaseException as exc:  # cancelled
@@ -184,6 +187,14 @@ class Forked:
     def cause(self) -> str:
         """How the child ended, in :func:`~.boot.exit_cause`'s words (after :meth:`exited`)."""
         return self._why or exit_cause(self._code)
+
+
+def _readable(fd: int, timeout: float | None) -> bool:
+    """Whether ``fd`` becomes readable within ``timeout`` seconds (None: wait until it does);
+    ``poll``, which takes descriptors of any number (``select`` refuses those over 1023)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(None if timeout is None else int(timeout * 1000)))
 
 
 # -- the server's side ----------------------------------------------------------------------------
@@ -210,6 +221,7 @@ class _Forks:
 
     def __init__(self) -> None:
         self._statuses: dict[int, int] = {}  # child pid -> write end of its status pipe
+        self._forked: set[int] = set()  # what it forked and has not reaped (only those)
         signal.signal(signal.SIGCHLD, self._reap)
 
     def __call__(self, request: tuple[Any, ...], fds: Sequence[int] = ()) -> int:
@@ -241,7 +253,8 @@ class _Forks:
                 pid = os.fork()
                 if pid == 0:
                     self._child(function, fds, args, session, streams, status, mask)
-                if status is not None:  # recorded before its exit can be reaped
+                self._forked.add(pid)  # recorded before its exit can be reaped
+                if status is not None:
                     self._statuses[pid], status = status, None
             finally:
                 signal.pthread_sigmask(signal.SIG_SETMASK, mask)
@@ -261,11 +274,10 @@ class _Forks:
         mask: Any,
     ) -> None:
         """In the forked child: leave the server's state behind, take the asking process's
-        standard streams, call the entry point, and exit as an interpreter does (its exit
-        functions run, its streams flushed)."""
+        standard streams, call the entry point, and exit as an interpreter does (its threads
+        joined, its exit functions run, its streams flushed)."""
         code = 1
         try:
-            atexit._clear()  # the server's
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             for fd in [*self._statuses.values(), *([] if status is None else [status])]:
@@ -284,6 +296,8 @@ class _Forks:
                 traceback.print_exc()
         finally:
             with contextlib.suppress(BaseException):
+                threading._shutdown()  # type: ignore[attr-defined]  # as an interpreter does
+            with contextlib.suppress(BaseException):
                 atexit._run_exitfuncs()
             for stream in (sys.stdout, sys.stderr):
                 with contextlib.suppress(BaseException):
@@ -291,22 +305,23 @@ class _Forks:
             os._exit(code)
 
     def _reap(self, signum: int, frame: Any) -> None:
-        """Reap every child that exited; write each one's exit code to its status pipe. Safe
-        when re-entered (a ``SIGCHLD`` that comes while it runs runs it again inside): a child
-        the inner call reaped is skipped by the outer."""
-        while True:
+        """Reap every forked child that exited (a subprocess that an imported module started is
+        its own caller's to wait for); write each one's exit code to its status pipe. Safe when
+        re-entered (a ``SIGCHLD`` that comes while it runs runs it again inside): a child the
+        inner call reaped is skipped by the outer."""
+        for pid in list(self._forked):
             try:
-                found = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-            except ChildProcessError:
-                return
+                found = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:  # reaped by an inner call
+                continue
             if found is None:
-                return
-            pid = found.si_pid
+                continue
             kill_group(pid)  # exited, not reaped: its group's id is still its own
             try:
                 _, code = os.waitpid(pid, 0)
             except ChildProcessError:  # reaped by a call of this handler that interrupted it
                 continue
+            self._forked.discard(pid)
             fd = self._statuses.pop(pid, None)
             if fd is not None:
                 with contextlib.suppress(OSError):

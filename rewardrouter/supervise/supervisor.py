@@ -16,9 +16,9 @@ are forked by a fork server, and its workers use the same crash words (:func:`~.
 - **Ready.** The child calls ``setup(spec)`` (a top-level function, imported by name; ``spec``
   is pickled) and says ``ready`` with what the handler tells of itself, or ``failed`` with the
   exception. A child that cannot get ready (its setup raised, it died, it overran
-  ``ready_timeout``) is the supervisor's :attr:`~Supervisor.failure`: every request fails with
-  it, for a child set up the same way would fail the same way. (A child that its fork server
-  could not fork fails only the requests that waited for it: the next one tries again.)
+  ``ready_timeout``, its fork server could not fork it) is the supervisor's
+  :attr:`~Supervisor.failure`: every request fails with it, for a child set up the same way
+  would fail the same way.
 - **Requests.** Frames both ways are a header (:data:`HEADER`: request id, payload length,
   how many file descriptors are passed beside it) and a pickled payload, answered in any order:
   a handler whose ``__call__`` is a coroutine function answers many at once, another one at a
@@ -59,6 +59,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -434,6 +435,7 @@ class Supervisor:
         args = [fd, lifeline, self._entry]
         if self._preload is not None and forkserver.can_fork():
             status, write = os.pipe()
+            _IN_FLIGHT.add(write)  # a fork of this process meanwhile must not hold it open
             try:
                 forked = request_fork(
                     ",".join(self._preload),
@@ -444,7 +446,7 @@ class Supervisor:
                     session=True,
                     status=write,
                 )
-            except (ChildError, OSError) as exc:  # no fork server: this child starts fresh
+            except (ChildError, OSError, RuntimeError) as exc:  # no fork server: start fresh
                 os.close(status)
                 why = exc.cause if isinstance(exc, ChildError) else str(exc)
                 log.warning("%s: %s; it starts as a fresh interpreter", self.name, why)
@@ -454,7 +456,7 @@ class Supervisor:
             else:
                 return forkserver.Forked(forked, status)
             finally:
-                os.close(write)
+                _close([write])
         return _Started(start_python(run_child, args, [fd, lifeline], new_session=True))
 
     def _send(self, child: _Child, ident: int, data: bytes, fds: list[int]) -> None:
@@ -562,16 +564,13 @@ class Supervisor:
     ) -> None:
         """``child`` cannot get ready (``why``): the supervisor's :attr:`failure` is ``fresh``,
         or, for a child started after another died, says both; a child the supervisor killed,
-        one stopped, or one its fork server could not fork, fails only what waits for it."""
+        or one stopped, fails only what waits for it."""
         with self._lock:
             if child.ready.done():
                 return
-            unborn = child.exited.is_set() and child.process.pid is None
-            sticky = not self._closing and not child.retired and not unborn
+            sticky = not self._closing and not child.retired
             failed: ChildError
-            if unborn and not self._closing and not child.retired:
-                failed = ChildDied(f"{self.name} could not be started: {why}")
-            elif not sticky:
+            if not sticky:
                 how = "stopped" if self._closing else "killed by its supervisor"
                 failed = ChildDied(f"{self.name} {child.label} was {how} before it was ready")
             else:
@@ -617,8 +616,12 @@ class Supervisor:
         else:
             ended = f"{self.name} {child.label} died ({cause})"
         if not child.ready.done():  # the failure is set before the child is let go
-            why = cause if child.process.pid is None else f"it died ({cause}) while starting"
-            self._fail_ready(child, why, f"{ended} while starting")
+            if child.process.pid is None:
+                self._fail_ready(child, cause, ended)
+            else:
+                self._fail_ready(
+                    child, f"it died ({cause}) while starting", f"{ended} while starting"
+                )
         died = child.ready.exception() is None
         restart_failed: str | None = None
         with self._lock:
@@ -723,7 +726,7 @@ def request_fork(
     close its descriptors at once: copies are sent."""
     try:
         cwd: str | None = os.getcwd()
-    except OSError:  # the folder was removed: the child keeps the server's
+    except OSError:  # the folder was removed: the server stays in the one it is in
         cwd = None
     stdio = [n for n in (1, 2) if _is_open(n)]
     place = (sys.path, cwd, dict(os.environ), _umask(), stdio)
@@ -731,18 +734,59 @@ def request_fork(
                session, status is not None)  # fmt: skip
     passed = [*fds, *stdio, *([] if status is None else [status])]
     server = fork_server(key)
-    answer = server.request(request, fds=passed)
-    timer = threading.Timer(FORK_SECONDS, _overdue, (server, answer))
-    timer.daemon = True
-    timer.start()
-    answer.add_done_callback(lambda _: timer.cancel())
+    overdue = _Overdue(key, server)
+    try:
+        answer = server.request(request, fds=passed)
+    except BaseException:
+        overdue.cancel()
+        raise
+    overdue.watch(answer)
     return answer
 
 
-def _overdue(server: Supervisor, answer: Future[int]) -> None:
-    if not answer.done():
-        log.warning("%s did not fork within %g s: killed", server.name, FORK_SECONDS)
-        server.kill()
+#: When each fork server last answered (``time.monotonic()``), by key.
+_ANSWERED: dict[str, float] = {}
+
+
+class _Overdue:
+    """Kills a fork server that answers nothing for :data:`FORK_SECONDS` while a request of
+    its waits: time a request spends queued behind another's imports does not count, for the
+    server answered that one meanwhile. The timer is started before the request is sent, so
+    that a process out of threads fails the request unsent."""
+
+    def __init__(self, key: str, server: Supervisor) -> None:
+        self.key, self.server, self.pid = key, server, server.pid
+        self.answer: Future[int] | None = None
+        self._timer = self._start(FORK_SECONDS)
+
+    def _start(self, seconds: float) -> threading.Timer:
+        timer = threading.Timer(seconds, self._check)
+        timer.daemon = True
+        timer.start()
+        return timer
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+    def watch(self, answer: Future[int]) -> None:
+        self.answer = answer
+        answer.add_done_callback(self._answered)
+
+    def _answered(self, answer: Future[int]) -> None:
+        self._timer.cancel()
+        _ANSWERED[self.key] = time.monotonic()
+
+    def _check(self) -> None:
+        answer = self.answer
+        if answer is None or answer.done():
+            return
+        quiet = time.monotonic() - _ANSWERED.get(self.key, 0.0)
+        if quiet < FORK_SECONDS:  # it answered others meanwhile: this one waited its turn
+            self._timer = self._start(FORK_SECONDS - quiet)
+            return
+        if self.server.pid == self.pid or self.pid is None:  # the one it was sent to
+            log.warning("%s answered nothing in %g s: killed", self.server.name, FORK_SECONDS)
+            self.server.kill()
 
 
 def _umask() -> int:

@@ -563,26 +563,75 @@ def test_a_childs_unflushed_output_and_exit_functions_are_not_lost(
     assert marker.read_text() == "written at exit"
 
 
-def test_a_child_its_fork_server_cannot_fork_fails_what_waits_and_the_next_request_tries_again(
+def test_a_child_its_fork_server_cannot_fork_is_the_supervisors_failure_for_good(
     tmp_path: Path,
 ) -> None:
-    """A module to preload that ends the fork server while it imports: the requests that waited
-    fail saying why, the supervisor has no failure for good, and the next request asks a new
-    server (which fails the same way here)."""
+    """A module to preload that ends the fork server while it imports: as for a fresh child
+    that dies while starting, every request fails saying why, and no second server is asked
+    (it would import the same module)."""
     (tmp_path / "rr_ends_its_importer.py").write_text("import os\nos._exit(7)\n")
     sys.path.insert(0, str(tmp_path))
+    changes: list[Change] = []
     try:
         supervisor = Supervisor(
-            "the test child", rr_supervised.in_turn, {}, preload=["rr_ends_its_importer"]
+            "the test child",
+            rr_supervised.in_turn,
+            {},
+            preload=["rr_ends_its_importer"],
+            on_change=changes.append,
         )
         words = (
             r"^the test child could not be started: it could not be forked: the fork server "
             r"'rr_ends_its_importer,rr_supervised' \(pid \d+\) died \(exit status 7\)$"
         )
         for _ in range(2):
-            with pytest.raises(ChildDied, match=words):
+            with pytest.raises(ChildUnready, match=words):
                 supervisor.call(("echo", 1), deadline=30)
-            assert supervisor.failure is None
+        assert supervisor.failure is not None
+        assert [c.kind for c in changes] == ["failure"]
         supervisor.stop()
     finally:
         sys.path.remove(str(tmp_path))
+
+
+def test_a_subprocess_a_preloaded_module_runs_is_its_own_to_wait_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fork server reaps what it forked, not a subprocess that a module it imports runs
+    (whose exit status that module reads)."""
+    (tmp_path / "rr_runs_at_import.py").write_text(
+        "import subprocess\nVALUE = subprocess.run(['sh', '-c', 'exit 3']).returncode\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    supervisor = Supervisor(
+        "the test child", rr_supervised.in_turn, {}, preload=["rr_runs_at_import"]
+    )
+    try:
+        assert supervisor.call(("module_value", "rr_runs_at_import"), deadline=30) == 3
+    finally:
+        supervisor.stop()
+
+
+def test_a_deadline_kills_the_child_of_a_process_with_over_a_thousand_descriptors_open(
+    supervised: Any,
+) -> None:
+    """Descriptors numbered past 1023 (a trainer with many files and sockets open): the child
+    is still watched and killed (``select`` would refuse such a number)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"this process may open only {hard} descriptors")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    opened = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        supervisor = supervised()
+        first = supervisor.call(("pid", None), deadline=30)
+        with pytest.raises(ChildTimeout, match="was killed"):
+            supervisor.call(("sleep", 60), deadline=1.0)
+        assert gone(first)
+        assert supervisor.call(("pid", None), deadline=30) not in (first, None)
+    finally:
+        for fd in opened:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -160,7 +160,9 @@ class _Process:
                 return False
             return True
         if self._pidfd is not None:
-            return bool(select.select([self._pidfd], [], [], timeout)[0])
+            poller = select.poll()  # select refuses descriptors over 1023
+            poller.register(self._pidfd, select.POLLIN)
+            return bool(poller.poll(int(timeout * 1000)))
         deadline = time.monotonic() + timeout
         while True:
             try:
