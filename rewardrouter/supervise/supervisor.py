@@ -19,8 +19,9 @@ are forked by a fork server, and its workers use the same crash words (:func:`~.
   ``ready_timeout``, its fork server could not fork it) is the supervisor's
   :attr:`~Supervisor.failure`: every request fails with it, for a child set up the same way
   would fail the same way.
-- **Requests.** Frames both ways are a header (:data:`HEADER`: request id, payload length,
-  how many file descriptors are passed beside it) and a pickled payload, answered in any order:
+- **Requests.** Frames both ways are a header (:data:`~.frames.HEADER`: request id, payload
+  length, how many file descriptors are passed beside it) and a pickled payload
+  (:mod:`.frames`), answered in any order (:mod:`.child` is the child's side):
   a handler whose ``__call__`` is a coroutine function answers many at once, another one at a
   time. Requests sent before the child is ready wait for it and reach it in the order they were
   made. An answer that cannot be pickled, or unpickled, fails its request alone.
@@ -37,6 +38,7 @@ are forked by a fork server, and its workers use the same crash words (:func:`~.
   answering, closes its handler (``close()``) and exits, or is killed after ``stop_grace``
   seconds (at once while it is still setting up: it holds nothing to finish).
 
+>>> from rewardrouter.supervise.child import echo
 >>> supervisor = Supervisor("the echo process", echo, "hello, ")
 >>> supervisor.wait_ready()["pid"] == supervisor.pid
 True
@@ -48,14 +50,10 @@ True
 from __future__ import annotations
 
 import contextlib
-import importlib
-import inspect
 import logging
 import os
 import pickle
-import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -67,7 +65,6 @@ from dataclasses import dataclass, field
 from itertools import count
 from typing import Any, Literal, Protocol
 
-from rewardrouter.errors import message_of
 from rewardrouter.supervise import forkserver
 from rewardrouter.supervise.boot import (
     cut_lifeline,
@@ -76,18 +73,18 @@ from rewardrouter.supervise.boot import (
     new_lifeline,
     start_python,
 )
+from rewardrouter.supervise.child import run_child
+from rewardrouter.supervise.frames import (
+    IN_FLIGHT,
+    MAX_FDS,
+    close_all,
+    describe,
+    receive,
+    send_frame,
+)
 
 log = logging.getLogger("rewardrouter.supervise")
 
-#: A frame's header: request id (0: the child's setup, both ways), payload length, and how many
-#: file descriptors came with it (passed with ``SCM_RIGHTS`` beside the header).
-HEADER = struct.Struct("!QQI")
-#: The most file descriptors one request may carry.
-MAX_FDS = 16
-#: The most bytes read from the socket at once (a payload of any size arrives in such pieces).
-BUFFER = 4 * 2**20
-#: What an error message from the child is cut to.
-MESSAGE_CHARS = 500
 #: Seconds the socket of a child that exited may stay open (held by a process it started that
 #: left its group) before the supervisor stops reading it.
 SOCKET_GRACE = 2.0
@@ -278,7 +275,7 @@ class Supervisor:
         """Send ``payload`` to the child (once it is ready); the future holds the handler's
         answer, or a :class:`ChildError`. Does not wait for the answer (it may wait to send a
         large payload). Raises :class:`ChildError` when no child can answer: stopped, or
-        :attr:`failure`. With ``fds`` (file descriptors, at most :data:`MAX_FDS`), copies
+        :attr:`failure`. With ``fds`` (file descriptors, at most :data:`~.frames.MAX_FDS`), copies
         are sent along, and the handler is called as ``handler(payload, fds)`` with the
         child's numbers of them, which it then owns; the caller may close its own at once."""
         return self._request(None, payload, fds)
@@ -354,7 +351,7 @@ class Supervisor:
         try:
             for fd in fds:
                 copies.append(os.dup(fd))
-                _IN_FLIGHT.add(copies[-1])
+                IN_FLIGHT.add(copies[-1])
             with self._lock:
                 if child is None:
                     child = self._current_locked()
@@ -367,7 +364,7 @@ class Supervisor:
                     child.queued.append((ident, data, copies))
                     return answer
         except BaseException:
-            _close(copies)
+            close_all(copies)
             raise
         self._send(child, ident, data, copies)
         return answer
@@ -435,7 +432,7 @@ class Supervisor:
         args = [fd, lifeline, self._entry]
         if self._preload is not None and forkserver.can_fork():
             status, write = os.pipe()
-            _IN_FLIGHT.add(write)  # a fork of this process meanwhile must not hold it open
+            IN_FLIGHT.add(write)  # a fork of this process meanwhile must not hold it open
             try:
                 forked = request_fork(
                     ",".join(self._preload),
@@ -456,16 +453,16 @@ class Supervisor:
             else:
                 return forkserver.Forked(forked, status)
             finally:
-                _close([write])
+                close_all([write])
         return _Started(start_python(run_child, args, [fd, lifeline], new_session=True))
 
     def _send(self, child: _Child, ident: int, data: bytes, fds: list[int]) -> None:
         """Send one frame to ``child`` and close ``fds`` (the request's copies)."""
         try:
             with child.send_lock, contextlib.suppress(OSError):  # a dead child: the reader tells
-                _send_frame(child.sock, ident, data, fds)
+                send_frame(child.sock, ident, data, fds)
         finally:
-            _close(fds)
+            close_all(fds)
 
     def _read(self, child: _Child) -> None:
         """The child's reader thread: send the setup, pass the answers on; when the socket
@@ -473,8 +470,8 @@ class Supervisor:
         try:
             self._send(child, 0, self._spec, [])
             while True:
-                ident, payload, fds = _receive(child.sock)
-                _close(fds)  # a child sends none
+                ident, payload, fds = receive(child.sock)
+                close_all(fds)  # a child sends none
                 if ident == 0:
                     self._on_ready(child, payload)
                 else:
@@ -507,7 +504,7 @@ class Supervisor:
         try:
             ok, value = pickle.loads(payload)
         except Exception as exc:
-            answer.set_exception(ChildRaised(f"its answer could not be read: {_message(exc)}"))
+            answer.set_exception(ChildRaised(f"its answer could not be read: {describe(exc)}"))
             return
         if ok:
             answer.set_result(value)
@@ -518,10 +515,10 @@ class Supervisor:
         try:
             kind, value = pickle.loads(payload)
         except Exception as exc:
-            kind, value = "failed", f"its setup's message could not be read: {_message(exc)}"
+            kind, value = "failed", f"its setup's message could not be read: {describe(exc)}"
         if kind != "ready":
             error = value if isinstance(value, BaseException) else None
-            why = _message(value) if error is not None else str(value)
+            why = describe(value) if error is not None else str(value)
             self._fail_ready(child, why, f"{self.name} could not start: {why}", error)
             return
         with self._lock:
@@ -544,20 +541,20 @@ class Supervisor:
             except BaseException:
                 child.send_lock.release()
                 for _, _, fds in queued:
-                    _close(fds)
+                    close_all(fds)
                 raise
 
     def _flush(self, child: _Child, queued: list[_Queued]) -> None:
         """Send the requests that waited for ``child`` to be ready (its send lock held)."""
         try:
             for ident, data, fds in queued:
-                _send_frame(child.sock, ident, data, fds)
+                send_frame(child.sock, ident, data, fds)
         except OSError:
             pass  # a dead child: the reader reports
         finally:
             child.send_lock.release()
             for _, _, fds in queued:
-                _close(fds)
+                close_all(fds)
 
     def _fail_ready(
         self, child: _Child, why: str, fresh: str, error: BaseException | None = None
@@ -582,7 +579,7 @@ class Supervisor:
             waiting = list(child.pending.values())
             child.pending.clear()
             for _, _, fds in child.queued:
-                _close(fds)
+                close_all(fds)
             child.queued.clear()
             report = sticky and self.failure is None
             if report and isinstance(failed, ChildUnready):
@@ -806,236 +803,3 @@ def _is_open(fd: int) -> bool:
     except OSError:
         return False
     return True
-
-
-def _send_frame(sock: socket.socket, ident: int, data: bytes, fds: Sequence[int] = ()) -> None:
-    """One frame to ``sock`` (its sender's lock held): the header, with ``fds`` passed beside
-    it, then the payload as it is, never copied behind the header (a request's body may be many
-    megabytes)."""
-    header = HEADER.pack(ident, len(data), len(fds))
-    if fds:
-        sent = socket.send_fds(sock, [header], list(fds))
-        sock.sendall(header[sent:])
-    else:
-        sock.sendall(header)
-    sock.sendall(data)
-
-
-def _receive(sock: socket.socket) -> tuple[int, bytes, list[int]]:
-    """One frame from ``sock``: id, payload, and the file descriptors that came with it (the
-    receiver's to close). ``EOFError`` at the socket's end."""
-    if hasattr(socket, "recv_fds"):
-        head, fds, flags, _ = socket.recv_fds(sock, HEADER.size, MAX_FDS)
-        if flags & socket.MSG_CTRUNC:
-            _close(fds)
-            raise OSError("a frame carried more file descriptors than this process could take")
-    else:
-        head, fds = sock.recv(HEADER.size), []
-    if not head:
-        raise EOFError
-    try:
-        ident, length, count = HEADER.unpack(head + _exactly(sock, HEADER.size - len(head)))
-        if count != len(fds):
-            raise OSError(f"a frame announced {count} file descriptor(s) and carried {len(fds)}")
-        return ident, _exactly(sock, length), fds
-    except BaseException:
-        _close(fds)
-        raise
-
-
-def _close(fds: Sequence[int]) -> None:
-    for fd in fds:
-        _IN_FLIGHT.discard(fd)
-        with contextlib.suppress(OSError):
-            os.close(fd)
-
-
-#: The copies of request descriptors not yet sent: a process forked from this one (a data
-#: loader's worker) drops them, else a status pipe's write end would stay open there.
-_IN_FLIGHT: set[int] = set()
-
-
-def _drop_in_flight() -> None:
-    if not _IN_FLIGHT:
-        return
-    null = os.open(os.devnull, os.O_RDONLY)
-    for fd in _IN_FLIGHT:  # the number stays taken (by /dev/null): nothing else reuses it
-        with contextlib.suppress(OSError):
-            os.dup2(null, fd)
-    os.close(null)
-    _IN_FLIGHT.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_drop_in_flight)
-
-
-def _exactly(sock: socket.socket, size: int) -> bytes:
-    """Exactly ``size`` bytes from ``sock``; ``EOFError`` at its end."""
-    parts = []
-    while size:
-        part = sock.recv(min(size, BUFFER))
-        if not part:
-            raise EOFError
-        parts.append(part)
-        size -= len(part)
-    return b"".join(parts)
-
-
-def _message(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {message_of(exc, MESSAGE_CHARS)}"
-
-
-# -- the child's side ----------------------------------------------------------------------------
-
-
-def run_child(fd: int, lifeline: int, entry: str) -> None:
-    """The child: watch the lifeline, build the handler from the spec the supervisor sends, say
-    ``ready`` (or ``failed``), then answer requests until the socket closes."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the supervisor decides when to stop
-    # The watcher blocks SIGCHLD, so that a handler's own SIGCHLD handler (a fork server's)
-    # interrupts the main thread's wait for requests.
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
-    try:
-        threading.Thread(target=_watch_lifeline, args=(lifeline,), daemon=True).start()
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-    if hasattr(os, "register_at_fork"):  # a process a handler forks holds neither descriptor
-        os.register_at_fork(after_in_child=lambda: _cover(fd, lifeline))
-    sock = socket.socket(fileno=fd)
-    try:
-        _, spec, fds = _receive(sock)
-        _close(fds)
-    except (EOFError, OSError):  # stopped before it was sent
-        return
-    module, _, name = entry.partition(":")
-    try:
-        handler = getattr(importlib.import_module(module), name)(pickle.loads(spec))
-    except BaseException as exc:  # everything a setup can raise is reported, not a traceback
-        _reply(sock, threading.Lock(), 0, ("failed", _sendable(exc)))
-        return
-    try:
-        _reply(sock, threading.Lock(), 0, ("ready", getattr(handler, "info", None)))
-        if inspect.iscoroutinefunction(type(handler).__call__):
-            import asyncio
-
-            asyncio.run(_answer_async(handler, sock))
-        else:
-            _answer_in_turn(handler, sock)
-    finally:
-        getattr(handler, "close", lambda: None)()
-        sock.close()
-
-
-def _watch_lifeline(lifeline: int) -> None:
-    """Kill this process's group when the supervisor's process is gone (the lifeline closed)."""
-    while os.read(lifeline, 512):
-        pass
-    os.killpg(0, signal.SIGKILL)
-
-
-def _cover(*fds: int) -> None:
-    """In a process forked from the child: the socket's and the lifeline's numbers taken by
-    /dev/null instead."""
-    null = os.open(os.devnull, os.O_RDONLY)
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            os.dup2(null, fd)
-    os.close(null)
-
-
-def _answer_in_turn(handler: Any, sock: socket.socket) -> None:
-    lock = threading.Lock()
-    while True:
-        try:
-            ident, payload, fds = _receive(sock)
-        except (EOFError, OSError):
-            return
-        _reply(sock, lock, ident, _answered(handler, payload, fds))
-
-
-async def _answer_async(handler: Any, sock: socket.socket) -> None:
-    import asyncio
-
-    loop = asyncio.get_running_loop()
-    lock = threading.Lock()
-    tasks: set[asyncio.Task[None]] = set()
-    stopping = False
-
-    async def answer(ident: int, payload: bytes, fds: list[int]) -> None:
-        try:
-            reply: tuple[bool, Any] = (True, await handler(*_arguments(payload, fds)))
-        except asyncio.CancelledError:
-            if stopping:
-                raise
-            reply = (False, "CancelledError: the handler was cancelled")
-        except Exception as exc:
-            reply = (False, _message(exc))
-        await loop.run_in_executor(None, _reply, sock, lock, ident, reply)
-
-    while True:
-        try:
-            ident, payload, fds = await loop.run_in_executor(None, _receive, sock)
-        except (EOFError, OSError):
-            break
-        task = asyncio.create_task(answer(ident, payload, fds))
-        tasks.add(task)
-        task.add_done_callback(tasks.discard)
-    stopping = True
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-
-
-def _arguments(payload: bytes, fds: list[int]) -> tuple[Any, ...]:
-    """What the handler is called with: the request, and its file descriptors if it has any
-    (the handler's from then on)."""
-    try:
-        request = pickle.loads(payload)
-    except BaseException:
-        _close(fds)
-        raise
-    return (request, fds) if fds else (request,)
-
-
-def _answered(handler: Any, payload: bytes, fds: list[int]) -> tuple[bool, Any]:
-    try:
-        return True, handler(*_arguments(payload, fds))
-    except Exception as exc:  # this request fails, not the child
-        return False, _message(exc)
-
-
-def _reply(sock: socket.socket, lock: threading.Lock, ident: int, value: Any) -> None:
-    try:
-        data = pickle.dumps(value)
-    except Exception as exc:  # an answer that cannot be pickled fails its request alone
-        kind = "failed" if ident == 0 else False
-        data = pickle.dumps((kind, f"its answer could not be sent: {_message(exc)}"))
-    with lock, contextlib.suppress(OSError):  # the supervisor stopped listening
-        _send_frame(sock, ident, data)
-
-
-def _sendable(exc: BaseException) -> BaseException | str:
-    """``exc`` if it comes back from pickling as it was, else its message."""
-    try:
-        same = str(pickle.loads(pickle.dumps(exc))) == str(exc)
-    except Exception:
-        same = False
-    return exc if same else _message(exc)
-
-
-# -- the doctest's child -------------------------------------------------------------------------
-
-
-class _Echo:
-    def __init__(self, prefix: str) -> None:
-        self.prefix = prefix
-        self.info = {"pid": os.getpid()}
-
-    def __call__(self, text: str) -> str:
-        return self.prefix + text
-
-
-def echo(prefix: str) -> _Echo:
-    """A setup for the module's example: answers each text with ``prefix`` before it."""
-    return _Echo(prefix)

@@ -287,7 +287,7 @@ def test_a_child_whose_supervisor_left_while_it_set_up_ends_quietly() -> None:
     code = textwrap.dedent(
         """
         import os, pickle, socket, sys
-        from rewardrouter.supervise import supervisor
+        from rewardrouter.supervise import child as supervised_child, frames
 
         ours, theirs = socket.socketpair()
         lifeline, keep = os.pipe()
@@ -296,11 +296,11 @@ def test_a_child_whose_supervisor_left_while_it_set_up_ends_quietly() -> None:
             ours.close()
             os.close(keep)
             os.setsid()  # a group of its own, as the supervisor starts it
-            supervisor.run_child(theirs.fileno(), lifeline, "rr_supervised:in_turn")
+            supervised_child.run_child(theirs.fileno(), lifeline, "rr_supervised:in_turn")
             os._exit(0)
         theirs.close()
         spec = pickle.dumps({"closed_marker": sys.argv[1]})
-        ours.sendall(supervisor.HEADER.pack(0, len(spec), 0) + spec)
+        ours.sendall(frames.HEADER.pack(0, len(spec), 0) + spec)
         ours.close()
         _, status = os.waitpid(child, 0)
         sys.exit(os.waitstatus_to_exitcode(status))
