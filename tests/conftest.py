@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import json
 import logging
+import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,6 +44,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """The last lines of a run that skipped tests: how many, and why, grouped by reason (a
     missing trainer checkout, no CUDA device), so that such a run never reads as a full pass."""
+    _cpu_report(terminalreporter)
     skipped = terminalreporter.stats.get("skipped", [])
     if not skipped:
         return
@@ -53,6 +57,63 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     terminalreporter.write_sep("=", f"NOT A FULL RUN: {len(skipped)} test(s) skipped", yellow=True)
     for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
         terminalreporter.write_line(f"  {count} skipped: {reason}")
+
+
+# -- where the suite's CPU goes (RR_CPU_REPORT=<folder>) -------------------------------------------
+
+#: Per test file: CPU seconds of the test process, of the processes it waited for (commands,
+#: workers, servers, Ray's daemons at shutdown), and wall seconds; this process's tests only.
+_CPU: dict[str, list[float]] = {}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    if not os.environ.get("RR_CPU_REPORT"):
+        yield
+        return
+    before, started = os.times(), time.monotonic()
+    yield
+    after = os.times()
+    spent = _CPU.setdefault(item.nodeid.split("::")[0], [0.0, 0.0, 0.0])
+    spent[0] += after.user + after.system - before.user - before.system
+    spent[1] += (after.children_user + after.children_system
+                 - before.children_user - before.children_system)  # fmt: skip
+    spent[2] += time.monotonic() - started
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    folder = os.environ.get("RR_CPU_REPORT")
+    if folder and _CPU:
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        (Path(folder) / f"cpu.{worker}.json").write_text(json.dumps(_CPU))
+
+
+def _cpu_report(terminalreporter: Any) -> None:
+    """The CPU and wall seconds of the run's tests by family (tests/<family>/...), from every
+    worker's record: where ``make test``'s time goes."""
+    folder = os.environ.get("RR_CPU_REPORT")
+    if not folder:
+        return
+    families: dict[str, list[float]] = {}
+    for record in Path(folder).glob("cpu.*.json"):
+        for path, spent in json.loads(record.read_text()).items():
+            parts = path.split("/")
+            family = parts[1] if len(parts) > 2 else "tests/*.py"
+            total = families.setdefault(family, [0.0, 0.0, 0.0])
+            for i, value in enumerate(spent):
+                total[i] += value
+    terminalreporter.write_sep(
+        "=", "CPU by test family (s): tests, their waited-for children, wall"
+    )
+    for family, (own, children, wall) in sorted(families.items(), key=lambda f: -f[1][0] - f[1][1]):
+        terminalreporter.write_line(
+            f"  {family:<14} {own + children:7.1f} = {own:6.1f} + {children:6.1f}   {wall:7.1f}"
+        )
+    own, children, wall = (sum(f[i] for f in families.values()) for i in range(3))
+    terminalreporter.write_line(
+        f"  {'all':<14} {own + children:7.1f} = {own:6.1f} + {children:6.1f}   {wall:7.1f}"
+    )
 
 
 @pytest.fixture(autouse=True)
