@@ -87,6 +87,11 @@ class Forked:
             return None
         return self._forked.result()
 
+    def known(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the server's answer (the child's pid)."""
+        with contextlib.suppress(Exception):
+            self._forked.exception(timeout=timeout)
+
     def kill(self) -> None:
         """``SIGKILL`` the child and its process group, now or as soon as it is forked."""
         with self._lock:

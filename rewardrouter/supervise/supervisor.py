@@ -141,6 +141,10 @@ class _Process(Protocol):
     @property
     def pid(self) -> int | None: ...
 
+    def known(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for :attr:`pid` to be known (a child that said it is
+        ready exists, but its server's answer may still be on its way)."""
+
     def kill(self) -> None:
         """``SIGKILL`` its process group (not called once :meth:`exited` returned)."""
 
@@ -157,6 +161,9 @@ class _Started:
     def __init__(self, popen: subprocess.Popen[bytes]) -> None:
         self.popen = popen
         self.pid: int | None = popen.pid
+
+    def known(self, timeout: float) -> None:
+        pass
 
     def kill(self) -> None:
         kill_group(self.popen.pid)
@@ -521,6 +528,7 @@ class Supervisor:
             why = describe(value) if error is not None else str(value)
             self._fail_ready(child, why, f"{self.name} could not start: {why}", error)
             return
+        child.process.known(forkserver.KILL_WAIT)  # a ready child's pid is known
         with self._lock:
             if child.ready.done():  # too late: failed at ready_timeout
                 return
@@ -716,11 +724,13 @@ def request_fork(
     the child this process's standard output and error: it starts where a fresh interpreter
     started now would (not taken: resource limits and CPU affinity, the server's since it
     started). The future holds the child's pid, or the :class:`ChildError` of a server that
-    could not answer within :data:`FORK_SECONDS`. Raises :class:`ChildError` when no server
-    can answer, ``OSError`` when a descriptor cannot be copied. The child leads a session of
-    its own (``session``), else a process group. With ``status`` (the write end of a pipe),
-    the server writes the child's exit code there when it reaps the child. The caller may
-    close its descriptors at once: copies are sent."""
+    could not answer within :data:`FORK_SECONDS`. A server that died before it answered (it
+    may have died before the request reached it) is asked again once, as the next one: only
+    two deaths in a row fail the request. Raises :class:`ChildError` when no server can
+    answer, ``OSError`` when a descriptor cannot be copied. The child leads a session of its
+    own (``session``), else a process group. With ``status`` (the write end of a pipe), the
+    server writes the child's exit code there when it reaps the child. The caller may close
+    its descriptors at once: copies are kept until the answer."""
     try:
         cwd: str | None = os.getcwd()
     except OSError:  # the folder was removed: the server stays in the one it is in
@@ -729,16 +739,45 @@ def request_fork(
     place = (sys.path, cwd, dict(os.environ), _umask(), stdio)
     request = (place, list(modules), f"{entry.__module__}:{entry.__qualname__}", list(args),
                session, status is not None)  # fmt: skip
-    passed = [*fds, *stdio, *([] if status is None else [status])]
+    held: list[int] = []  # kept for a second request, dropped by forks of this process
+    try:
+        for fd in [*fds, *stdio, *([] if status is None else [status])]:
+            held.append(os.dup(fd))
+            IN_FLIGHT.add(held[-1])
+        outcome: Future[int] = Future()
+        outcome.add_done_callback(lambda _: close_all(held))
+        _ask(key, request, held, outcome, again=True)
+    except BaseException:
+        close_all(held)
+        raise
+    return outcome
+
+
+def _ask(key: str, request: Any, fds: list[int], outcome: Future[int], *, again: bool) -> None:
+    """Send ``request`` to the fork server ``key``; its answer settles ``outcome``, or, when
+    the server died first and ``again``, a second request does."""
     server = fork_server(key)
     overdue = _Overdue(key, server)
     try:
-        answer = server.request(request, fds=passed)
+        answer = server.request(request, fds=fds)
     except BaseException:
         overdue.cancel()
         raise
     overdue.watch(answer)
-    return answer
+
+    def settle(answer: Future[int]) -> None:
+        failed = answer.exception()
+        if isinstance(failed, ChildDied) and again:
+            try:
+                _ask(key, request, fds, outcome, again=False)
+            except BaseException as exc:
+                outcome.set_exception(exc)
+        elif failed is not None:
+            outcome.set_exception(failed)
+        else:
+            outcome.set_result(answer.result())
+
+    answer.add_done_callback(settle)
 
 
 #: When each fork server last answered (``time.monotonic()``), by key.

@@ -635,3 +635,21 @@ def test_a_deadline_kills_the_child_of_a_process_with_over_a_thousand_descriptor
         for fd in opened:
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_a_fork_server_that_died_just_before_a_request_is_replaced_for_it() -> None:
+    """The server is killed and a child asked of it at once, before its supervisor saw the
+    death: the request goes to the next server, and the child starts (5 times over)."""
+    first = Supervisor("the test child", rr_supervised.in_turn, {}, preload=["json"])
+    made = [first]
+    try:
+        first.call(("pid", None), deadline=30)
+        for _ in range(5):
+            pid = fork_server("json,rr_supervised").pid
+            assert pid is not None
+            os.kill(pid, signal.SIGKILL)
+            made.append(Supervisor("the test child", rr_supervised.in_turn, {}, preload=["json"]))
+            assert made[-1].call(("pid", None), deadline=30) not in (pid, None)
+    finally:
+        for supervisor in made:
+            supervisor.stop()

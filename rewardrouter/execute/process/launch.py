@@ -38,7 +38,7 @@ from rewardrouter.execute.process.shared import SharedDoubles
 from rewardrouter.execute.process.template import run_fresh_template
 from rewardrouter.execute.process.worker import TASK, serve_fresh
 from rewardrouter.supervise.boot import kill_group, start_python
-from rewardrouter.supervise.supervisor import ChildDied, ChildError, request_fork
+from rewardrouter.supervise.supervisor import ChildError, request_fork
 
 StartMethod = Literal["auto", "forkserver", "spawn"]
 
@@ -262,26 +262,20 @@ class TemplateLauncher:
         return _Process(popen.pid, popen)
 
     def _fork_template(self, fd: int) -> int:
-        """The pid of a template forked by the ``pools`` fork server, serving on ``fd``; a
-        server that died meanwhile is asked again once (its supervisor starts another). The
-        request's own bound (``FORK_SECONDS``) keeps a stuck server from holding it."""
+        """The pid of a template forked by the ``pools`` fork server, serving on ``fd`` (the
+        request is asked again of a new server if one died, and bounded: ``FORK_SECONDS``)."""
         progress = self._progress
-        for attempt in range(2):
-            try:
-                return request_fork(
-                    "pools",
-                    self._modules,
-                    run_fresh_template,
-                    [progress.count, self._modules, self._flush_seconds],
-                    [fd, progress.fd],
-                    session=False,
-                ).result()
-            except ChildDied:
-                if attempt:
-                    raise
-            except ChildError as exc:
-                raise OSError(f"the fork server could not fork a worker template: {exc}") from None
-        raise AssertionError("unreachable")
+        try:
+            return request_fork(
+                "pools",
+                self._modules,
+                run_fresh_template,
+                [progress.count, self._modules, self._flush_seconds],
+                [fd, progress.fd],
+                session=False,
+            ).result()
+        except ChildError as exc:
+            raise OSError(f"the fork server could not fork a worker template: {exc}") from None
 
     def _forked(self, template: _Template, slot: int) -> int | None:
         """The pid of the worker forked into ``slot``; None if the template refused (tainted)."""
