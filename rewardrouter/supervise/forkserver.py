@@ -168,7 +168,9 @@ class Forked:
                 killed_at = self._killed_at
             if unforked and killed_at is not None and time.monotonic() > killed_at + KILL_WAIT:
                 return data
-            if not _readable(self._status, 0.2):
+            # Once forked, the pipe ends for sure (an exit code, or the server's end); until
+            # then a kill must be noticed.
+            if not _readable(self._status, 0.2 if self.pid is None else None):
                 continue
             try:
                 part = os.read(self._status, STATUS.size - len(data))
