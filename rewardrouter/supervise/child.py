@@ -15,6 +15,7 @@ import socket
 import threading
 from typing import Any
 
+from rewardrouter.supervise.boot import die_with_parent
 from rewardrouter.supervise.frames import close_all, describe, receive, send_frame
 
 
@@ -37,6 +38,7 @@ def run_child(fd: int, lifeline: int, entry: str) -> None:
         close_all(fds)
     except (EOFError, OSError):  # stopped before it was sent
         return
+    die_with_parent(0)  # forked: its supervisor has its pid now, so it may outlive its server
     module, _, name = entry.partition(":")
     try:
         handler = getattr(importlib.import_module(module), name)(pickle.loads(spec))

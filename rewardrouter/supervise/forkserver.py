@@ -44,7 +44,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from rewardrouter.introspect import import_quietly
-from rewardrouter.supervise.boot import exit_cause, kill_group
+from rewardrouter.supervise.boot import die_with_parent, exit_cause, kill_group
 
 #: A child's exit code, as the server writes it to the child's status pipe.
 STATUS = struct.Struct("!i")
@@ -87,10 +87,12 @@ class Forked:
             return None
         return self._forked.result()
 
-    def known(self, timeout: float) -> None:
-        """Wait up to ``timeout`` seconds for the server's answer (the child's pid)."""
+    def known(self, timeout: float) -> bool:
+        """Whether the server's answer (the child's pid, or why there is none) is in, waiting
+        up to ``timeout`` seconds for it."""
         with contextlib.suppress(Exception):
             self._forked.exception(timeout=timeout)
+        return self._forked.done()
 
     def kill(self) -> None:
         """``SIGKILL`` the child and its process group, now or as soon as it is forked."""
@@ -257,9 +259,10 @@ class _Forks:
                     stream.flush()
             mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
             try:
+                server = os.getpid()
                 pid = os.fork()
                 if pid == 0:
-                    self._child(function, fds, args, session, streams, status, mask)
+                    self._child(function, fds, args, session, streams, status, mask, server)
                 self._forked.add(pid)  # recorded before its exit can be reaped
                 if status is not None:
                     self._statuses[pid], status = status, None
@@ -279,12 +282,22 @@ class _Forks:
         streams: list[tuple[int, int]],
         status: int | None,
         mask: Any,
+        server: int,
     ) -> None:
         """In the forked child: leave the server's state behind, take the asking process's
         standard streams, call the entry point, and exit as an interpreter does (its threads
-        joined, its exit functions run, its streams flushed)."""
+        joined, its exit functions run, its streams flushed).
+
+        A supervised child (``session``) dies with the server until its supervisor has the
+        server's answer (:func:`~.child.run_child` then lets go, when its setup arrives): a
+        server that dies between the fork and its answer leaves no child behind, so the request
+        can go to the next server without two children on one socket."""
         code = 1
         try:
+            if session:
+                die_with_parent(signal.SIGKILL)
+                if os.getppid() != server:  # it died before the line above
+                    os._exit(1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             for fd in [*self._statuses.values(), *([] if status is None else [status])]:

@@ -42,6 +42,8 @@ def receive(sock: socket.socket) -> tuple[int, bytes, list[int]]:
     receiver's to close). ``EOFError`` at the socket's end."""
     if hasattr(socket, "recv_fds"):
         head, fds, flags, _ = socket.recv_fds(sock, HEADER.size, MAX_FDS)
+        for fd in fds:  # as every descriptor Python opens: a program it execs gets none
+            os.set_inheritable(fd, False)
         if flags & socket.MSG_CTRUNC:
             close_all(fds)
             raise OSError("a frame carried more file descriptors than this process could take")

@@ -141,9 +141,9 @@ class _Process(Protocol):
     @property
     def pid(self) -> int | None: ...
 
-    def known(self, timeout: float) -> None:
-        """Wait up to ``timeout`` seconds for :attr:`pid` to be known (a child that said it is
-        ready exists, but its server's answer may still be on its way)."""
+    def known(self, timeout: float) -> bool:
+        """Whether it is known whether the process exists (a fork server's answer is in),
+        waiting up to ``timeout`` seconds."""
 
     def kill(self) -> None:
         """``SIGKILL`` its process group (not called once :meth:`exited` returned)."""
@@ -162,8 +162,8 @@ class _Started:
         self.popen = popen
         self.pid: int | None = popen.pid
 
-    def known(self, timeout: float) -> None:
-        pass
+    def known(self, timeout: float) -> bool:
+        return True
 
     def kill(self) -> None:
         kill_group(self.popen.pid)
@@ -475,6 +475,7 @@ class Supervisor:
         """The child's reader thread: send the setup, pass the answers on; when the socket
         ends, reap the child and fail what it did not answer."""
         try:
+            self._await_fork(child)
             self._send(child, 0, self._spec, [])
             while True:
                 ident, payload, fds = receive(child.sock)
@@ -490,6 +491,12 @@ class Supervisor:
         finally:
             child.read.set()
             self._ended(child)
+
+    def _await_fork(self, child: _Child) -> None:
+        """A forked child is sent its setup once its server's answer is in (until then it dies
+        with the server: see :mod:`.forkserver`), or once it is no longer wanted."""
+        while not child.process.known(0.2) and not (self._closing or child.retired):
+            pass
 
     def _watch(self, child: _Child) -> None:
         """Wait for the child's exit (its socket may outlive it, held by a process it started):
@@ -528,7 +535,6 @@ class Supervisor:
             why = describe(value) if error is not None else str(value)
             self._fail_ready(child, why, f"{self.name} could not start: {why}", error)
             return
-        child.process.known(forkserver.KILL_WAIT)  # a ready child's pid is known
         with self._lock:
             if child.ready.done():  # too late: failed at ready_timeout
                 return
@@ -699,13 +705,14 @@ def fork_server(key: str) -> Supervisor:
             _FORK_SERVERS.clear()
             _FORK_SERVERS_OWNER[0] = os.getpid()
         found = _FORK_SERVERS.get(key)
-        if found is not None and found.failure is not None:
-            found.stop()
-        if found is None or found.stopped:
+        failed = found if found is not None and found.failure is not None else None
+        if found is None or found.stopped or failed is not None:
             found = _FORK_SERVERS[key] = Supervisor(
                 f"the fork server {key!r}", forkserver.serve_forks, None
             )
-        return found
+    if failed is not None:  # stopped out of the lock: stopping fails its requests, whose
+        failed.stop()  # callbacks may ask for a server again
+    return found
 
 
 def request_fork(
@@ -725,8 +732,9 @@ def request_fork(
     started now would (not taken: resource limits and CPU affinity, the server's since it
     started). The future holds the child's pid, or the :class:`ChildError` of a server that
     could not answer within :data:`FORK_SECONDS`. A server that died before it answered (it
-    may have died before the request reached it) is asked again once, as the next one: only
-    two deaths in a row fail the request. Raises :class:`ChildError` when no server can
+    may have died before the request reached it; a child it forked dies with it, see
+    :mod:`.forkserver`) is asked again once, as the next one: only two deaths in a row fail the
+    request, or one past :data:`FORK_SECONDS`. Raises :class:`ChildError` when no server can
     answer, ``OSError`` when a descriptor cannot be copied. The child leads a session of its
     own (``session``), else a process group. With ``status`` (the write end of a pipe), the
     server writes the child's exit code there when it reaps the child. The caller may close
@@ -760,6 +768,12 @@ def _ask(key: str, request: Any, fds: list[int], outcome: Future[int], *, again:
     overdue = _Overdue(key, server)
     try:
         answer = server.request(request, fds=fds)
+    except ChildDied:  # stopped by another thread, or its death seen just now
+        overdue.cancel()
+        if not again:
+            raise
+        _ask(key, request, fds, outcome, again=False)
+        return
     except BaseException:
         overdue.cancel()
         raise
@@ -767,7 +781,7 @@ def _ask(key: str, request: Any, fds: list[int], outcome: Future[int], *, again:
 
     def settle(answer: Future[int]) -> None:
         failed = answer.exception()
-        if isinstance(failed, ChildDied) and again:
+        if isinstance(failed, ChildDied) and again and not overdue.fired:
             try:
                 _ask(key, request, fds, outcome, again=False)
             except BaseException as exc:
@@ -793,6 +807,7 @@ class _Overdue:
     def __init__(self, key: str, server: Supervisor) -> None:
         self.key, self.server, self.pid = key, server, server.pid
         self.answer: Future[int] | None = None
+        self.fired = False  # it killed the server: the request is not asked again
         self._timer = self._start(FORK_SECONDS)
 
     def _start(self, seconds: float) -> threading.Timer:
@@ -822,6 +837,7 @@ class _Overdue:
             return
         if self.server.pid == self.pid or self.pid is None:  # the one it was sent to
             log.warning("%s answered nothing in %g s: killed", self.server.name, FORK_SECONDS)
+            self.fired = True
             self.server.kill()
 
 

@@ -653,3 +653,57 @@ def test_a_fork_server_that_died_just_before_a_request_is_replaced_for_it() -> N
     finally:
         for supervisor in made:
             supervisor.stop()
+
+
+def test_a_child_forked_by_a_server_that_died_before_answering_dies_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server forks the child, then dies before its answer goes out (a module it imported
+    ends it right after the fork, once): the request goes to the next server, and the first
+    child does not live on beside the second, sharing its socket."""
+    (tmp_path / "rr_dies_after_fork.py").write_text(
+        textwrap.dedent(
+            """
+            import os, pathlib
+
+            MARK = pathlib.Path(os.environ["RR_DIES_AFTER_FORK"])
+
+            def _die():
+                if not MARK.exists():
+                    MARK.write_text("died once")
+                    os._exit(9)
+
+            os.register_at_fork(after_in_parent=_die)
+            """
+        )
+    )
+    mark = tmp_path / "died"
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("RR_DIES_AFTER_FORK", str(mark))
+
+    def marked() -> set[int]:
+        """The processes that have this test's variable: servers and their children."""
+        found = set()
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and entry != str(os.getpid()):
+                try:
+                    environ = Path(f"/proc/{entry}/environ").read_bytes()
+                except OSError:
+                    continue
+                if f"RR_DIES_AFTER_FORK={mark}".encode() in environ.split(b"\0"):
+                    found.add(int(entry))
+        return found
+
+    supervisor = Supervisor(
+        "the test child", rr_supervised.in_turn, {}, preload=["rr_dies_after_fork"]
+    )
+    try:
+        child = supervisor.call(("pid", None), deadline=30)
+        assert mark.read_text() == "died once"
+        server = fork_server("rr_dies_after_fork,rr_supervised").pid
+        end = time.monotonic() + 10
+        while marked() != {server, child} and time.monotonic() < end:
+            time.sleep(0.05)
+        assert marked() == {server, child}
+    finally:
+        supervisor.stop()
