@@ -22,7 +22,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 #: The bootstrap of a fresh interpreter: ``sys.argv[1]`` is the JSON of :func:`start_python`.
@@ -161,11 +161,50 @@ def start_script(
     return process, keep
 
 
-# -- lifelines ----------------------------------------------------------------------------------
+# -- descriptors a fork of this process drops ---------------------------------------------------
 
-#: The held ends of this process's lifelines: a process forked from it drops its copies (else a
-#: forked data-loader worker would keep children alive after this process died).
-_LIFELINES: set[int] = set()
+#: Descriptors whose copies in a fork of this process must not stay open there: the held ends of
+#: lifelines (else a forked data-loader worker would keep children alive after this process
+#: died), the copies of a request's descriptors not yet sent, a status pipe's write end.
+_NOT_FOR_FORKS: set[int] = set()
+
+
+def not_for_forks(fd: int) -> int:
+    """Have a process forked from this one drop its copy of ``fd`` (until :func:`close_all`
+    closes it); ``fd``."""
+    _NOT_FOR_FORKS.add(fd)
+    return fd
+
+
+def close_all(fds: Iterable[int]) -> None:
+    """Close ``fds`` (one already closed is skipped), forks no longer dropping them."""
+    for fd in fds:
+        _NOT_FOR_FORKS.discard(fd)
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def cover(fds: Iterable[int]) -> None:
+    """Put /dev/null where ``fds`` were: closed for what they were, their numbers still taken,
+    so that nothing opened later takes one and is closed by mistake."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.dup2(null, fd)
+    os.close(null)
+
+
+def _drop_at_fork() -> None:
+    if _NOT_FOR_FORKS:
+        cover(_NOT_FOR_FORKS)
+        _NOT_FOR_FORKS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_drop_at_fork)
+
+
+# -- lifelines ----------------------------------------------------------------------------------
 
 
 def new_lifeline() -> tuple[int, int]:
@@ -173,26 +212,9 @@ def new_lifeline() -> tuple[int, int]:
     when every copy of the held end is closed (:func:`cut_lifeline`, or this process dies,
     however), the child ends its process group. Forks of this process drop their copies."""
     child, held = os.pipe()
-    _LIFELINES.add(held)
-    return child, held
+    return child, not_for_forks(held)
 
 
 def cut_lifeline(held: int) -> None:
     """Close the held end of a lifeline (its child, if still up, then ends its group)."""
-    _LIFELINES.discard(held)
-    os.close(held)
-
-
-def _drop_lifelines() -> None:
-    if not _LIFELINES:
-        return
-    null = os.open(os.devnull, os.O_RDONLY)
-    for fd in _LIFELINES:  # the number stays taken (by /dev/null): nothing else reuses it
-        with contextlib.suppress(OSError):
-            os.dup2(null, fd)
-    os.close(null)
-    _LIFELINES.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_drop_lifelines)
+    close_all([held])

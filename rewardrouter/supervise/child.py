@@ -15,8 +15,8 @@ import socket
 import threading
 from typing import Any
 
-from rewardrouter.supervise.boot import die_with_parent
-from rewardrouter.supervise.frames import close_all, describe, receive, send_frame
+from rewardrouter.supervise.boot import close_all, cover, die_with_parent
+from rewardrouter.supervise.frames import describe, receive, send_frame
 
 
 def run_child(fd: int, lifeline: int, entry: str) -> None:
@@ -31,7 +31,7 @@ def run_child(fd: int, lifeline: int, entry: str) -> None:
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     if hasattr(os, "register_at_fork"):  # a process a handler forks holds neither descriptor
-        os.register_at_fork(after_in_child=lambda: _cover(fd, lifeline))
+        os.register_at_fork(after_in_child=lambda: cover((fd, lifeline)))
     sock = socket.socket(fileno=fd)
     try:
         _, spec, fds = receive(sock)
@@ -63,16 +63,6 @@ def _watch_lifeline(lifeline: int) -> None:
     while os.read(lifeline, 512):
         pass
     os.killpg(0, signal.SIGKILL)
-
-
-def _cover(*fds: int) -> None:
-    """In a process forked from the child: the socket's and the lifeline's numbers taken by
-    /dev/null instead."""
-    null = os.open(os.devnull, os.O_RDONLY)
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            os.dup2(null, fd)
-    os.close(null)
 
 
 def _answer_in_turn(handler: Any, sock: socket.socket) -> None:

@@ -5,13 +5,13 @@ payload, both ways (:mod:`.supervisor`'s side, :mod:`.child`'s side).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import struct
 from collections.abc import Sequence
 
 from rewardrouter.errors import message_of
+from rewardrouter.supervise.boot import close_all
 
 #: A frame's header: request id (0: the child's setup, both ways), payload length, and how many
 #: file descriptors came with it (passed with ``SCM_RIGHTS`` beside the header).
@@ -59,35 +59,6 @@ def receive(sock: socket.socket) -> tuple[int, bytes, list[int]]:
     except BaseException:
         close_all(fds)
         raise
-
-
-def close_all(fds: Sequence[int]) -> None:
-    """Close ``fds`` (those already closed are skipped), and forget any that was in flight."""
-    for fd in fds:
-        IN_FLIGHT.discard(fd)
-        with contextlib.suppress(OSError):
-            os.close(fd)
-
-
-#: Descriptors this process holds only to send (the copies of a request's, a status pipe's
-#: write end): a process forked from this one (a data loader's worker) drops them, else a
-#: status pipe would stay open there. :func:`close_all` takes them out.
-IN_FLIGHT: set[int] = set()
-
-
-def _drop_in_flight() -> None:
-    if not IN_FLIGHT:
-        return
-    null = os.open(os.devnull, os.O_RDONLY)
-    for fd in IN_FLIGHT:  # the number stays taken (by /dev/null): nothing else reuses it
-        with contextlib.suppress(OSError):
-            os.dup2(null, fd)
-    os.close(null)
-    IN_FLIGHT.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_drop_in_flight)
 
 
 def _exactly(sock: socket.socket, size: int) -> bytes:

@@ -67,21 +67,16 @@ from typing import Any, Literal, Protocol
 
 from rewardrouter.supervise import forkserver
 from rewardrouter.supervise.boot import (
+    close_all,
     cut_lifeline,
     exit_cause,
     kill_group,
     new_lifeline,
+    not_for_forks,
     start_python,
 )
 from rewardrouter.supervise.child import run_child
-from rewardrouter.supervise.frames import (
-    IN_FLIGHT,
-    MAX_FDS,
-    close_all,
-    describe,
-    receive,
-    send_frame,
-)
+from rewardrouter.supervise.frames import MAX_FDS, describe, receive, send_frame
 
 log = logging.getLogger("rewardrouter.supervise")
 
@@ -357,8 +352,7 @@ class Supervisor:
         copies: list[int] = []
         try:
             for fd in fds:
-                copies.append(os.dup(fd))
-                IN_FLIGHT.add(copies[-1])
+                copies.append(not_for_forks(os.dup(fd)))
             with self._lock:
                 if child is None:
                     child = self._current_locked()
@@ -439,7 +433,7 @@ class Supervisor:
         args = [fd, lifeline, self._entry]
         if self._preload is not None and forkserver.can_fork():
             status, write = os.pipe()
-            IN_FLIGHT.add(write)  # a fork of this process meanwhile must not hold it open
+            not_for_forks(write)  # a fork of this process meanwhile must not hold it open
             try:
                 forked = request_fork(
                     ",".join(self._preload),
@@ -750,8 +744,7 @@ def request_fork(
     held: list[int] = []  # kept for a second request, dropped by forks of this process
     try:
         for fd in [*fds, *stdio, *([] if status is None else [status])]:
-            held.append(os.dup(fd))
-            IN_FLIGHT.add(held[-1])
+            held.append(not_for_forks(os.dup(fd)))
         outcome: Future[int] = Future()
         outcome.add_done_callback(lambda _: close_all(held))
         _ask(key, request, held, outcome, again=True)
