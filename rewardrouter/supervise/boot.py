@@ -19,6 +19,7 @@ import ctypes
 import importlib
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -192,6 +193,14 @@ def cover(fds: Iterable[int]) -> None:
         with contextlib.suppress(OSError):
             os.dup2(null, fd)
     os.close(null)
+
+
+def readable(fd: int, timeout: float | None) -> bool:
+    """Whether ``fd`` becomes readable within ``timeout`` seconds (None: wait until it does);
+    ``poll``, which takes descriptors of any number (``select`` refuses those over 1023)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(None if timeout is None else int(timeout * 1000)))
 
 
 def _drop_at_fork() -> None:

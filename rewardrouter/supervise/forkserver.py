@@ -30,7 +30,6 @@ import atexit
 import contextlib
 import importlib
 import os
-import select
 import signal
 import socket
 import struct
@@ -44,7 +43,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from rewardrouter.introspect import import_quietly
-from rewardrouter.supervise.boot import die_with_parent, exit_cause, kill_group
+from rewardrouter.supervise.boot import die_with_parent, exit_cause, kill_group, readable
 
 #: A child's exit code, as the server writes it to the child's status pipe.
 STATUS = struct.Struct("!i")
@@ -149,7 +148,7 @@ class Forked:
                     self._why = "exit status unknown: its fork server ended before it"
                 pidfd = self._pidfd
             if self._why is not None and pidfd is not None:
-                _readable(pidfd, None)  # its exit (init reaps it; its group dies with it)
+                readable(pidfd, None)  # its exit (init reaps it; its group dies with it)
         finally:
             with self._lock:
                 self._done = True
@@ -172,7 +171,7 @@ class Forked:
                 return data
             # Once forked, the pipe ends for sure (an exit code, or the server's end); until
             # then a kill must be noticed.
-            if not _readable(self._status, 0.2 if self.pid is None else None):
+            if not readable(self._status, 0.2 if self.pid is None else None):
                 continue
             try:
                 part = os.read(self._status, STATUS.size - len(data))
@@ -196,14 +195,6 @@ class Forked:
     def cause(self) -> str:
         """How the child ended, in :func:`~.boot.exit_cause`'s words (after :meth:`exited`)."""
         return self._why or exit_cause(self._code)
-
-
-def _readable(fd: int, timeout: float | None) -> bool:
-    """Whether ``fd`` becomes readable within ``timeout`` seconds (None: wait until it does);
-    ``poll``, which takes descriptors of any number (``select`` refuses those over 1023)."""
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    return bool(poller.poll(None if timeout is None else int(timeout * 1000)))
 
 
 # -- the server's side ----------------------------------------------------------------------------

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import select
 import signal
 import socket
 import subprocess
@@ -37,7 +36,7 @@ from typing import Any, Literal, Protocol
 from rewardrouter.execute.process.shared import SharedDoubles
 from rewardrouter.execute.process.template import run_fresh_template
 from rewardrouter.execute.process.worker import TASK, serve_fresh
-from rewardrouter.supervise.boot import kill_group, start_python
+from rewardrouter.supervise.boot import kill_group, readable, start_python
 from rewardrouter.supervise.supervisor import ChildError, request_fork
 
 StartMethod = Literal["auto", "forkserver", "spawn"]
@@ -160,9 +159,7 @@ class _Process:
                 return False
             return True
         if self._pidfd is not None:
-            poller = select.poll()  # select refuses descriptors over 1023
-            poller.register(self._pidfd, select.POLLIN)
-            return bool(poller.poll(int(timeout * 1000)))
+            return readable(self._pidfd, timeout)
         deadline = time.monotonic() + timeout
         while True:
             try:
